@@ -1,0 +1,79 @@
+"""The tensor element types of the IR.
+
+Six dtypes, each knowing its numpy dtype and the short name the text form uses (`f32[4,4]`).
+`as_dtype` turns whatever a user may write (a DType, a numpy dtype or type, a name) into a DType.
+"""
+from enum import Enum
+
+import numpy as np
+
+from ir.errors import DTypeError
+
+
+class DType(Enum):
+    float16 = "float16"
+    float32 = "float32"
+    float64 = "float64"
+    int32 = "int32"
+    int64 = "int64"
+    bool = "bool"
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(self.value)
+
+    @property
+    def short(self) -> str:
+        return _SHORT[self]
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.float16, DType.float32, DType.float64)
+
+    @property
+    def is_int(self) -> bool:
+        return self in (DType.int32, DType.int64)
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    def __repr__(self) -> str:
+        return f"DType.{self.value}"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_SHORT = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
+          DType.int32: "i32", DType.int64: "i64", DType.bool: "bool"}
+_BY_SHORT = {short: dt for dt, short in _SHORT.items()}
+_BY_NP = {dt.np: dt for dt in DType}
+
+
+def as_dtype(x) -> DType:
+    """A DType from a DType, a numpy dtype or scalar type, or a name ('float32', 'f32')."""
+    if isinstance(x, DType):
+        return x
+    dtype = getattr(x, "ir_dtype", None)  # graphkernel's mstype objects carry their DType
+    if isinstance(dtype, DType):
+        return dtype
+    if isinstance(x, str):
+        if x in _BY_SHORT:
+            return _BY_SHORT[x]
+        if x in DType.__members__:
+            return DType[x]
+    try:
+        npd = np.dtype(x)
+    except TypeError:
+        npd = None
+    if npd is not None and npd in _BY_NP:
+        return _BY_NP[npd]
+    raise DTypeError(f"unsupported dtype {x!r}; supported: {', '.join(d.value for d in DType)}")
+
+
+def from_short(name: str) -> DType:
+    return _BY_SHORT[name]
+
+
+SHORT_NAMES = tuple(_BY_SHORT)

@@ -1,0 +1,17 @@
+"""The op registry: one table row (an OpDef) per primitive and composite op.
+
+Every op declares its pattern kind, arity, attributes (with defaults and checks), shape/dtype inference
+and numpy reference here, so no other module switches on op names to learn these facts. Kernels add
+their scalar emitters in `kernels/`; expanders live in `graphkernel/expanders/`.
+
+    make_node("Mul", (x, two), name=...)  ->  Node with inferred types, or a ShapeError/DTypeError
+                                               naming the op, the node, the shapes and the rule
+    evaluate(node, arrays)                ->  the numpy reference results
+"""
+from ir.ops.registry import (
+    Attr, OpDef, Pattern, OPS, ALIASES, canonical_name, get, register, make_node, evaluate, pattern_of,
+)
+from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
+
+__all__ = ["Attr", "OpDef", "Pattern", "OPS", "ALIASES", "canonical_name", "get", "register",
+           "make_node", "evaluate", "pattern_of"]

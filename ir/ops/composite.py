@@ -1,0 +1,150 @@
+"""Composite ops: each has a numpy reference here and an expander (graphkernel/expanders/) that
+rewrites it into primitives. Until expanded they are OPAQUE: a kernel of their own, never fused."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.errors import ShapeError
+from ir.graph import TensorType
+from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, normalize_axes, require, same_dtype
+from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer
+from ir.ops.registry import Attr, OpDef, Pattern, register
+
+GELU_COEF = 0.044715
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+def composite(name, arity, infer, reference, attrs=(), canonicalize=None, doc=""):
+    register(OpDef(name, Pattern.OPAQUE, arity, infer, reference, attrs, canonicalize,
+                   expandable=True, doc=doc))
+
+
+def _same_float(types, attrs):
+    require(types[0].dtype, "float")
+    return (types[0],)
+
+
+def _c(x, v):
+    return np.asarray(v, dtype=x.dtype)
+
+
+def _mean(a, attrs):
+    x = a[0]
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    return np.mean(x, axis=attrs["axis"], keepdims=attrs["keep_dims"], dtype=acc).astype(x.dtype)
+
+
+composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes)
+composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0])
+
+
+def _sigmoid(a, attrs):
+    x = a[0]
+    with np.errstate(over="ignore"):
+        return _c(x, 1) / (_c(x, 1) + np.exp(-x))
+
+
+composite("Sigmoid", 1, _same_float, _sigmoid)
+composite("ReLU", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:],
+          lambda a, _: np.maximum(a[0], _c(a[0], 0)))
+
+
+def _gelu(a, attrs):
+    x = a[0]
+    inner = _c(x, SQRT_2_OVER_PI) * (x + _c(x, GELU_COEF) * (x * x * x))
+    return _c(x, 0.5) * x * (_c(x, 1) + np.tanh(inner))
+
+
+composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT")
+
+
+def bias_axis(rank: int, data_format: str) -> int:
+    return rank - 1 if data_format == "NHWC" or rank < 2 else 1
+
+
+def _bias_add_infer(types, attrs):
+    x, b = types
+    same_dtype(types)
+    require(x.dtype, "numeric")
+    if x.rank < 2 or b.rank != 1:
+        raise ShapeError(f"needs x of rank >= 2 and a 1-D bias, got {fmt(x.shape)} and {fmt(b.shape)}")
+    axis = bias_axis(x.rank, attrs["data_format"])
+    if x.shape[axis] != b.shape[0]:
+        raise ShapeError(f"bias {fmt(b.shape)} does not match channel axis {axis} of {fmt(x.shape)}")
+    return (x,)
+
+
+def _bias_add(a, attrs):
+    x, b = a
+    axis = bias_axis(x.ndim, attrs["data_format"])
+    return x + b.reshape((-1,) + (1,) * (x.ndim - 1 - axis))
+
+
+composite("BiasAdd", 2, _bias_add_infer, _bias_add, (Attr("data_format", "NCHW", is_str("NCHW", "NHWC")),),
+          doc="adds a 1-D bias along the channel axis (1 for NCHW, last for NHWC)")
+
+
+def _softmax_canon(types, attrs):
+    return {"axis": normalize_axes(attrs["axis"], types[0].rank, empty_means_all=False)}
+
+
+def _softmax(a, attrs):
+    x = a[0]
+    ax = attrs["axis"]
+    with np.errstate(all="ignore"):
+        e = np.exp(x - np.max(x, axis=ax, keepdims=True))
+        return e / np.sum(e, axis=ax, keepdims=True, dtype=np.float32 if x.dtype == np.float16 else x.dtype
+                          ).astype(x.dtype)
+
+
+def _log_softmax(a, attrs):
+    x = a[0]
+    ax = attrs["axis"]
+    with np.errstate(all="ignore"):
+        s = x - np.max(x, axis=ax, keepdims=True)
+        return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
+
+
+composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon)
+composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon)
+
+
+def _layer_norm_canon(types, attrs):
+    rank = types[0].rank
+    out = dict(attrs)
+    for key in ("begin_norm_axis", "begin_params_axis"):
+        ax = attrs[key]
+        if not -rank <= ax < rank:
+            raise ShapeError(f"{key}={ax} out of range for rank {rank}")
+        out[key] = ax % rank
+    return out
+
+
+def _layer_norm_infer(types, attrs):
+    x, gamma, beta = types
+    same_dtype(types)
+    require(x.dtype, "float")
+    params = x.shape[attrs["begin_params_axis"]:]
+    for label, t in (("gamma", gamma), ("beta", beta)):
+        if t.shape != params:
+            raise ShapeError(f"{label} {fmt(t.shape)} must have shape {fmt(params)} "
+                             f"(x.shape[begin_params_axis:] of {fmt(x.shape)})")
+    b = attrs["begin_norm_axis"]
+    stat = TensorType(x.shape[:b] + (1,) * (x.rank - b), x.dtype)
+    return (x, stat, stat)
+
+
+def _layer_norm(a, attrs):
+    x, gamma, beta = a
+    axes = tuple(range(attrs["begin_norm_axis"], x.ndim))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
+    var = np.mean(centered * centered, axis=axes, keepdims=True)
+    y = centered / np.sqrt(var + _c(x, attrs["epsilon"])) * gamma + beta
+    return y, mean, var
+
+
+composite("LayerNorm", 3, _layer_norm_infer, _layer_norm,
+          (Attr("begin_norm_axis", -1, is_int), Attr("begin_params_axis", -1, is_int),
+           Attr("epsilon", 1e-7, is_float)), _layer_norm_canon,
+          doc="returns (y, mean, variance); mean/variance keep the normalized axes as 1")

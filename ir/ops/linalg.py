@@ -1,0 +1,47 @@
+"""MatMul and BatchMatMul: opaque library calls (numpy's BLAS), never fused."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.errors import ShapeError
+from ir.graph import TensorType
+from ir.ops.checks import broadcast, fmt, is_bool, require, same_dtype
+from ir.ops.registry import Attr, OpDef, Pattern, register
+
+MATMUL_ATTRS = (Attr("transpose_a", False, is_bool), Attr("transpose_b", False, is_bool))
+
+
+def _matrix(shape, transposed):
+    m, k = shape[-2:]
+    return (k, m) if transposed else (m, k)
+
+
+def _matmul_infer(types, attrs, batched: bool):
+    a, b = types
+    dtype = same_dtype(types)
+    require(dtype, "numeric")
+    want = "at least 3" if batched else "exactly 2"
+    if (a.rank < 3 or b.rank < 3) if batched else (a.rank != 2 or b.rank != 2):
+        raise ShapeError(f"operands need rank {want}, got {fmt(a.shape)} and {fmt(b.shape)}")
+    m, k = _matrix(a.shape, attrs["transpose_a"])
+    k2, n = _matrix(b.shape, attrs["transpose_b"])
+    if k != k2:
+        raise ShapeError(f"contracting dims differ: {fmt(a.shape)}{' (transposed)' * attrs['transpose_a']} "
+                         f"x {fmt(b.shape)}{' (transposed)' * attrs['transpose_b']} gives k={k} vs {k2}")
+    batch = broadcast(a.shape[:-2], b.shape[:-2]) if batched else ()
+    return (TensorType(batch + (m, n), dtype),)
+
+
+def _matmul(a, attrs):
+    x, y = a
+    if attrs["transpose_a"]:
+        x = np.swapaxes(x, -1, -2)
+    if attrs["transpose_b"]:
+        y = np.swapaxes(y, -1, -2)
+    return np.matmul(x, y)
+
+
+register(OpDef("MatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, False), _matmul,
+               MATMUL_ATTRS))
+register(OpDef("BatchMatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, True), _matmul,
+               MATMUL_ATTRS))

@@ -1,0 +1,44 @@
+"""Reductions. The axis attribute is canonical: sorted, non-negative, never empty for rank > 0."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.graph import TensorType
+from ir.ops.checks import is_bool, is_int_tuple, normalize_axes, require
+from ir.ops.registry import Attr, OpDef, Pattern, register
+
+REDUCE_ATTRS = (Attr("axis", (), is_int_tuple), Attr("keep_dims", False, is_bool))
+
+
+def canonical_axes(types, attrs):
+    return {**attrs, "axis": normalize_axes(attrs["axis"], types[0].rank)}
+
+
+def reduced_shape(shape, axes, keep_dims) -> tuple[int, ...]:
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def reduce_infer(types, attrs, allowed="numeric"):
+    (x,) = types
+    require(x.dtype, allowed)
+    return (TensorType(reduced_shape(x.shape, attrs["axis"], attrs["keep_dims"]), x.dtype),)
+
+
+def _sum(a, attrs):
+    x = a[0]
+    acc = np.float32 if x.dtype == DType.float16.np else x.dtype  # float16 accumulates in float32
+    return np.sum(x, axis=attrs["axis"], keepdims=attrs["keep_dims"], dtype=acc).astype(x.dtype)
+
+
+def _extremum(fn):
+    return lambda a, attrs: fn(a[0], axis=attrs["axis"], keepdims=attrs["keep_dims"])
+
+
+register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes))
+register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS,
+               canonical_axes))
+register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS,
+               canonical_axes))

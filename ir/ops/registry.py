@@ -1,0 +1,139 @@
+"""OpDef, the registry table, and the two entry points every layer uses: make_node and evaluate."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable
+
+import numpy as np
+
+from ir.errors import AttrError, IRError, UnknownOpError
+from ir.graph import Node, TensorType, Value
+
+
+class Pattern(IntEnum):
+    """How an op maps input elements to output elements; fusion rules compare these in order."""
+    ELEMWISE = 0   # same-shape, element i from element i
+    BROADCAST = 1  # elementwise with numpy broadcasting
+    INJECTIVE = 2  # each output element from one input element (reshape, transpose)
+    REDUCE = 3     # reduces axes
+    OPAQUE = 4     # a library call (MatMul) or a composite op not yet expanded
+    HOST = 5       # runs on the host only
+
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute an op accepts: its default and a check that returns the canonical value."""
+    name: str
+    default: Any = REQUIRED
+    check: Callable[[Any], Any] = lambda v: v
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    pattern: Pattern
+    arity: int | None                       # number of tensor inputs; None: any number >= 1
+    infer: Callable[[tuple[TensorType, ...], dict], tuple[TensorType, ...]]
+    reference: Callable[[list[np.ndarray], dict], Any]
+    attrs: tuple[Attr, ...] = ()
+    # (input types, attrs) -> attrs: resolves values that depend on input ranks (axes, -1 dims)
+    canonicalize: Callable[[tuple[TensorType, ...], dict], dict] | None = None
+    expandable: bool = False                # a composite op: an expander turns it into primitives
+    doc: str = field(default="", compare=False)
+
+    def check_attrs(self, attrs: dict) -> dict:
+        known = {a.name: a for a in self.attrs}
+        unknown = sorted(set(attrs) - set(known))
+        if unknown:
+            raise AttrError(f"unknown attribute(s) {', '.join(unknown)}; {self.name} accepts "
+                            f"{', '.join(known) or 'no attributes'}")
+        out = {}
+        for a in self.attrs:
+            if a.name in attrs:
+                try:
+                    out[a.name] = a.check(attrs[a.name])
+                except (TypeError, ValueError) as e:
+                    raise AttrError(f"attribute {a.name}={attrs[a.name]!r}: {e}") from None
+            elif a.default is REQUIRED:
+                raise AttrError(f"missing attribute {a.name}")
+            else:
+                out[a.name] = a.default
+        return out
+
+
+OPS: dict[str, OpDef] = {}
+
+# MindSpore spellings of our ops (API aliases; CANN names for the precision lists live apart).
+ALIASES = {"TensorAdd": "Add", "Div": "RealDiv"}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.name in OPS:
+        raise IRError(f"op {opdef.name} registered twice")
+    OPS[opdef.name] = opdef
+    return opdef
+
+
+def canonical_name(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
+def get(name: str) -> OpDef:
+    name = canonical_name(name)
+    if name in OPS:
+        return OPS[name]
+    near = difflib.get_close_matches(name, list(OPS) + list(ALIASES), n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    raise UnknownOpError(f"unknown op {name!r}{hint}; known ops: {', '.join(sorted(OPS))}")
+
+
+def pattern_of(node: Node) -> Pattern:
+    if node.subgraph is not None:
+        return max((pattern_of(n) for n in node.subgraph.nodes), default=Pattern.ELEMWISE)
+    return get(node.op).pattern
+
+
+def _where(op: str, name: str) -> str:
+    return f"{op} ({name})" if name else op
+
+
+def make_node(op: str, inputs, attrs: dict | None = None, name: str = "") -> Node:
+    """A node of a registered op, attrs checked and canonical, result types inferred."""
+    d = get(op)
+    inputs = tuple(inputs)
+    for v in inputs:
+        if not isinstance(v, Value):
+            raise IRError(f"{_where(d.name, name)}: input {v!r} is not an IR Value")
+    try:
+        if d.arity is not None and len(inputs) != d.arity:
+            raise AttrError(f"takes {d.arity} tensor input(s), got {len(inputs)}")
+        if d.arity is None and not inputs:
+            raise AttrError("takes at least one tensor input")
+        types = tuple(v.type for v in inputs)
+        checked = d.check_attrs(dict(attrs or {}))
+        if d.canonicalize is not None:
+            checked = d.canonicalize(types, checked)
+        out_types = d.infer(types, checked)
+    except IRError as e:
+        raise type(e)(f"{_where(d.name, name)}: {e}") from None
+    return Node(d.name, inputs, checked, out_types, name)
+
+
+def evaluate(node: Node, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The numpy reference results of one (non-composite) node, in the node's exact dtypes."""
+    result = get(node.op).reference(arrays, node.attr_dict)
+    results = result if isinstance(result, tuple) else (result,)
+    out = []
+    for r, t in zip(results, node.types):
+        r = np.asarray(r)
+        if r.dtype != t.dtype.np:
+            r = r.astype(t.dtype.np)
+        if r.shape != t.shape:
+            raise IRError(f"reference of {node.op} gave shape {r.shape}, inferred {t.shape}")
+        out.append(r)
+    return tuple(out)

@@ -1,0 +1,88 @@
+"""Data movement: Reshape, Transpose, BroadcastTo, and Const (a literal, the source of constants)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import as_dtype
+from ir.errors import ShapeError
+from ir.graph import Literal, TensorType
+from ir.ops.checks import fmt, is_int_tuple
+from ir.ops.registry import Attr, OpDef, Pattern, register
+
+
+def _reshape_canon(types, attrs):
+    (x,) = types
+    shape = list(attrs["shape"])
+    if shape.count(-1) > 1:
+        raise ShapeError(f"target shape {fmt(shape)} has more than one -1")
+    if any(d < -1 for d in shape):
+        raise ShapeError(f"target shape {fmt(shape)} has a negative dim")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or x.size % known:
+            raise ShapeError(f"cannot reshape {fmt(x.shape)} ({x.size} elements) to {fmt(shape)}")
+        shape[shape.index(-1)] = x.size // known
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ShapeError(f"cannot reshape {fmt(x.shape)} ({x.size} elements) to {fmt(shape)} "
+                         "(element counts differ)")
+    return {"shape": tuple(shape)}
+
+
+register(OpDef("Reshape", Pattern.INJECTIVE, 1,
+               lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
+               lambda a, attrs: a[0].reshape(attrs["shape"]),
+               (Attr("shape", check=is_int_tuple),), _reshape_canon))
+
+
+def _transpose_canon(types, attrs):
+    rank = types[0].rank
+    perm = tuple(p % rank if -rank <= p < rank else p for p in attrs["perm"])
+    if sorted(perm) != list(range(rank)):
+        raise ShapeError(f"perm {fmt(attrs['perm'])} is not a permutation of the {rank} axes of "
+                         f"{fmt(types[0].shape)}")
+    return {"perm": perm}
+
+
+register(OpDef("Transpose", Pattern.INJECTIVE, 1,
+               lambda types, attrs: (TensorType(tuple(types[0].shape[p] for p in attrs["perm"]),
+                                                types[0].dtype),),
+               lambda a, attrs: np.ascontiguousarray(np.transpose(a[0], attrs["perm"])),
+               (Attr("perm", check=is_int_tuple),), _transpose_canon))
+
+
+def _broadcast_canon(types, attrs):
+    (x,) = types
+    shape = attrs["shape"]
+    if len(shape) < x.rank:
+        raise ShapeError(f"cannot broadcast {fmt(x.shape)} to the lower rank {fmt(shape)}")
+    lead = len(shape) - x.rank
+    out = list(shape)
+    for i, d in enumerate(x.shape):
+        want = shape[lead + i]
+        if want == -1:
+            out[lead + i] = d
+        elif d != want and d != 1:
+            raise ShapeError(f"cannot broadcast {fmt(x.shape)} to {fmt(shape)}: dim {i} is {d}, "
+                             f"target {want} (numpy rule: equal or 1)")
+    if any(d < 0 for d in out):
+        raise ShapeError(f"target shape {fmt(shape)}: -1 only where the input has a dim")
+    return {"shape": tuple(out)}
+
+
+register(OpDef("BroadcastTo", Pattern.BROADCAST, 1,
+               lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
+               lambda a, attrs: np.broadcast_to(a[0], attrs["shape"]).copy(),
+               (Attr("shape", check=is_int_tuple),), _broadcast_canon))
+
+
+def _literal(v) -> Literal:
+    lit = v if isinstance(v, Literal) else Literal(v)
+    as_dtype(lit.array.dtype)  # rejects dtypes the IR has not
+    return lit
+
+
+register(OpDef("Const", Pattern.ELEMWISE, 0,
+               lambda types, attrs: (TensorType(attrs["value"].array.shape,
+                                                as_dtype(attrs["value"].array.dtype)),),
+               lambda a, attrs: attrs["value"].array,
+               (Attr("value", check=_literal),)))
