@@ -1,0 +1,87 @@
+"""graph_kernel_flags: MindSpore's syntax (`--key=value`, bare `--key` = true, lists comma-separated).
+
+`parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key.
+MS_DEV_GRAPH_KERNEL_FLAGS in the environment is read too, after the context's flags (so it wins).
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+from dataclasses import dataclass, field, fields
+
+from ir.errors import GraphKernelError
+
+
+class FlagError(GraphKernelError, ValueError):
+    """A graph_kernel_flags string that does not parse."""
+
+
+@dataclass(frozen=True)
+class GraphKernelFlags:
+    opt_level: int | None = None             # None: 2 when fusion is on, 0 when off
+    enable_expand_ops: frozenset = frozenset()
+    disable_expand_ops: frozenset = frozenset()
+    enable_expand_ops_only: frozenset | None = None
+    enable_cluster_ops: frozenset = frozenset()
+    disable_cluster_ops: frozenset = frozenset()
+    enable_cluster_ops_only: frozenset | None = None
+    enable_pass: frozenset = frozenset()      # "stage.pass" names
+    disable_pass: frozenset = frozenset()
+    composite_op_limit_size: int = 200
+    reduce_fuse_depth: int = 10
+    enable_parallel_fusion: bool = False
+    enable_recompute_fusion: bool = False
+    enable_stitch_fusion: bool = False
+    dump_as_text: bool = False
+    verify: bool = False                      # run ir.verify after every pass (tests turn it on)
+
+
+_LIST = {"enable_expand_ops", "disable_expand_ops", "enable_expand_ops_only", "enable_cluster_ops",
+         "disable_cluster_ops", "enable_cluster_ops_only", "enable_pass", "disable_pass"}
+_BOOL = {f.name for f in fields(GraphKernelFlags) if f.type in ("bool",)}
+_INT_RANGES = {"opt_level": (0, 3), "composite_op_limit_size": (1, 100000), "reduce_fuse_depth": (0, 1000)}
+KNOWN_FLAGS = tuple(f.name for f in fields(GraphKernelFlags))
+
+
+def _value(key: str, raw: str | None):
+    if key in _BOOL:
+        if raw is None or raw.lower() in ("true", "1", "on"):
+            return True
+        if raw.lower() in ("false", "0", "off"):
+            return False
+        raise FlagError(f"--{key}={raw}: expected true or false")
+    if raw is None:
+        raise FlagError(f"--{key} needs a value (--{key}=...)")
+    if key in _LIST:
+        return frozenset(item.strip() for item in raw.split(",") if item.strip())
+    lo, hi = _INT_RANGES[key]
+    try:
+        value = int(raw)
+    except ValueError:
+        raise FlagError(f"--{key}={raw}: expected an integer in {lo}..{hi}") from None
+    if not lo <= value <= hi:
+        raise FlagError(f"--{key}={raw}: expected an integer in {lo}..{hi}")
+    return value
+
+
+def parse_flags(text: str, *, read_env: bool = True) -> GraphKernelFlags:
+    if not isinstance(text, str):
+        raise FlagError(f"graph_kernel_flags must be a string, got {type(text).__name__}")
+    env = os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "") if read_env else ""
+    values: dict = {}
+    for source, chunk in (("graph_kernel_flags", text), ("MS_DEV_GRAPH_KERNEL_FLAGS", env)):
+        try:
+            tokens = shlex.split(chunk)
+        except ValueError as e:
+            raise FlagError(f"{source}: {e}") from None
+        for token in tokens:
+            if not token.startswith("--"):
+                raise FlagError(f"{source}: {token!r} is not a flag (flags look like --key=value)")
+            key, eq, raw = token[2:].partition("=")
+            if key not in KNOWN_FLAGS:
+                near = difflib.get_close_matches(key, KNOWN_FLAGS, n=1)
+                hint = f"; did you mean --{near[0]}?" if near else ""
+                raise FlagError(f"{source}: unknown flag --{key}{hint}")
+            values[key] = _value(key, raw if eq else None)
+    return GraphKernelFlags(**values)

@@ -1,0 +1,97 @@
+"""CompileOptions: everything a compile depends on, frozen, so it can key the compile cache.
+
+Built from the context by `CompileOptions.from_context()`; passes read it, never the context.
+The fusion log rides along (excluded from equality): passes append their decisions to it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graphkernel.flags import GraphKernelFlags
+
+
+@dataclass
+class FusionRecord:
+    """One fusion considered: the candidates, the pass, the cost figures, the decision and why."""
+    stage: str
+    candidates: tuple[str, ...]
+    accepted: bool
+    reason: str
+    figures: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        figs = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in sorted(self.figures.items()))
+        verdict = "fuse" if self.accepted else "refuse"
+        return f"[{self.stage}] {verdict} {' + '.join(self.candidates)}: {self.reason}" + (
+            f" ({figs})" if figs else "")
+
+
+class FusionLog(list):
+    """A list of FusionRecord; compares equal to any other log so options stay hashable by value."""
+
+    def __eq__(self, other):
+        return isinstance(other, FusionLog)
+
+    def __hash__(self):
+        return 0
+
+    def add(self, stage, candidates, accepted, reason, **figures) -> None:
+        self.append(FusionRecord(stage, tuple(candidates), accepted, reason, figures))
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    device_target: str = "Ascend"
+    enable_graph_kernel: bool = False
+    flags: GraphKernelFlags = GraphKernelFlags()
+    core_num: int = 32
+    deterministic: int = 0
+    precision_mode: str = "must_keep_origin_dtype"
+    fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
+    log: FusionLog = field(default_factory=FusionLog, compare=False, hash=False)
+
+    @property
+    def opt_level(self) -> int:
+        if not self.enable_graph_kernel:
+            return 0
+        return 2 if self.flags.opt_level is None else self.flags.opt_level
+
+    @property
+    def recompute(self) -> bool:
+        return self.opt_level >= 2 or (self.enable_graph_kernel and self.flags.enable_recompute_fusion)
+
+    @property
+    def parallel_fusion(self) -> bool:
+        return self.opt_level >= 3 or (self.enable_graph_kernel and self.flags.enable_parallel_fusion)
+
+    @property
+    def stitch_fusion(self) -> bool:
+        return self.opt_level >= 3 or (self.enable_graph_kernel and self.flags.enable_stitch_fusion)
+
+    def expand_enabled(self, op: str, default: bool = True) -> bool:
+        """Whether the expander of `op` runs, per the *_expand_ops flags."""
+        f = self.flags
+        if f.enable_expand_ops_only is not None:
+            return op in f.enable_expand_ops_only
+        if op in f.disable_expand_ops:
+            return False
+        return default or op in f.enable_expand_ops
+
+    def cluster_enabled(self, op: str, default: bool = True) -> bool:
+        """Whether fusion may put `op` into a composite, per the *_cluster_ops flags."""
+        f = self.flags
+        if f.enable_cluster_ops_only is not None:
+            return op in f.enable_cluster_ops_only
+        if op in f.disable_cluster_ops:
+            return False
+        return default or op in f.enable_cluster_ops
+
+    def pass_enabled(self, qualified: str, level: int) -> bool:
+        """`qualified` is "stage.pass"; `level` the opt_level at which the pass turns on by default."""
+        name = qualified.split(".", 1)[-1]
+        if qualified in self.flags.disable_pass or name in self.fusion_switch_off:
+            return False
+        if qualified in self.flags.enable_pass:
+            return True
+        return self.opt_level >= level

@@ -1,0 +1,74 @@
+"""The emulated Ascend AI Core: the device model the lowering and the cost model share.
+
+    core_num AI Cores (default 32)  -> a launch has block_dim blocks, 1 <= block_dim <= core_num,
+                                        spread over numba's threads with prange
+    unified buffer (UB) 256 KiB/core -> each block walks its share in tiles that fit the UB
+                                        together with the tile's live temporaries
+    32-byte alignment               -> tile lengths are multiples of 32 bytes
+
+The timing figures are those of this CPU backend (2-core Zen4 VM; ../shared/ANCHORS.md and
+`bench/calibrate.py`): the cost model predicts kernel time from them, so fusion decisions follow
+what this machine really does.
+"""
+from __future__ import annotations
+
+import os
+
+DEFAULT_CORE_NUM = 32
+UB_BYTES = 256 * 1024
+ALIGN_BYTES = 32
+
+# --- timing figures of the backend (seconds, bytes/second, operations/second) ---
+LAUNCH_SECONDS = 1.0e-6            # a sequential kernel call from the executor
+PARALLEL_LAUNCH_SECONDS = 3.0e-6   # extra for a prange launch (thread wake-up and join)
+BANDWIDTH_CACHED = 120e9           # bytes/s when the working set fits the 32 MB L3
+BANDWIDTH_DRAM = 30e9              # bytes/s beyond it
+CACHE_BYTES = 32 * 1024 * 1024
+OPS_PER_SECOND_PER_THREAD = 8e9    # vectorized float32 elementwise operations per thread
+TRANSCENDENTAL_COST = 12           # a vectorized exp/tanh/erf/log counts as this many operations
+MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a parallel launch
+
+
+def host_threads() -> int:
+    """Threads numba will run a parallel launch on."""
+    try:
+        import numba
+        return numba.get_num_threads()
+    except Exception:  # numba not importable: the model still answers
+        return os.cpu_count() or 1
+
+
+def bandwidth(working_set_bytes: int) -> float:
+    return BANDWIDTH_CACHED if working_set_bytes <= CACHE_BYTES else BANDWIDTH_DRAM
+
+
+def block_dim_for(parallel_items: int, core_num: int = DEFAULT_CORE_NUM, *, single_core: bool = False,
+                  elements_per_item: int = 1) -> int:
+    """Blocks for a launch over `parallel_items` independent items (rows, or elements).
+
+    `single_core` forces one block: the float16 ReduceSum of seed 002 case 04 runs like that on the
+    real AI Core, and so it does here.
+    """
+    if single_core or parallel_items <= 1:
+        return 1
+    by_work = (parallel_items * elements_per_item) // MIN_ELEMENTS_PER_BLOCK
+    return max(1, min(core_num, parallel_items, by_work))
+
+
+def align_elements(n: int, itemsize: int) -> int:
+    """n rounded down to a whole number of 32-byte units (at least one unit)."""
+    unit = max(1, ALIGN_BYTES // itemsize)
+    return max(unit, n - n % unit)
+
+
+def tile_elements(bytes_per_element: int) -> int:
+    """Elements per UB tile when every element needs `bytes_per_element` of live UB storage
+    (the tile's inputs, outputs and temporaries together)."""
+    return align_elements(UB_BYTES // max(1, bytes_per_element), 4)
+
+
+def block_range(total: int, block_dim: int, block: int) -> tuple[int, int]:
+    """[start, stop) of the items block `block` of `block_dim` covers: contiguous, balanced, exact."""
+    base, extra = divmod(total, block_dim)
+    start = block * base + min(block, extra)
+    return start, start + base + (1 if block < extra else 0)
