@@ -1,0 +1,35 @@
+"""graphkernel: MindSpore-style graph-kernel fusion for an emulated Ascend AI Core, on the CPU.
+
+    from graphkernel import context, Tensor
+    from graphkernel.nn import Cell
+    from graphkernel.ops import operations as P
+"""
+import os as _os
+
+
+def _check_own_packages() -> None:
+    """`ir` and `kernels` are common top-level names on PyPI: make sure we imported ours."""
+    here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    import importlib
+    for name in ("ir", "kernels"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as e:
+            raise ImportError(f"graphkernel cannot import its own {name!r} package ({e}); reinstall "
+                              "graphkernel") from None
+        dirs = [_os.path.abspath(d) for d in getattr(mod, "__path__", [])]
+        if not any(_os.path.dirname(d) == here for d in dirs):
+            where = dirs[0] if dirs else getattr(mod, "__file__", "?")
+            raise ImportError(f"graphkernel found a different {name!r} package at {where}; another "
+                              f"distribution installs a top-level {name!r} module. Uninstall it or use a "
+                              "separate virtual environment.")
+
+
+_check_own_packages()
+
+from graphkernel import context, dtype  # noqa: E402
+from graphkernel.tensor import Parameter, Tensor  # noqa: E402
+from ir.errors import GraphKernelError  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["context", "dtype", "Tensor", "Parameter", "GraphKernelError", "__version__"]

@@ -1,0 +1,171 @@
+"""compile_graph: traced IR -> pipeline -> an executable CompiledGraph.
+
+    CompiledGraph
+      graph_id      the number of this compile in the process (dump file names use it)
+      stages        the IR at the end of each stage ("validate", "expand", ..., "composite")
+      graph         the final IR
+      kernels       one KernelSummary per kernel launch (name, op types, block_dim, types, target)
+      dump_files    what save_graphs wrote
+      log           the fusion log (every candidate, its figures, the decision and the reason)
+
+device_target "CPU" runs the final IR on the numpy reference (ir.interpret; composites are interpreted
+through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir.errors import GraphKernelError
+from ir.graph import Graph, TensorType
+from graphkernel import context
+from graphkernel.flags import parse_flags
+from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
+
+
+class InputError(GraphKernelError, TypeError):
+    """Inputs that do not match the compiled signature."""
+
+
+@dataclass(frozen=True)
+class KernelSummary:
+    name: str
+    op_types: tuple[str, ...]
+    block_dim: int | None
+    inputs: tuple[TensorType, ...]
+    outputs: tuple[TensorType, ...]
+    target: str  # "device" or "host"
+
+
+def options_from_context() -> CompileOptions:
+    from graphkernel.fusion_switch import read_fusion_switch
+    switch = context.get_context("fusion_switch_file")
+    return CompileOptions(
+        device_target=context.get_context("device_target"),
+        enable_graph_kernel=context.get_context("enable_graph_kernel"),
+        flags=parse_flags(context.get_context("graph_kernel_flags")),
+        core_num=context.get_context("core_num"),
+        deterministic=context.get_context("deterministic"),
+        precision_mode=context.get_context("precision_mode"),
+        fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
+        log=FusionLog(),
+    )
+
+
+# Ops that are no kernel launch: constants are buffers, a Reshape is a view.
+_NOT_LAUNCHED = ("Const", "Reshape")
+
+
+def summarize_kernels(graph: Graph) -> list[KernelSummary]:
+    """The launches of `graph` on the reference: one per top-level node that computes."""
+    out = []
+    for node in graph.nodes:
+        if node.op in _NOT_LAUNCHED:
+            continue
+        ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
+        out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
+                                 node.types, "host" if node.op == "PyFunc" else "device"))
+    return out
+
+
+@dataclass
+class CompiledGraph:
+    graph_id: int | None
+    options: CompileOptions
+    stages: dict[str, Graph]
+    graph: Graph
+    kernels: list
+    dump_files: list[str]
+    parameters: list = field(default_factory=list)
+    out_tree: object = None
+    program: object = None   # kernels.Program on the Ascend target
+
+    @property
+    def log(self) -> FusionLog:
+        return self.options.log
+
+    @property
+    def kernel_count(self) -> int:
+        return len(self.kernels)
+
+    def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Run on numpy arrays: the call's inputs followed by the parameters' values."""
+        if self.program is not None:
+            return self.program.run(arrays)
+        from ir.interpret import interpret
+        return interpret(self.graph, arrays)
+
+    def __call__(self, *tensors):
+        from graphkernel.nn.cell import unflatten
+        from graphkernel.tensor import Tensor
+        expected = self.graph.inputs[: len(self.graph.inputs) - len(self.parameters)]
+        if len(tensors) != len(expected):
+            raise InputError(f"compiled graph {self.graph_id} takes {len(expected)} inputs, got {len(tensors)}")
+        arrays = []
+        for i, (t, v) in enumerate(zip(tensors, expected)):
+            arr = t.asnumpy() if isinstance(t, Tensor) else np.asarray(t)
+            if arr.shape != v.shape or arr.dtype != v.dtype.np:
+                raise InputError(f"input {i}: got {arr.dtype}{list(arr.shape)}, compiled for "
+                                 f"{v.dtype.value}{list(v.shape)}")
+            arrays.append(arr)
+        arrays += [p.asnumpy() for p in self.parameters]
+        outs = [Tensor._wrap(a) for a in self.run_arrays(arrays)]
+        if self.out_tree is None:
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return unflatten(self.out_tree, outs)
+
+
+def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree=None, name: str = "",
+                  eager: bool = False) -> CompiledGraph:
+    """Run the pipeline on a traced graph and prepare it to execute.
+
+    An eager (PYNATIVE one-op) compile takes no graph id and writes no dumps.
+    """
+    from graphkernel.dump import StageDumper
+    graph_id = None if eager else context.next_graph_id()
+    save = context.get_context("save_graphs") and not eager
+    dumper = StageDumper(context.get_context("save_graphs_path") if save else None, graph_id or 0,
+                         opts.flags.dump_as_text, STAGE_DUMPS)
+    stages: dict[str, Graph] = {}
+
+    def on_stage(stage: str, g: Graph) -> None:
+        stages[stage] = g
+        dumper(stage, g)
+
+    final = run_pipeline(graph, opts, on_stage)
+    if opts.flags.dump_as_text and save:
+        dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, opts.log)) + "\n")
+    compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
+                             list(parameters), out_tree)
+    if opts.device_target == "Ascend":
+        _attach_device_program(compiled, dumper, eager)
+    return compiled
+
+
+def _attach_device_program(compiled: CompiledGraph, dumper, eager: bool) -> None:
+    try:
+        from kernels import lower  # noqa: F401
+    except ImportError:
+        context.warn_reference_once("device_target='Ascend': the numba kernels are not built yet; "
+                                    "running on the numpy reference")
+        return
+    from graphkernel.device import attach_program
+    attach_program(compiled, dumper, eager)
+
+
+_eager_cache: dict = {}
+
+
+def run_eager(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Run a one-op graph (PYNATIVE_MODE) through the pipeline, caching the compile per op signature."""
+    key = (graph.key(), context.compile_settings())
+    compiled = _eager_cache.get(key)
+    if compiled is None:
+        compiled = compile_graph(graph, options_from_context(), eager=True)
+        if len(_eager_cache) > 4096:
+            _eager_cache.clear()
+        _eager_cache[key] = compiled
+    return compiled.run_arrays(arrays)

@@ -1,0 +1,179 @@
+"""set_context / get_context: the session's settings, each validated against one table.
+
+A key is in the table with its default, a check that returns the canonical value (or raises with
+what is accepted), and whether its feature exists yet. Setting a key whose feature is not built
+raises NotImplementedError naming it (a non-default value only): nothing is silently ignored.
+Settings apply to graphs compiled after they are set (they are part of the compile cache key).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ir.errors import GraphKernelError
+
+GRAPH_MODE = 0
+PYNATIVE_MODE = 1
+
+
+class ContextError(GraphKernelError, ValueError):
+    """An unknown context key or a bad value for one."""
+
+
+def _choice(*choices):
+    def check(v):
+        if v not in choices:
+            raise ContextError(f"got {v!r}; accepted: {', '.join(map(repr, choices))}")
+        return v
+    return check
+
+
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ContextError(f"got {v!r}; accepted: True or False")
+    return v
+
+
+def _str(v):
+    if not isinstance(v, str):
+        raise ContextError(f"got {v!r}; accepted: a string")
+    return v
+
+
+def _path_or_none(v):
+    if v is not None and not isinstance(v, (str, os.PathLike)):
+        raise ContextError(f"got {v!r}; accepted: a file path or None")
+    return None if v is None else os.fspath(v)
+
+
+def _int_range(lo, hi):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ContextError(f"got {v!r}; accepted: an integer in {lo}..{hi}")
+        return v
+    return check
+
+
+def _flags(v):
+    from graphkernel.flags import parse_flags
+    parse_flags(_str(v), read_env=False)  # raises FlagError naming the flag
+    return v
+
+
+def _fusion_switch_file(v):
+    v = _path_or_none(v)
+    if v is not None:
+        from graphkernel.fusion_switch import read_fusion_switch
+        read_fusion_switch(v)  # raises naming the file and the key
+    return v
+
+
+@dataclass(frozen=True)
+class Key:
+    default: Any
+    check: Callable[[Any], Any]
+    built: bool = True          # False: the feature does not exist yet; only the default is accepted
+    compile: bool = True        # part of the compile cache key
+
+
+KEYS: dict[str, Key] = {
+    "mode": Key(GRAPH_MODE, _choice(GRAPH_MODE, PYNATIVE_MODE), compile=False),
+    "device_target": Key("Ascend", _choice("Ascend", "CPU")),
+    "enable_graph_kernel": Key(False, _bool),
+    "graph_kernel_flags": Key("", _flags),
+    "save_graphs": Key(False, _bool),
+    "save_graphs_path": Key("dot_out", lambda v: _path_or_none(_str(v) if not isinstance(v, os.PathLike) else v)),
+    "precision_mode": Key("must_keep_origin_dtype", _choice(
+        "must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision"), built=False),
+    "modify_mixlist": Key(None, _path_or_none, built=False),
+    "deterministic": Key(0, _choice(0, 1)),
+    "mix_compile_mode": Key(False, _bool, built=False),
+    "fusion_switch_file": Key(None, _fusion_switch_file),
+    "enable_dump": Key(False, _bool, built=False),
+    "dump_path": Key(None, _path_or_none, built=False),
+    "dump_mode": Key("output", _choice("input", "output", "all"), built=False),
+    "dump_step": Key(None, lambda v: v if v is None else _str(v), built=False),
+    "dump_layer": Key(None, lambda v: v if v is None else _str(v), built=False),
+    "dump_data": Key("tensor", _choice("tensor", "stats"), built=False),
+    "op_compiler_cache_mode": Key("enable", _choice("enable", "disable", "force")),
+    "op_compiler_cache_dir": Key(None, _path_or_none),
+    "core_num": Key(32, _int_range(1, 1024)),
+}
+
+_settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}
+
+
+def _unknown(key: str) -> ContextError:
+    near = difflib.get_close_matches(key, KEYS, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return ContextError(f"unknown context key {key!r}{hint}; accepted keys: {', '.join(KEYS)}")
+
+
+def set_context(**kwargs) -> None:
+    """Validate every given key, then apply them all (a bad key changes nothing)."""
+    staged = {}
+    for name, value in kwargs.items():
+        if name not in KEYS:
+            raise _unknown(name)
+        key = KEYS[name]
+        try:
+            canonical = key.check(value)
+        except ContextError as e:
+            raise ContextError(f"set_context({name}=...): {e}") from None
+        except GraphKernelError as e:
+            raise type(e)(f"set_context({name}=...): {e}") from None
+        if not key.built and canonical != key.default:
+            raise NotImplementedError(f"context key {name!r} is not built yet in graphkernel "
+                                      f"(only its default {key.default!r} is accepted)")
+        staged[name] = canonical
+    _settings.update(staged)
+
+
+def get_context(key: str):
+    if key not in KEYS:
+        raise _unknown(key)
+    return _settings[key]
+
+
+def reset_context() -> None:
+    """Every key back to its default (for tests)."""
+    _settings.update({k: key.default for k, key in KEYS.items()})
+
+
+def compile_settings() -> tuple:
+    """The settings a compile depends on, as a hashable tuple (part of the compile cache key)."""
+    return tuple((k, _settings[k]) for k, key in KEYS.items() if key.compile)
+
+
+_warned_reference: set = set()
+
+
+def warn_reference_once(reason: str) -> None:
+    if reason not in _warned_reference:
+        _warned_reference.add(reason)
+        warnings.warn(reason, RuntimeWarning, stacklevel=3)
+
+
+def describe() -> str:
+    """The current settings as JSON (for `graphkernel demo` and bug reports)."""
+    return json.dumps({k: _settings[k] for k in KEYS}, indent=1, default=str)
+
+
+_graph_count = 0
+
+
+def next_graph_id() -> int:
+    """The id of the next compiled graph (0, 1, ...), as MindSpore numbers its dumps."""
+    global _graph_count
+    _graph_count += 1
+    return _graph_count - 1
+
+
+def reset_graph_id() -> None:
+    """Restart graph numbering at 0 (for tests)."""
+    global _graph_count
+    _graph_count = 0

@@ -1,0 +1,82 @@
+"""Stage dumps (`save_graphs`): a `.dot` per stage, and with --dump_as_text the IR text and the fusion
+log. Files are written whole or not at all (a temporary file renamed into place), into a directory
+that is created if missing; a path that cannot be written is an error naming it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ir.errors import GraphKernelError
+from ir.graph import Graph
+
+
+class DumpError(GraphKernelError, OSError):
+    """A dump directory or file that cannot be written."""
+
+
+def ensure_dir(path: str, what: str = "save_graphs_path") -> str:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise DumpError(f"{what} {path!r} cannot be created: {e.strerror}") from None
+    if not os.path.isdir(path) or not os.access(path, os.W_OK):
+        raise DumpError(f"{what} {path!r} is not a writable directory")
+    return path
+
+
+def write_atomic(path: str, text: str) -> None:
+    directory = os.path.dirname(path) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path)[-20:])
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise DumpError(f"cannot write {path!r}: {e.strerror}") from None
+
+
+def stage_filename(stage_pattern: str, graph_id: int) -> str:
+    if stage_pattern == "6_validate":
+        return "6_validate" if graph_id == 0 else f"6_validate_{graph_id}"
+    return stage_pattern.format(id=graph_id)
+
+
+class StageDumper:
+    """Writes each stage's graph; remembers what it wrote (CompiledGraph.dump_files)."""
+
+    def __init__(self, directory: str | None, graph_id: int, as_text: bool, patterns: dict[str, str]):
+        self.directory = ensure_dir(directory) if directory is not None else None
+        self.graph_id, self.as_text, self.patterns = graph_id, as_text, patterns
+        self.files: list[str] = []
+
+    def write(self, stem: str, dot: str | None = None, text: str | None = None) -> None:
+        if self.directory is None:
+            return
+        for suffix, content in ((".dot", dot), (".ir", text if self.as_text else None)):
+            if content is not None:
+                path = os.path.join(self.directory, stem + suffix)
+                write_atomic(path, content)
+                self.files.append(path)
+
+    def __call__(self, stage: str, graph: Graph) -> None:
+        if self.directory is None:
+            return
+        from ir.dot import to_dot
+        from ir.printer import print_graph
+        stem = stage_filename(self.patterns[stage], self.graph_id)
+        self.write(stem, to_dot(graph, title=stem), print_graph(graph))
+
+
+def render(path: str, fmt: str = "png") -> str:
+    """Render a .dot file with Graphviz's `dot`; returns the output path."""
+    import graphviz
+    if not os.path.isfile(path):
+        raise DumpError(f"no such .dot file: {path!r}")
+    try:
+        return graphviz.render("dot", fmt, path)
+    except graphviz.ExecutableNotFound:
+        raise DumpError("Graphviz's `dot` program is not installed (Debian: apt-get install graphviz); "
+                        f"cannot render {path!r}") from None
+    except graphviz.CalledProcessError as e:
+        raise DumpError(f"dot failed on {path!r}: {e.stderr.decode(errors='replace') if e.stderr else e}") from None

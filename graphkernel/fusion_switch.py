@@ -1,0 +1,62 @@
+"""fusion_switch_file (seed 004): `{"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}`.
+
+Each group maps a pass name to "on" or "off"; `"ALL": "off"` turns a whole group off. Our passes are
+listed per group in PASS_GROUPS (and in the README). A CANN pass name we do not have (the seed's
+`RequantFusionPass`, ...) warns; broken JSON, an unknown group or a value other than on/off is an error
+naming the file and the key.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+from ir.errors import GraphKernelError
+
+# Our pass names per CANN group: GraphFusion = graph-level passes, UBFusion = fusion inside the UB.
+PASS_GROUPS = {
+    "GraphFusion": ("expand", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
+                    "composite_fusion", "recompute", "parallel_fusion"),
+    "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion"),
+}
+
+
+class FusionSwitchError(GraphKernelError, ValueError):
+    """A fusion_switch_file that cannot be read or has a bad key or value."""
+
+
+def read_fusion_switch(path: str) -> frozenset[str]:
+    """The set of pass names the file turns off."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: cannot read it ({e.strerror})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: not valid JSON: {e.msg} at line {e.lineno}, "
+                                f"column {e.colno}") from None
+    if not isinstance(doc, dict) or set(doc) != {"Switch"} or not isinstance(doc["Switch"], dict):
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: expected {{\"Switch\": {{\"GraphFusion\": "
+                                "{...}, \"UBFusion\": {...}}}}")
+    off: set[str] = set()
+    for group, passes in doc["Switch"].items():
+        if group not in PASS_GROUPS:
+            raise FusionSwitchError(f"fusion_switch_file {path!r}: unknown group {group!r}; accepted: "
+                                    f"{', '.join(PASS_GROUPS)}")
+        if not isinstance(passes, dict):
+            raise FusionSwitchError(f"fusion_switch_file {path!r}: Switch.{group} must be an object")
+        for name, state in passes.items():
+            if state not in ("on", "off"):
+                raise FusionSwitchError(f"fusion_switch_file {path!r}: Switch.{group}.{name} is {state!r}; "
+                                        "accepted: \"on\" or \"off\"")
+            if name == "ALL":
+                if state == "off":
+                    off.update(PASS_GROUPS[group])
+            elif name in PASS_GROUPS[group]:
+                if state == "off":
+                    off.add(name)
+            else:
+                warnings.warn(f"fusion_switch_file {path!r}: {group}.{name} is not a graphkernel pass "
+                              "(ignored)", UserWarning, stacklevel=2)
+    return frozenset(off)

@@ -1,0 +1,156 @@
+"""Cell: the user's network. GRAPH_MODE traces `construct` and runs the compiled graph;
+PYNATIVE_MODE runs `construct` directly, op by op.
+
+The compiled graph is cached per input signature (shapes and dtypes of the call's Tensors and of the
+Parameters construct reads) and per compile-relevant context (context.compile_settings()): changing
+`enable_graph_kernel` and calling again compiles anew; calling again with the same signature does not
+retrace (`cell.trace_count` counts traces).
+"""
+from __future__ import annotations
+
+import inspect
+
+from ir.errors import GraphKernelError
+from ir.graph import TensorType
+from graphkernel import context
+from graphkernel.tensor import Parameter, Tensor
+from graphkernel.trace import SymbolicTensor, Trace, active_trace
+
+
+class CellCallError(GraphKernelError, TypeError):
+    """A Cell called with arguments construct cannot take."""
+
+
+class Cell:
+    def __init__(self, auto_prefix: bool = True):
+        object.__setattr__(self, "_cells", {})
+        object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "_compiled", {})
+        object.__setattr__(self, "trace_count", 0)
+
+    def __setattr__(self, name, value):
+        if "_cells" not in self.__dict__:
+            raise GraphKernelError(f"{type(self).__name__}.__init__ must call super().__init__() before "
+                                   f"setting attributes (setting {name!r})")
+        if isinstance(value, Cell):
+            self._cells[name] = value
+        elif isinstance(value, Parameter):
+            if value.name is None:
+                value.name = name
+            self._params[name] = value
+        object.__setattr__(self, name, value)
+
+    def construct(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__} must define construct()")
+
+    # -- parameters ---------------------------------------------------------------------------
+    def parameters_and_names(self, prefix: str = ""):
+        for name, p in self._params.items():
+            yield (f"{prefix}{name}", p)
+        for name, cell in self._cells.items():
+            yield from cell.parameters_and_names(f"{prefix}{name}.")
+
+    def get_parameters(self):
+        return [p for _, p in self.parameters_and_names()]
+
+    trainable_params = get_parameters
+
+    # -- calling --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        trace = active_trace()
+        if trace is not None:
+            return self._call_nested(trace, args, kwargs)
+        if context.get_context("mode") == context.PYNATIVE_MODE:
+            self._check_args(args, kwargs)
+            return self.construct(*args)
+        return self.compile(*args, **kwargs)(*args)
+
+    def _call_nested(self, trace: Trace, args, kwargs):
+        """A sub-cell called while its parent is being traced: inline its construct under its scope."""
+        trace.scope.append(self._scope_in(trace))
+        trace.cells.append(self)
+        try:
+            return self.construct(*args, **kwargs)
+        finally:
+            trace.cells.pop()
+            trace.scope.pop()
+
+    def _scope_in(self, trace: Trace) -> str:
+        parent = trace.cells[-1] if trace.cells else None
+        attr = next((n for n, c in parent._cells.items() if c is self), None) if parent else None
+        return f"{attr}-{type(self).__name__}" if attr else type(self).__name__
+
+    def _check_args(self, args, kwargs):
+        cls = type(self).__name__
+        if kwargs:
+            raise CellCallError(f"{cls}: keyword arguments ({', '.join(kwargs)}) are not supported; pass "
+                                "Tensors positionally")
+        try:
+            inspect.signature(self.construct).bind(*args)
+        except TypeError as e:
+            raise CellCallError(f"{cls}.construct: {e}") from None
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                hint = " (wrap it: Tensor(array))" if hasattr(a, "__array__") else ""
+                raise CellCallError(f"{cls}: argument {i} is a {type(a).__name__}, not a Tensor{hint}")
+
+    def compile(self, *args, **kwargs):
+        """The CompiledGraph a call with these Tensors uses (compiled now if not cached)."""
+        from graphkernel.compiler import compile_graph, options_from_context
+        self._check_args(args, kwargs)
+        signature = tuple((a.shape, a.dtype) for a in args)
+        params = tuple((p.shape, p.dtype) for p in self.get_parameters())
+        key = (signature, params, context.compile_settings())
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            graph, parameters, tree = self._trace(args)
+            compiled = compile_graph(graph, options_from_context(), parameters=parameters, out_tree=tree,
+                                     name=type(self).__name__)
+            self._compiled[key] = compiled
+        return compiled
+
+    def _trace(self, args):
+        object.__setattr__(self, "trace_count", self.trace_count + 1)
+        params = inspect.signature(self.construct).parameters
+        names = [p for p in params][: len(args)]
+        with Trace() as trace:
+            trace.cells.append(self)
+            inputs = [trace.input(TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}")
+                      for i, a in enumerate(args)]
+            result = self.construct(*inputs)
+            leaves, tree = _flatten(result, trace)
+        return trace.finish(leaves), list(trace.parameters), tree
+
+
+def _flatten(result, trace: Trace):
+    """Graph outputs of construct's result, and the tree to rebuild it (tuples and lists nest)."""
+    from graphkernel.ops.primitive import _is_scalar
+    leaves = []
+
+    def walk(x):
+        if isinstance(x, (tuple, list)):
+            return (type(x), [walk(item) for item in x])
+        if isinstance(x, SymbolicTensor):
+            leaves.append(x.value)
+        elif isinstance(x, Parameter):
+            leaves.append(trace.parameter(x))
+        elif isinstance(x, Tensor) or _is_scalar(x):
+            leaves.append(trace.constant(x.asnumpy() if isinstance(x, Tensor) else Tensor(x).asnumpy()))
+        else:
+            raise CellCallError(f"construct returned a {type(x).__name__}; return Tensors, or tuples/lists "
+                                "of them")
+        return None
+
+    return leaves, walk(result)
+
+
+def unflatten(tree, leaves: list):
+    it = iter(leaves)
+
+    def build(node):
+        if node is None:
+            return next(it)
+        kind, items = node
+        return kind(build(i) for i in items)
+
+    return build(tree)

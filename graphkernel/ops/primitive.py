@@ -1,0 +1,141 @@
+"""Primitive: the callable behind every `P.<Op>()`.
+
+Attributes are given at construction, tensors (and call-time attributes such as `axis`) at the call,
+as in MindSpore. A call inside a trace adds a node to the traced graph; a call on concrete Tensors
+runs at once (PYNATIVE_MODE, or plain Python) through a one-op graph compiled like any other.
+Python scalars become constants of the other operands' dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType, as_dtype
+from ir.errors import DTypeError, GraphKernelError
+from ir.graph import Literal, TensorType, Value
+from ir.ops import get, make_node
+from graphkernel.tensor import Parameter, Tensor, TensorOps
+from graphkernel.trace import SymbolicTensor, Trace, active_trace
+
+
+class PrimitiveCallError(GraphKernelError, TypeError):
+    """A primitive called with the wrong number or kind of arguments."""
+
+
+class UnknownPrimitiveError(GraphKernelError, AttributeError):
+    """`P.<Name>` for a primitive graphkernel does not have."""
+
+
+def _scalar_const(value, dtype: DType, op: str) -> np.ndarray:
+    if isinstance(value, (bool, np.bool_)) and dtype != DType.bool:
+        raise DTypeError(f"{op}: a bool scalar cannot be an operand of a {dtype} tensor")
+    arr = np.asarray(value).astype(dtype.np)
+    if dtype != DType.bool and arr.item() != value and not (np.isnan(arr) and np.isnan(value)):
+        if dtype.is_float:
+            pass  # a float rounds to the tensor's precision, as in MindSpore
+        else:
+            raise DTypeError(f"{op}: scalar {value!r} cannot be represented as {dtype}")
+    return arr
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, np.number, np.bool_))
+
+
+class Primitive:
+    op: str = ""
+    num_tensors: int = 1
+    call_attrs: tuple[str, ...] = ()     # attributes passed after the tensors, in order
+    call_defaults: dict = {}
+
+    def __init__(self, **attrs):
+        opdef = get(self.op)
+        allowed = {a.name for a in opdef.attrs} - set(self.call_attrs)
+        unknown = sorted(set(attrs) - allowed)
+        if unknown:
+            raise PrimitiveCallError(f"P.{type(self).__name__}(): unknown argument(s) {', '.join(unknown)}; "
+                                     f"accepted: {', '.join(sorted(allowed)) or 'none'}")
+        self.attrs = attrs
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
+        return f"P.{type(self).__name__}({args})"
+
+    def _bind(self, args, kwargs):
+        name = type(self).__name__
+        n = self.num_tensors
+        if len(args) < n:
+            raise PrimitiveCallError(f"P.{name} takes {n} tensor argument(s), got {len(args)}")
+        extra = args[n:]
+        if len(extra) > len(self.call_attrs):
+            raise PrimitiveCallError(f"P.{name} takes {n} tensor(s)"
+                                     f"{' and ' + ', '.join(self.call_attrs) if self.call_attrs else ''}"
+                                     f", got {len(args)} positional arguments")
+        call = dict(self.call_defaults)
+        call.update(zip(self.call_attrs, extra))
+        for k, v in kwargs.items():
+            if k not in self.call_attrs:
+                raise PrimitiveCallError(f"P.{name}: unexpected keyword argument {k!r}")
+            call[k] = v
+        missing = [k for k in self.call_attrs if k not in call]
+        if missing:
+            raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
+        return list(args[:n]), {**self.attrs, **call}
+
+    def __call__(self, *args, **kwargs):
+        operands, attrs = self._bind(args, kwargs)
+        trace = active_trace()
+        if trace is not None:
+            return self._emit(trace, operands, attrs)
+        if any(isinstance(x, SymbolicTensor) for x in operands):
+            raise PrimitiveCallError(f"P.{type(self).__name__}: called on a traced value outside its trace")
+        return _run_eager(self, operands, attrs)
+
+    def _emit(self, trace: Trace, operands, attrs):
+        """Add this op to `trace`; returns SymbolicTensor(s)."""
+        values = _operand_values(trace, operands, self.op)
+        node = trace.add(make_node(self.op, values, attrs, name=trace.scope_name(self.op)))
+        outs = tuple(SymbolicTensor(v) for v in node.outputs)
+        return outs[0] if len(outs) == 1 else outs
+
+
+def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
+    like = next((x for x in operands if isinstance(x, TensorOps)), None)
+    if like is None:
+        raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only Python scalars")
+    values = []
+    for x in operands:
+        if isinstance(x, SymbolicTensor):
+            values.append(x.value)
+        elif isinstance(x, Parameter):
+            values.append(trace.parameter(x))
+        elif isinstance(x, Tensor):
+            values.append(trace.constant(x.asnumpy()))
+        elif _is_scalar(x):
+            values.append(trace.constant(_scalar_const(x, like.dtype, op)))
+        else:
+            raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
+                                     "nor a Python scalar")
+    return values
+
+
+def _run_eager(prim: Primitive, operands, attrs):
+    """Run one primitive on concrete Tensors through a cached one-op graph."""
+    from graphkernel.compiler import run_eager
+    tensors = [x for x in operands if isinstance(x, Tensor)]
+    with Trace() as trace:
+        symbolic = []
+        for x in operands:
+            if isinstance(x, Tensor):
+                symbolic.append(trace.input(TensorType(x.shape, x.dtype), ""))
+            else:
+                symbolic.append(x)
+        result = prim._emit(trace, symbolic, attrs)
+    results = result if isinstance(result, tuple) else (result,)
+    graph = trace.finish([r.value for r in results])
+    arrays = run_eager(graph, [t.asnumpy() for t in tensors] + trace.captured_arrays())
+    outs = tuple(Tensor._wrap(a) for a in arrays)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def as_literal(array) -> Literal:
+    return Literal(np.asarray(array))

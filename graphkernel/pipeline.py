@@ -1,0 +1,84 @@
+"""The compile pipeline: one visible list of passes, in order, each gated by an opt_level.
+
+A pass is `fn(graph, opts) -> graph`. `--disable_pass=stage.pass` / `--enable_pass=stage.pass` and
+fusion_switch_file override the gate. Every stage ends with a dump (with save_graphs) whose file name
+is MindSpore's. With --verify (tests), ir.verify runs after every pass.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ir.graph import Graph
+from graphkernel.options import CompileOptions
+
+Pass = Callable[[Graph, CompileOptions], Graph]
+
+
+def _passes() -> list[tuple[str, str, Pass, int]]:
+    """(stage, pass name, function, opt_level at which it runs by default)."""
+    from graphkernel.expanders import expand
+    from graphkernel.passes.constant_fold import constant_fold
+    from graphkernel.passes.arith_simplify import arith_simplify
+    from graphkernel.passes.cse import cse
+    from graphkernel.passes.dce import dce
+    from graphkernel.passes.basic_fusion import basic_fusion
+    from graphkernel.passes.composite_fusion import composite_fusion
+    from graphkernel.passes.recompute import recompute
+    from graphkernel.passes.parallel_fusion import parallel_fusion
+    return [
+        ("expand", "expand", expand, 0),                       # composite ops -> primitives (fusion off too)
+        ("simplify", "constant_fold", constant_fold, 0),       # ops on constants -> constants
+        ("simplify", "arith_simplify", arith_simplify, 0),     # x*1, x+0, pow(x,2) -> x*x, cast chains, ...
+        ("simplify", "cse", cse, 0),                           # merge identical ops
+        ("simplify", "dce", dce, 0),                           # drop ops no output needs
+        ("fuse_basic", "basic_fusion", basic_fusion, 1),       # simple elementwise ops -> composites
+        ("composite", "composite_fusion", composite_fusion, 1),  # composites + other fusible ops, by cost
+        ("composite", "recompute", recompute, 2),              # duplicate cheap producers into consumers
+        ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
+    ]
+
+
+# The stage whose end writes each dump (SPEC §4); `{id}` is the graph id.
+STAGE_DUMPS = {
+    "validate": "6_validate",
+    "expand": "hwopt_d_expand_end_graph_{id}",
+    "precision": "hwopt_d_precision_end_graph_{id}",
+    "simplify": "hwopt_d_simplify_end_graph_{id}",
+    "fuse_basic": "hwopt_d_fuse_basic_opt_end_graph_{id}",
+    "composite": "hwopt_d_composite_opt_end_graph_{id}",
+}
+FUSION_STAGES = ("fuse_basic", "composite")
+
+
+def _gate_open(stage: str, name: str, level: int, opts: CompileOptions) -> bool:
+    qualified = f"{stage}.{name}"
+    if name == "recompute" and opts.recompute:
+        level = 0
+    if name == "parallel_fusion" and opts.parallel_fusion:
+        level = 0
+    if stage in FUSION_STAGES and not opts.enable_graph_kernel:
+        return False
+    return opts.pass_enabled(qualified, level)
+
+
+def stages_run(opts: CompileOptions) -> list[str]:
+    """The stages whose dumps this compile writes, in order."""
+    stages = ["validate", "expand", "simplify"]
+    if opts.enable_graph_kernel and opts.opt_level >= 1:
+        stages += ["fuse_basic", "composite"]
+    return stages
+
+
+def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Graph], None]) -> Graph:
+    """Run every open pass in order; call `on_stage(stage, graph)` at the end of each stage."""
+    on_stage("validate", graph)
+    passes = _passes()
+    for stage in stages_run(opts)[1:]:
+        for pass_stage, name, fn, level in passes:
+            if pass_stage == stage and _gate_open(stage, name, level, opts):
+                graph = fn(graph, opts)
+                if opts.flags.verify:
+                    from ir.verify import verify
+                    verify(graph)
+        on_stage(stage, graph)
+    return graph

@@ -1,0 +1,139 @@
+"""Tensor (a numpy array with a dtype the IR knows) and Parameter (a named, mutable Tensor of a Cell).
+
+Operators on Tensors (`x + y`, `x * 2.0`, `-x`, `x ** 3`, `x / y`, comparisons) call the same
+primitives as `P.Add` and friends, so they work eagerly and inside a traced `construct` alike.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType, as_dtype
+from ir.errors import DTypeError
+
+
+def _to_array(data, dtype) -> np.ndarray:
+    if isinstance(data, Tensor):
+        data = data.asnumpy()
+    if dtype is not None:
+        return np.asarray(data, dtype=as_dtype(dtype).np)
+    if isinstance(data, bool):
+        return np.asarray(data, dtype=np.bool_)
+    if isinstance(data, int):
+        return np.asarray(data, dtype=np.int64)
+    if isinstance(data, float):
+        return np.asarray(data, dtype=np.float32)
+    arr = np.asarray(data)
+    if arr.dtype == np.float64 and not isinstance(data, np.ndarray):
+        arr = arr.astype(np.float32)  # Python float lists default to float32, as in MindSpore
+    return arr
+
+
+class TensorOps:
+    """The operator protocol shared by Tensor and the symbolic values of a trace."""
+
+    __array_priority__ = 100  # numpy scalars on the left defer to us
+
+    def _binary(self, op, other, reverse=False):
+        from graphkernel.ops import operations as P
+        prim = getattr(P, op)()
+        return prim(other, self) if reverse else prim(self, other)
+
+    def __add__(self, o): return self._binary("Add", o)
+    def __radd__(self, o): return self._binary("Add", o, True)
+    def __sub__(self, o): return self._binary("Sub", o)
+    def __rsub__(self, o): return self._binary("Sub", o, True)
+    def __mul__(self, o): return self._binary("Mul", o)
+    def __rmul__(self, o): return self._binary("Mul", o, True)
+    def __truediv__(self, o): return self._binary("RealDiv", o)
+    def __rtruediv__(self, o): return self._binary("RealDiv", o, True)
+    def __pow__(self, o): return self._binary("Pow", o)
+    def __rpow__(self, o): return self._binary("Pow", o, True)
+    def __gt__(self, o): return self._binary("Greater", o)
+    def __lt__(self, o): return self._binary("Less", o)
+    def __matmul__(self, o): return self._binary("MatMul", o)
+
+    def __neg__(self):
+        from graphkernel.ops import operations as P
+        return P.Neg()(self)
+
+    def __abs__(self):
+        from graphkernel.ops import operations as P
+        return P.Abs()(self)
+
+    # == and != keep Python's identity semantics (Tensors are used as dict keys); use P.Equal.
+    __hash__ = object.__hash__
+
+
+class Tensor(TensorOps):
+    """A concrete tensor: `Tensor(np.array(...))`, `Tensor([1.0, 2.0])`, `Tensor(x, mstype.float16)`."""
+
+    def __init__(self, data, dtype=None):
+        arr = _to_array(data, dtype)
+        self._dtype = as_dtype(arr.dtype)  # rejects dtypes the IR does not have
+        self._array = arr
+
+    @classmethod
+    def _wrap(cls, array: np.ndarray) -> Tensor:
+        """A Tensor around an array we produced (no copy, no checks)."""
+        t = cls.__new__(cls)
+        t._array, t._dtype = array, as_dtype(array.dtype)
+        return t
+
+    def asnumpy(self) -> np.ndarray:
+        return self._array
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._array.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def size(self) -> int:
+        return self._array.size
+
+    def __array__(self, dtype=None, copy=None):
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def __len__(self):
+        return len(self._array)
+
+    def __bool__(self):
+        return bool(self._array)
+
+    def __float__(self):
+        return float(self._array)
+
+    def __int__(self):
+        return int(self._array)
+
+    def __repr__(self):
+        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype.value}, value=\n{self._array})"
+
+    __str__ = __repr__
+
+
+class Parameter(Tensor):
+    """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call."""
+
+    def __init__(self, data, name: str | None = None, requires_grad: bool = True):
+        super().__init__(data)
+        self.name = name
+        self.requires_grad = requires_grad
+
+    def set_data(self, data) -> Parameter:
+        arr = _to_array(data, None)
+        if arr.shape != self.shape or as_dtype(arr.dtype) != self.dtype:
+            raise DTypeError(f"Parameter {self.name}: set_data with {arr.dtype}{list(arr.shape)}, "
+                             f"expected {self.dtype.value}{list(self.shape)}")
+        self._array = np.array(arr)
+        return self
+
+    def __repr__(self):
+        return f"Parameter(name={self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"

@@ -1,0 +1,135 @@
+"""Tracing: GRAPH_MODE runs `construct` once on symbolic values and records the IR.
+
+    with Trace() as t:                      # the active trace (a context-local stack)
+        x = t.input(TensorType(...), "x")   # a SymbolicTensor standing for a graph input
+        y = cell.construct(x)               # primitives called on symbolic values add nodes to t
+    graph = t.finish(outputs)
+
+A SymbolicTensor refuses to become a Python bool/float/int or a numpy array: graph mode needs static
+control flow, and the message says so. Scope names follow MindSpore: `Default/<cell path>/<Op>-op<N>`.
+"""
+from __future__ import annotations
+
+import contextvars
+
+from ir.errors import GraphKernelError
+from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
+from ir.ops import make_node
+from graphkernel.tensor import TensorOps
+
+_active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_trace", default=None)
+
+
+class GraphModeError(GraphKernelError, TypeError):
+    """Something construct did that a traced graph cannot express."""
+
+
+class SymbolicTensor(TensorOps):
+    """A value of the graph being traced: has a shape and a dtype, but no data."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value):
+        self.value = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    def __len__(self):
+        if not self.shape:
+            raise GraphModeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def _no_data(self, what: str):
+        raise GraphModeError(
+            f"{what} of a traced tensor ({self.value.type}): in GRAPH_MODE, construct runs once on "
+            "symbolic values, so Python control flow may depend only on shapes, dtypes and constants, "
+            "not on tensor data. Use P.Select for data-dependent choices, or PYNATIVE_MODE.")
+
+    def __bool__(self):
+        self._no_data("bool()")
+
+    def __float__(self):
+        self._no_data("float()")
+
+    def __int__(self):
+        self._no_data("int()")
+
+    def __index__(self):
+        self._no_data("using as an index")
+
+    def __array__(self, *args, **kwargs):
+        self._no_data("converting to a numpy array")
+
+    def asnumpy(self):
+        self._no_data("asnumpy()")
+
+    def __iter__(self):
+        self._no_data("iterating over")
+
+    def __repr__(self):
+        return f"SymbolicTensor({self.value.type})"
+
+
+class Trace:
+    def __init__(self):
+        self.inputs: list[Value] = []
+        self.nodes: list[Node] = []
+        self.scope: list[str] = ["Default"]
+        self.cells: list = []               # the Cells whose construct is running, outermost first
+        self.op_count = 0
+        self.parameters: list = []          # Parameters read by construct, in input order
+        self._param_values: dict[int, Value] = {}
+        self._token = None
+
+    def __enter__(self) -> Trace:
+        self._token = _active.set(self)
+        return self
+
+    def __exit__(self, *exc):
+        _active.reset(self._token)
+
+    def input(self, type_: TensorType, name: str) -> SymbolicTensor:
+        value = input_node(len(self.inputs), type_, name).out
+        self.inputs.append(value)
+        return SymbolicTensor(value)
+
+    def parameter(self, param) -> Value:
+        """The graph input standing for a Parameter (added on first use, after the call's inputs)."""
+        key = id(param)
+        if key not in self._param_values:
+            name = param.name or f"Parameter{len(self.parameters)}"
+            self._param_values[key] = self.input(TensorType(param.shape, param.dtype), name).value
+            self.parameters.append(param)
+        return self._param_values[key]
+
+    def captured_arrays(self) -> list:
+        return [p.asnumpy() for p in self.parameters]
+
+    def constant(self, array) -> Value:
+        return self.add(make_node("Const", (), {"value": Literal(array)})).out
+
+    def scope_name(self, op: str) -> str:
+        name = f"{'/'.join(self.scope)}/{op}-op{self.op_count}"
+        self.op_count += 1
+        return name
+
+    def add(self, node: Node) -> Node:
+        self.nodes.append(node)
+        return node
+
+    def finish(self, outputs: list[Value]) -> Graph:
+        return Graph(self.inputs, self.nodes, outputs)
+
+
+def active_trace() -> Trace | None:
+    return _active.get()
