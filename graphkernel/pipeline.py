@@ -2,10 +2,12 @@
 
 A pass is `fn(graph, opts) -> graph`. `--disable_pass=stage.pass` / `--enable_pass=stage.pass` and
 fusion_switch_file override the gate. Every stage ends with a dump (with save_graphs) whose file name
-is MindSpore's. With --verify (tests), ir.verify runs after every pass.
+is MindSpore's. With --verify or GRAPHKERNEL_VERIFY=1 (the tests set it), ir.verify runs
+after every pass.
 """
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 from ir.graph import Graph
@@ -72,12 +74,13 @@ def stages_run(opts: CompileOptions) -> list[str]:
 def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Graph], None]) -> Graph:
     """Run every open pass in order; call `on_stage(stage, graph)` at the end of each stage."""
     on_stage("validate", graph)
+    check = opts.flags.verify or os.environ.get("GRAPHKERNEL_VERIFY") == "1"
     passes = _passes()
     for stage in stages_run(opts)[1:]:
         for pass_stage, name, fn, level in passes:
             if pass_stage == stage and _gate_open(stage, name, level, opts):
                 graph = fn(graph, opts)
-                if opts.flags.verify:
+                if check:
                     from ir.verify import verify
                     verify(graph)
         on_stage(stage, graph)

@@ -16,6 +16,8 @@ def _to_array(data, dtype) -> np.ndarray:
         data = data.asnumpy()
     if dtype is not None:
         return np.asarray(data, dtype=as_dtype(dtype).np)
+    if isinstance(data, (np.ndarray, np.generic)):
+        return np.asarray(data)
     if isinstance(data, bool):
         return np.asarray(data, dtype=np.bool_)
     if isinstance(data, int):
@@ -23,7 +25,7 @@ def _to_array(data, dtype) -> np.ndarray:
     if isinstance(data, float):
         return np.asarray(data, dtype=np.float32)
     arr = np.asarray(data)
-    if arr.dtype == np.float64 and not isinstance(data, np.ndarray):
+    if arr.dtype == np.float64 and isinstance(data, (list, tuple)):
         arr = arr.astype(np.float32)  # Python float lists default to float32, as in MindSpore
     return arr
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ir.dtypes import DType, as_dtype
-from ir.errors import DTypeError, GraphKernelError
+from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
+from ir.ops.registry import REQUIRED
 from graphkernel.tensor import Parameter, Tensor, TensorOps
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -47,13 +48,31 @@ class Primitive:
     call_attrs: tuple[str, ...] = ()     # attributes passed after the tensors, in order
     call_defaults: dict = {}
 
-    def __init__(self, **attrs):
+    def __init__(self, *args, **attrs):
         opdef = get(self.op)
-        allowed = {a.name for a in opdef.attrs} - set(self.call_attrs)
+        order = [a.name for a in opdef.attrs if a.name not in self.call_attrs]
+        allowed = set(order)
+        if len(args) > len(order):
+            raise PrimitiveCallError(f"P.{type(self).__name__}() takes at most {len(order)} positional "
+                                     f"argument(s) ({', '.join(order) or 'none'}), got {len(args)}")
+        for name, value in zip(order, args):
+            if name in attrs:
+                raise PrimitiveCallError(f"P.{type(self).__name__}(): {name} given twice")
+            attrs[name] = value
         unknown = sorted(set(attrs) - allowed)
         if unknown:
             raise PrimitiveCallError(f"P.{type(self).__name__}(): unknown argument(s) {', '.join(unknown)}; "
                                      f"accepted: {', '.join(sorted(allowed)) or 'none'}")
+        for a in opdef.attrs:  # check construction-time attributes now, as MindSpore does
+            if a.name in self.call_attrs:
+                continue
+            if a.name in attrs:
+                try:
+                    a.check(attrs[a.name])
+                except (TypeError, ValueError) as e:
+                    raise AttrError(f"P.{type(self).__name__}(): {a.name}={attrs[a.name]!r}: {e}") from None
+            elif a.default is REQUIRED:
+                raise AttrError(f"P.{type(self).__name__}(): missing argument {a.name}")
         self.attrs = attrs
 
     def __repr__(self):

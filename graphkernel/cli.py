@@ -1,0 +1,39 @@
+"""The `graphkernel` command line: `graphkernel demo` (more subcommands come with their features)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ir.errors import GraphKernelError
+
+
+def _demo(args) -> int:
+    from graphkernel.demo import run_demo
+    run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target, repeat=args.repeat)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="graphkernel", description="Graph-kernel fusion for an emulated "
+                                     "Ascend AI Core, on the CPU.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    demo = sub.add_parser("demo", help="the seed example: fusion off and on, dumps, timings")
+    demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
+    demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
+    demo.add_argument("--repeat", type=int, default=200, help="calls timed per net (median reported)")
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GraphKernelError as e:
+        print(f"graphkernel: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

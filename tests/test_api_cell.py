@@ -1,0 +1,180 @@
+"""Cell tracing: scalars, *args, several outputs, Python loops over shapes, nested cells and scope names,
+Parameters, the signature cache, GRAPH == PYNATIVE, and the errors a user can cause."""
+import numpy as np
+import pytest
+
+from graphkernel import GraphKernelError, Parameter, Tensor, context
+from graphkernel.nn import Cell
+from graphkernel.ops import operations as P
+from tolerance import assert_close
+
+rng = np.random.default_rng(1)
+X = rng.standard_normal((4, 4)).astype(np.float32)
+
+
+class Seed(Cell):
+    def __init__(self):
+        super().__init__()
+        self.add, self.mul, self.pow = P.TensorAdd(), P.Mul(), P.Pow()
+
+    def construct(self, x):
+        return self.pow(self.add(self.mul(x, 2.0), 1.0), 3.0)
+
+
+class Inner(Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.full((4,), 0.5, np.float32))
+        self.mul = P.Mul()
+
+    def construct(self, x):
+        return self.mul(x, self.w)
+
+
+class Outer(Cell):
+    def __init__(self):
+        super().__init__()
+        self.block = Inner()
+        self.exp = P.Exp()
+
+    def construct(self, *xs):
+        total = xs[0]
+        for x in xs[1:]:          # a Python loop over the (static) argument list
+            total = total + x
+        for _ in range(total.shape[0] // 2):  # a loop over a shape
+            total = total * 0.5
+        return self.exp(self.block(total)), (total, [self.block.w])
+
+
+def test_seed_net_matches_numpy(cpu):
+    out = Seed()(Tensor(X))
+    assert_close(out.asnumpy(), np.power(X * np.float32(2) + np.float32(1), np.float32(3)))
+
+
+def test_nested_cells_args_and_structured_outputs(cpu):
+    net = Outer()
+    a, b, c = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3))
+    y, (total, [w]) = net(Tensor(a), Tensor(b), Tensor(c))
+    t = (a + b + c) * np.float32(0.5) * np.float32(0.5)
+    assert_close(total.asnumpy(), t)
+    assert_close(y.asnumpy(), np.exp(t * np.float32(0.5)))
+    assert_close(w.asnumpy(), np.full((4,), 0.5, np.float32))
+
+
+def test_scope_names_follow_mindspore(cpu):
+    compiled = Outer().compile(Tensor(X), Tensor(X))
+    names = [n.name for n in compiled.stages["validate"].nodes if n.op != "Const"]
+    assert names == ["Default/Add-op0", "Default/Mul-op1", "Default/Mul-op2",
+                     "Default/block-Inner/Mul-op3", "Default/Exp-op4"]
+
+
+def test_signature_cache_does_not_retrace(cpu):
+    net = Seed()
+    for _ in range(3):
+        net(Tensor(X))
+    assert net.trace_count == 1
+    net(Tensor(X.astype(np.float64)))
+    assert net.trace_count == 2
+    net(Tensor(np.ones((2, 8), np.float32)))
+    assert net.trace_count == 3
+    context.set_context(enable_graph_kernel=True)   # compile-relevant context: compiles anew
+    net(Tensor(X))
+    assert net.trace_count == 4
+
+
+def test_parameter_values_are_read_at_call_time(cpu):
+    net = Outer()
+    before = net(Tensor(X))[0].asnumpy()
+    net.block.w.set_data(np.full((4,), 2.0, np.float32))
+    after = net(Tensor(X))[0].asnumpy()
+    assert net.trace_count == 1
+    assert not np.allclose(before, after)
+
+
+def test_graph_equals_pynative(cpu):
+    args = [Tensor(rng.standard_normal((4, 4)).astype(np.float32)) for _ in range(2)]
+    graph_out = Outer()(*args)
+    context.set_context(mode=context.PYNATIVE_MODE)
+    eager_out = Outer()(*args)
+    assert_close(graph_out[0].asnumpy(), eager_out[0].asnumpy())
+    assert_close(graph_out[1][0].asnumpy(), eager_out[1][0].asnumpy())
+
+
+def test_each_compile_takes_the_next_graph_id(cpu):
+    ids = [Seed().compile(Tensor(X)).graph_id for _ in range(3)]
+    assert ids == [0, 1, 2]
+    context.reset_graph_id()
+    assert Seed().compile(Tensor(X)).graph_id == 0
+
+
+# ---- errors a user can cause ------------------------------------------------------------------
+
+class TwoInputs(Cell):
+    def __init__(self, prim):
+        super().__init__()
+        self.prim = prim
+
+    def construct(self, x, y):
+        return self.prim(x, y)
+
+
+def test_shape_mismatch_names_op_shapes_and_rule(cpu):
+    with pytest.raises(GraphKernelError, match=r"Add \(Default/Add-op0\): shapes \(4, 4\), \(3,\) do not "
+                                                r"broadcast"):
+        TwoInputs(P.Add())(Tensor(X), Tensor(np.ones(3, np.float32)))
+
+
+def test_reduction_axis_out_of_range(cpu):
+    class R(Cell):
+        def construct(self, x):
+            return P.ReduceSum()(x, 2)
+    with pytest.raises(GraphKernelError, match=r"ReduceSum .*axis 2 out of range for rank 2"):
+        R()(Tensor(X))
+
+
+def test_wrong_dtype_mix(cpu):
+    with pytest.raises(GraphKernelError, match=r"Mul .*different dtypes \(float32, float64\)"):
+        TwoInputs(P.Mul())(Tensor(X), Tensor(X.astype(np.float64)))
+
+
+def test_non_tensor_argument_and_wrong_count(cpu):
+    with pytest.raises(GraphKernelError, match=r"argument 0 is a ndarray, not a Tensor \(wrap it"):
+        Seed()(X)
+    with pytest.raises(GraphKernelError, match=r"Seed.construct: too many positional arguments"):
+        Seed()(Tensor(X), Tensor(X))
+    with pytest.raises(GraphKernelError, match=r"missing a required argument: 'y'"):
+        TwoInputs(P.Add())(Tensor(X))
+
+
+def test_data_dependent_control_flow_is_explained(cpu):
+    class Branchy(Cell):
+        def construct(self, x):
+            if P.ReduceSum()(x) > 0:
+                return x
+            return -x
+    with pytest.raises(GraphKernelError, match=r"GRAPH_MODE.*static control flow|control flow may depend "
+                                                r"only on shapes"):
+        Branchy()(Tensor(X))
+    context.set_context(mode=context.PYNATIVE_MODE)   # runs fine op by op
+    assert Branchy()(Tensor(X)).shape == (4, 4)
+
+
+def test_bad_primitive_use(cpu):
+    with pytest.raises(GraphKernelError, match=r"P.ReduceSum\(\): keep_dims='yes'"):
+        P.ReduceSum(keep_dims="yes")
+    with pytest.raises(GraphKernelError, match=r"no primitive P.Mull \(did you mean P.Mul\?\)"):
+        P.Mull()
+    with pytest.raises(GraphKernelError, match=r"needs at least one tensor operand"):
+        P.Add()(1.0, 2.0)
+    with pytest.raises(GraphKernelError, match=r"scalar 2.5 cannot be represented as int32"):
+        P.Mul()(Tensor(np.ones(2, np.int32)), 2.5)
+    with pytest.raises(GraphKernelError, match=r"cannot reshape \(4, 4\) \(16 elements\) to \(3, -1\)"):
+        P.Reshape()(Tensor(X), (3, -1))
+
+
+def test_missing_super_init_is_explained():
+    class NoInit(Cell):
+        def __init__(self):
+            self.mul = P.Mul()
+    with pytest.raises(GraphKernelError, match=r"must call super\(\).__init__\(\)"):
+        NoInit()
