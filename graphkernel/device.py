@@ -1,0 +1,28 @@
+"""The emulated Ascend device: lower a compiled graph to numba kernels (kernels.lower) and write the
+`kernel_graph_<id>.dot` dump. The context's cache and core settings become a kernels.DeviceConfig."""
+from __future__ import annotations
+
+import os
+
+from graphkernel import context
+
+
+def device_config(opts, source_dir: str | None = None):
+    from kernels import DeviceConfig
+    return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic,
+                        cache_mode=context.get_context("op_compiler_cache_mode"),
+                        cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir)
+
+
+def attach_program(compiled, dumper, eager: bool) -> None:
+    """Lower `compiled.graph` and make the CompiledGraph run on the resulting kernels."""
+    from kernels import kernel_graph_dot, lower
+    source_dir = None
+    if dumper.directory is not None and compiled.options.flags.dump_as_text:
+        source_dir = os.path.join(dumper.directory, f"kernels_{compiled.graph_id}")
+    program = lower(compiled.graph, device_config(compiled.options, source_dir))
+    compiled.program = program
+    compiled.kernels = list(program.kernels)
+    if not eager:
+        stem = f"kernel_graph_{compiled.graph_id}"
+        dumper.write(stem, kernel_graph_dot(program, stem))
