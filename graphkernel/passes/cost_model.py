@@ -1,0 +1,159 @@
+"""The fusion cost model: a kernel's predicted time on this CPU backend (the emulated AI Core).
+
+    seconds = launch + max(bytes / bandwidth, ops / (OPS_PER_SECOND_PER_THREAD * threads))
+
+    launch   LAUNCH_SECONDS, + PARALLEL_LAUNCH_SECONDS when the launch uses more than one thread
+    bytes    every kernel input read once (a stitched multi-phase kernel re-reads its rows once per
+             phase that needs them), every output written once
+    ops      per primitive: its cost (1, DIVIDE_COST, TRANSCENDENTAL_COST; x FLOAT16_OP_COST for
+             float16) x the points where the kernel evaluates it: the whole iteration shape for a
+             value that varies along the reduce axes (so a small producer broadcast into a big kernel
+             is recomputed per point), one per row for a reduced value
+    threads  min(block_dim, host threads); block_dim from `block_dim_for`, 1 for a float16 ReduceSum
+    UB       a reduce-then-broadcast kernel keeps every row value it needs in a later phase in the UB:
+             ub_bytes = row length x their bytes; when that overflows the UB only stitch fusion may
+             run it, recomputing and re-reading the row per phase.
+
+All figures come from `kernels/aicore.py`, so the lowering and the model agree. `score(parts, fused)`
+is the time a fusion saves: a fusion is worth it only when that is positive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.graph import Graph, Node, Value
+from ir.ops import Pattern, get
+from kernels import aicore
+from kernels.fusible import analyze
+
+_TRANSCENDENTAL = ("Exp", "Log", "Tanh", "Erf", "Pow")
+_DIVIDING = ("RealDiv", "Sqrt", "Rsqrt")
+_FREE = ("Const", "BroadcastTo", "Cast")   # index arithmetic or a conversion folded into the load
+
+
+def op_cost(node: Node) -> float:
+    """Operations per evaluated element."""
+    if node.op in _FREE:
+        base = 0.0 if node.op != "Cast" else 1.0
+    elif node.op in _TRANSCENDENTAL:
+        base = float(aicore.TRANSCENDENTAL_COST)
+    elif node.op in _DIVIDING:
+        base = float(aicore.DIVIDE_COST)
+    else:
+        base = 1.0
+    dtype = node.inputs[0].dtype if node.inputs else node.types[0].dtype
+    return base * (aicore.FLOAT16_OP_COST if DType.float16 in (dtype, node.types[0].dtype) else 1)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    bytes: int
+    ops: float
+    block_dim: int
+    ub_bytes: int
+    threads: int = 1
+    phases: int = 1
+    fits_ub: bool = True
+    single_core: bool = False     # a float16 ReduceSum pins the kernel to one block
+    recompute: float = 1.0        # most evaluations of one value per element it has (broadcast recompute)
+
+    def figures(self, prefix: str) -> dict:
+        return {f"{prefix}_us": round(self.seconds * 1e6, 3), f"{prefix}_bytes": self.bytes,
+                f"{prefix}_ops": self.ops, f"{prefix}_block_dim": self.block_dim,
+                f"{prefix}_ub_bytes": self.ub_bytes}
+
+
+def _single_core(graph: Graph) -> bool:
+    return any(n.op == "ReduceSum" and n.inputs[0].dtype == DType.float16 for n in graph.nodes)
+
+
+def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM, *, stitch: bool = False) -> Estimate:
+    """The predicted time and figures of one kernel computing `graph` (a composite's subgraph).
+
+    `stitch`: the kernel may keep its rows out of the UB (stitch fusion); otherwise a row that does not
+    fit is still estimated as if stitched, and `fits_ub` says it does not fit.
+    """
+    ks = analyze(graph)
+    total = int(np.prod(ks.shape, dtype=np.int64)) if ks.shape else 1
+    row = int(np.prod([ks.shape[a] for a in ks.reduce_axes], dtype=np.int64)) if ks.reduce_axes else 1
+    rows = max(1, total // max(row, 1))
+
+    def full(v: Value) -> bool:
+        """The value varies along the reduce axes (is evaluated per element, not per row)."""
+        return not ks.reduce_axes or any(ks.aligned[v][a] != 1 for a in ks.reduce_axes)
+
+    def compute_phase(node: Node) -> int:
+        return max((ks.phase[v] for v in node.inputs), default=0)
+
+    # Phases in which each value is needed (a later phase re-reads or recomputes a row value).
+    need: dict[Value, set[int]] = {}
+    for v in graph.outputs:
+        need.setdefault(v, set()).add(compute_phase(v.node) if v.node.inputs else 0)
+    for node in reversed(graph.nodes):
+        phases = set().union(*(need.get(v, set()) for v in node.outputs))
+        if get(node.op).pattern == Pattern.REDUCE:
+            phases = {compute_phase(node)}
+        for v in node.inputs:
+            need.setdefault(v, set()).update(phases)
+
+    cached = [v for v, ph in need.items() if full(v) and ks.reduce_axes and ks.num_phases > 1
+              and max(ph) > (compute_phase(v.node) if v.node.op != "Input" else 0)]
+    if cached:
+        ub_bytes = row * sum(v.dtype.itemsize for v in cached)
+    else:
+        per_element = sum(v.dtype.itemsize for v in ks.aligned if full(v)) or 1
+        ub_bytes = min(total, aicore.tile_elements(per_element)) * per_element
+    fits_ub = ub_bytes <= aicore.UB_BYTES
+    rereads = (lambda v: max(1, len(need.get(v, ())))) if not fits_ub else (lambda v: 1)
+
+    ops = 0.0
+    recompute = 1.0
+    for node in graph.nodes:
+        if node.op == "Const":
+            continue
+        if get(node.op).pattern == Pattern.REDUCE:
+            ops += op_cost(node) * total
+            continue
+        out = node.outputs[0]
+        points = (total * rereads(out)) if full(out) else rows
+        ops += op_cost(node) * points
+        if op_cost(node) > 0:
+            recompute = max(recompute, points / max(1, out.type.size))
+    nbytes = sum(v.type.nbytes * (rereads(v) if full(v) else 1) for v in graph.inputs)
+    nbytes += sum(v.type.nbytes for v in graph.outputs)
+
+    single_core = _single_core(graph)
+    items = rows if (ks.reduce_axes and rows > 1) else total
+    per_item = row if (ks.reduce_axes and rows > 1) else 1
+    block_dim = aicore.block_dim_for(items, core_num, single_core=single_core, elements_per_item=per_item)
+    threads = max(1, min(block_dim, aicore.host_threads()))
+    launch = aicore.LAUNCH_SECONDS + (aicore.PARALLEL_LAUNCH_SECONDS if threads > 1 else 0.0)
+    share = 1.0 if threads > 1 else aicore.SINGLE_THREAD_BANDWIDTH_SHARE
+    memory = nbytes / (aicore.bandwidth(nbytes) * share)
+    compute = ops / (aicore.OPS_PER_SECOND_PER_THREAD * threads)
+    return Estimate(launch + max(memory, compute), int(nbytes), ops, block_dim, int(ub_bytes), threads,
+                    ks.num_phases, fits_ub, single_core, recompute)
+
+
+def score(parts: list[Estimate], fused: Estimate) -> float:
+    """Seconds the fusion saves (positive: worth fusing)."""
+    return sum(p.seconds for p in parts) - fused.seconds
+
+
+def refusal_reason(parts: list[Estimate], fused: Estimate) -> str:
+    """Why the cost model refuses a fusion, naming the dominant effect."""
+    before = sum(p.seconds for p in parts)
+    widest = max(p.block_dim for p in parts)
+    tail = f"fused {fused.seconds * 1e6:.3g}us >= parts {before * 1e6:.3g}us"
+    if fused.single_core and fused.threads < max(p.threads for p in parts):
+        return (f"fused kernel runs with block_dim 1 (a float16 ReduceSum is single-core) where the parts "
+                f"used up to block_dim {widest}: {tail}")
+    if fused.recompute > max(p.recompute for p in parts):
+        return f"a broadcast recomputes its producer x{fused.recompute:.3g} per element in the fused kernel: {tail}"
+    if not fused.fits_ub:
+        return f"stitched rows are re-read once per phase ({fused.phases} phases): {tail}"
+    return f"no time saved: {tail}"

@@ -1,0 +1,84 @@
+"""Fusion legality: may these nodes go into one composite? A chain of early returns, one reason each.
+
+    admit(node, opts, ops_of_pass)  -> None, or why the node may not be clustered at all
+                                        (opaque, host, unexpanded composite op, injective, flags,
+                                         not an op of this pass)
+    can_fuse(merged, opts)          -> None, or why the merged subgraph may not be one kernel
+                                        (composite_op_limit_size, reduce_fuse_depth, the kernel
+                                         contract `kernels.fusible`, UB overflow of live rows)
+
+Cycles (`fusion_utils.creates_cycle`) and profit (`cost_model.score`) are asked separately, after.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ir.graph import Graph, Node
+from ir.ops import Pattern, get, pattern_of
+from kernels import aicore
+from kernels.fusible import Unsupported, unsupported_reason
+from graphkernel.options import CompileOptions
+from graphkernel.passes.cost_model import Estimate, estimate
+from graphkernel.passes.fusion_utils import primitives
+
+OpFilter = Callable[[Node], bool]
+
+
+def admit(node: Node, opts: CompileOptions, in_pass: OpFilter, pass_name: str) -> str | None:
+    """Why `node` may not be put into a composite by this pass, or None."""
+    for prim in primitives(node):
+        if prim.op == "Const":
+            continue
+        d = get(prim.op)
+        if d.pattern == Pattern.HOST:
+            return f"{prim.op} runs on the host (HOST), never fused"
+        if d.expandable:
+            return f"{prim.op} is an unexpanded composite op (OPAQUE), never fused"
+        if d.pattern == Pattern.OPAQUE:
+            return f"{prim.op} is OPAQUE (a library call), never fused"
+        if d.pattern == Pattern.INJECTIVE:
+            return f"{prim.op} is INJECTIVE and stays out of composites (the executor runs it as a view)"
+        if not opts.cluster_enabled(prim.op):
+            return f"{prim.op} is disabled by the *_cluster_ops flags"
+        if node.subgraph is None and not in_pass(prim):
+            return f"{prim.op} is not an op of {pass_name}"
+    return None
+
+
+def reduce_depth(graph: Graph) -> int:
+    """The longest chain of primitives feeding a reduction inside the kernel (reductions included)."""
+    depth: dict = {v: 0 for v in graph.inputs}
+    deepest = 0
+    for node in graph.nodes:
+        d = max((depth[v] for v in node.inputs), default=0) + (node.op != "Const")
+        if pattern_of(node) == Pattern.REDUCE:
+            deepest = max(deepest, d - 1)
+        for v in node.outputs:
+            depth[v] = d
+    return deepest
+
+
+def op_count(graph: Graph) -> int:
+    return sum(1 for n in graph.nodes if n.op != "Const")
+
+
+def can_fuse(merged: Graph, opts: CompileOptions) -> tuple[str | None, Estimate | None]:
+    """Why `merged` may not be one composite (or None), with its estimate when it could be made."""
+    limit = opts.flags.composite_op_limit_size
+    if op_count(merged) > limit:
+        return f"{op_count(merged)} ops exceed composite_op_limit_size={limit}", None
+    depth = reduce_depth(merged)
+    has_reduce = any(pattern_of(n) == Pattern.REDUCE for n in merged.nodes)
+    if has_reduce and depth > opts.flags.reduce_fuse_depth:
+        return f"{depth} ops chained before a reduction exceed reduce_fuse_depth={opts.flags.reduce_fuse_depth}", None
+    reason = unsupported_reason(merged)
+    if reason is not None:
+        return f"not one kernel: {reason}", None
+    try:
+        est = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
+    except Unsupported as e:  # analyze agreed above; kept for safety of the log
+        return f"not one kernel: {e}", None
+    if not est.fits_ub and not opts.stitch_fusion:
+        return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
+                "(reduce-then-broadcast row does not fit; stitch fusion is off)"), est
+    return None, est

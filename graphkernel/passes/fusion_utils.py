@@ -1,0 +1,242 @@
+"""Building composites from groups of top-level nodes, and the graph surgery fusion passes share.
+
+    group [n1, n2, n3] of top-level nodes (primitives or composites)      Composite "Fused_Mul_Add_Pow_0"
+      values read from outside  -> composite inputs, first use first        inputs:  outside values
+      scalar Consts read        -> copied into the subgraph                 subgraph: the group's
+      larger Consts             -> stay outside, read as inputs                       primitives,
+      values used outside       -> composite outputs (multi-output)                   flattened
+                                                                            outputs: values used outside
+
+`fuse_groups(graph, groups)` replaces every group by its composite and re-orders the top level
+topologically (stable: a unit goes where its first member was, as early as its inputs allow), drops
+Consts nothing reads any more, and numbers composites in graph order (MindSpore's naming).
+`creates_cycle(graph, a, b)` tells whether merging two groups would make a path a -> outside -> b.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Iterable, Mapping, Sequence
+
+from ir.graph import Graph, Node, Value, input_node
+from ir.ops import Pattern, pattern_of
+
+COMPOSITE = "Composite"
+NAME_OPS_LIMIT = 8      # longer composites are named after their first ops, then "etc"
+
+
+def is_scalar_const(node: Node) -> bool:
+    return node.op == "Const" and node.out.type.size == 1
+
+
+def primitives(node: Node) -> tuple[Node, ...]:
+    """The primitive nodes a top-level node computes (itself, or its composite's subgraph)."""
+    return node.subgraph.nodes if node.subgraph is not None else (node,)
+
+
+def compute_ops(nodes: Iterable[Node]) -> list[str]:
+    """Op names of the primitives the nodes compute, in order, Consts left out."""
+    return [p.op for n in nodes for p in primitives(n) if p.op != "Const"]
+
+
+def composite_name(ops: Sequence[str], number: int) -> str:
+    shown = list(ops[:NAME_OPS_LIMIT]) + (["etc"] if len(ops) > NAME_OPS_LIMIT else [])
+    return "Fused_" + "_".join(shown) + f"_{number}"
+
+
+def escaping_values(graph: Graph, group: Iterable[Node]) -> set[Value]:
+    """Values the group produces that nodes outside it (or the graph's outputs) read."""
+    members = set(group)
+    out = {v for v in graph.outputs if v.node in members}
+    for node in graph.nodes:
+        if node not in members:
+            out.update(v for v in node.inputs if v.node in members)
+    return out
+
+
+def build_composite(members: Sequence[Node], escaping: set[Value],
+                    number: int = 0) -> tuple[Node, list[Value]]:
+    """One Composite node computing `members` (top-level nodes in a valid order).
+
+    Returns the node and the outer values its outputs stand for, in output order.
+    """
+    local: dict[Value, Value] = {}        # outer value (or inner value of a member) -> new inner value
+    externals: list[Value] = []
+    sub_inputs: list[Value] = []
+    sub_nodes: list[Node] = []
+
+    def resolve(v: Value) -> Value:
+        if v in local:
+            return local[v]
+        if is_scalar_const(v.node):
+            local[v] = sub_nodes_append(v.node.replace()).out
+        else:
+            local[v] = input_node(len(sub_inputs), v.type).out
+            sub_inputs.append(local[v])
+            externals.append(v)
+        return local[v]
+
+    def sub_nodes_append(node: Node) -> Node:
+        sub_nodes.append(node)
+        return node
+
+    for member in members:
+        if member.subgraph is None:
+            new = sub_nodes_append(member.replace(inputs=tuple(resolve(v) for v in member.inputs)))
+            local.update(zip(member.outputs, new.outputs))
+            continue
+        inner: dict[Value, Value] = {sv: resolve(v) for sv, v in zip(member.subgraph.inputs, member.inputs)}
+        for node in member.subgraph.nodes:
+            new = sub_nodes_append(node.replace(inputs=tuple(inner[v] for v in node.inputs)))
+            inner.update(zip(node.outputs, new.outputs))
+        for outer, sv in zip(member.outputs, member.subgraph.outputs):
+            local[outer] = inner[sv]
+
+    outer_outputs = [v for m in members for v in m.outputs if v in escaping]
+    subgraph = Graph(sub_inputs, sub_nodes, [local[v] for v in outer_outputs])
+    name = composite_name([n.op for n in sub_nodes if n.op != "Const"], number)
+    node = Node(COMPOSITE, externals, (), [v.type for v in outer_outputs], name, subgraph)
+    return node, outer_outputs
+
+
+def creates_cycle(graph: Graph, group_a: Iterable[Node], group_b: Iterable[Node],
+                  cluster_of: Mapping[Node, object] | None = None,
+                  users: Mapping[Node, list[Node]] | None = None) -> bool:
+    """Whether merging the two groups makes a cycle: a path leaving a ∪ b and coming back into it.
+
+    `cluster_of` maps nodes to the cluster they already belong to (clusters contract: entering one
+    node of a cluster reaches all of them); by default every other node is its own cluster.
+    """
+    merged = set(group_a) | set(group_b)
+    users = users if users is not None else node_users(graph)
+    members: dict[object, list[Node]] = {}
+    if cluster_of is not None:
+        for node, cid in cluster_of.items():
+            members.setdefault(cid, []).append(node)
+
+    def cluster(node: Node) -> list[Node]:
+        return members[cluster_of[node]] if cluster_of is not None and node in cluster_of else [node]
+
+    seen: set[Node] = set()
+    frontier = [u for n in merged for u in users.get(n, ()) if u not in merged]
+    while frontier:
+        node = frontier.pop()
+        if node in seen:
+            continue
+        for peer in cluster(node):
+            if peer in merged:
+                return True
+            seen.add(peer)
+            frontier.extend(u for u in users.get(peer, ()) if u not in seen)
+    return False
+
+
+def node_users(graph: Graph) -> dict[Node, list[Node]]:
+    """For each top-level node, the distinct nodes reading any of its results, in graph order."""
+    users: dict[Node, list[Node]] = {}
+    for node in graph.nodes:
+        for producer in dict.fromkeys(v.node for v in node.inputs):
+            users.setdefault(producer, []).append(node)
+    return users
+
+
+def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
+    """The graph with each group of top-level nodes replaced by one composite.
+
+    Groups must be disjoint and merging each must not create a cycle (see `creates_cycle`). A group
+    of one primitive stays a primitive; a group of one composite stays as it is.
+    """
+    position = {n: i for i, n in enumerate(graph.nodes)}
+    unit_of: dict[Node, int] = {}
+    units: list[list[Node]] = []
+    for group in groups:
+        if len(group) > 1:
+            for n in group:
+                unit_of[n] = len(units)
+            units.append(sorted(group, key=position.__getitem__))
+    for n in graph.nodes:
+        if n not in unit_of:
+            unit_of[n] = len(units)
+            units.append([n])
+
+    built: dict[int, tuple[Node, list[Value]]] = {}
+    for u, members in enumerate(units):
+        if len(members) > 1:
+            built[u] = build_composite(members, escaping_values(graph, members))
+
+    value_map: dict[Value, Value] = {}
+    nodes: list[Node] = []
+    for u in _unit_order(units, unit_of, position):
+        node, outer = built.get(u, (units[u][0], list(units[u][0].outputs)))
+        inputs = tuple(value_map.get(v, v) for v in node.inputs)
+        new = node if inputs == node.inputs else node.replace(inputs=inputs)
+        nodes.append(new)
+        value_map.update(zip(outer, new.outputs))
+    fused = Graph(graph.inputs, nodes, [value_map.get(v, v) for v in graph.outputs])
+    return renumber_composites(drop_unused_consts(fused))
+
+
+def _unit_order(units: list[list[Node]], unit_of: dict[Node, int], position: dict[Node, int]) -> list[int]:
+    """Units in a topological order, each as early as its inputs allow, ties by first member."""
+    deps: dict[int, set[int]] = {u: set() for u in range(len(units))}
+    for u, members in enumerate(units):
+        for n in members:
+            deps[u].update(unit_of[v.node] for v in n.inputs if v.node in unit_of and unit_of[v.node] != u)
+    dependents: dict[int, list[int]] = {u: [] for u in deps}
+    for u, ds in deps.items():
+        for d in ds:
+            dependents[d].append(u)
+    waiting = {u: len(ds) for u, ds in deps.items()}
+    ready = [(position[units[u][0]], u) for u, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        order.append(u)
+        for d in dependents[u]:
+            waiting[d] -= 1
+            if waiting[d] == 0:
+                heapq.heappush(ready, (position[units[d][0]], d))
+    if len(order) != len(units):
+        raise AssertionError("fusion groups form a cycle; creates_cycle should have refused one")
+    return order
+
+
+def drop_unused_consts(graph: Graph) -> Graph:
+    used = {v.node for n in graph.nodes for v in n.inputs} | {v.node for v in graph.outputs}
+    return Graph(graph.inputs, [n for n in graph.nodes if n.op != "Const" or n in used], graph.outputs)
+
+
+def renumber_composites(graph: Graph) -> Graph:
+    """Composites named Fused_<ops>_<n>, n counting composites in graph order."""
+    count = iter(range(len(graph.nodes)))
+
+    def rename(node: Node, inputs, emit):
+        if node.op != COMPOSITE:
+            return None
+        name = composite_name(compute_ops([node]), next(count))
+        return None if name == node.name and inputs == node.inputs else node.replace(inputs=inputs, name=name)
+    return graph.rewrite(rename)
+
+
+def inline_composite(graph: Graph, target: Node) -> Graph:
+    """The graph with composite `target` replaced by the primitives of its subgraph."""
+    def expand(node: Node, inputs, emit):
+        if node is not target:
+            return None
+        inner = dict(zip(node.subgraph.inputs, inputs))
+        for sub in node.subgraph.nodes:
+            new = emit(sub.replace(inputs=tuple(inner[v] for v in sub.inputs)))
+            inner.update(zip(sub.outputs, new.outputs))
+        return tuple(inner[v] for v in node.subgraph.outputs)
+    return graph.rewrite(expand)
+
+
+def kernel_count(graph: Graph) -> int:
+    """Launches of the top level: every node but Consts (buffers) and Reshapes (views)."""
+    return sum(1 for n in graph.nodes if n.op not in ("Const", "Reshape"))
+
+
+def is_fusible_kind(node: Node) -> bool:
+    """A primitive a generated kernel may hold at all (before flags and the cost model have a say)."""
+    return node.op != "Const" and (node.subgraph is not None or pattern_of(node) in (
+        Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.REDUCE))

@@ -1,0 +1,94 @@
+"""Helpers for the fusion tests: build graphs with make_node, run them on the reference, fuse them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.graph import Graph, Literal, TensorType, Value
+from ir.ops import evaluate, make_node
+from graphkernel.flags import parse_flags
+from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.passes.basic_fusion import basic_fusion
+from graphkernel.passes.composite_fusion import composite_fusion
+from graphkernel.passes.fusion_utils import kernel_count
+
+F32, F16 = DType.float32, DType.float16
+
+
+def options(flags: str = "", opt_level: int | None = None, core_num: int = 32) -> CompileOptions:
+    text = flags + (f" --opt_level={opt_level}" if opt_level is not None else "")
+    return CompileOptions(enable_graph_kernel=True, flags=parse_flags(text, read_env=False),
+                          core_num=core_num, log=FusionLog())
+
+
+class Builder:
+    """g = Builder(F32[...]); y = g.op("Mul", x, g.const(2.0)); graph = g.graph(y)"""
+
+    def __init__(self, *types: TensorType):
+        self.inputs = Graph.with_inputs(types)
+        self.nodes = []
+
+    def op(self, name: str, *inputs: Value, **attrs) -> Value:
+        node = make_node(name, inputs, attrs)
+        self.nodes.append(node)
+        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
+
+    def const(self, value, dtype: DType = F32) -> Value:
+        return self.op("Const", value=Literal(np.asarray(value, dtype=dtype.np)))
+
+    def graph(self, *outputs: Value) -> Graph:
+        return Graph(self.inputs, self.nodes, outputs)
+
+
+def t(*shape: int, dtype: DType = F32) -> TensorType:
+    return TensorType(tuple(shape), dtype)
+
+
+def interpret(graph: Graph, arrays) -> list[np.ndarray]:
+    """The numpy reference (ir.interpret once it exists; composites through their subgraphs)."""
+    try:
+        from ir.interpret import interpret as ir_interpret
+    except ImportError:
+        ir_interpret = None
+    if ir_interpret is not None:
+        return list(ir_interpret(graph, list(arrays)))
+    env = dict(zip(graph.inputs, arrays))
+    for node in graph.nodes:
+        args = [env[v] for v in node.inputs]
+        results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
+        env.update(zip(node.outputs, results))
+    return [env[v] for v in graph.outputs]
+
+
+def verify(graph: Graph) -> None:
+    try:
+        from ir.verify import verify as ir_verify
+    except ImportError:
+        return
+    ir_verify(graph)
+
+
+def fuse_all(graph: Graph, opts: CompileOptions) -> tuple[Graph, Graph]:
+    """(after basic fusion, after composite fusion), each verified."""
+    basic = basic_fusion(graph, opts)
+    verify(basic)
+    composite = composite_fusion(basic, opts)
+    verify(composite)
+    return basic, composite
+
+
+def composites(graph: Graph) -> list:
+    return [n for n in graph.nodes if n.op == "Composite"]
+
+
+def ops_of(node) -> list[str]:
+    return [n.op for n in node.subgraph.nodes if n.op != "Const"]
+
+
+def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(v.shape).astype(v.dtype.np) for v in graph.inputs]
+
+
+__all__ = ["F32", "F16", "options", "Builder", "t", "interpret", "verify", "fuse_all", "composites",
+           "ops_of", "random_inputs", "kernel_count"]
