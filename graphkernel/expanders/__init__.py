@@ -1,0 +1,74 @@
+"""Expanders: composite ops (OpDef.expandable) rewritten into primitives, one module per op, as
+MindSpore's Python expanders are.
+
+    expand(graph, opts): every node whose op is expandable and `opts.expand_enabled(op)` is replaced by
+    EXPANDERS[op](node, inputs, emit) -> the values standing for the node's results
+    (repeated until no such node is left: an expansion may itself hold expandable ops)
+
+Every expansion is checked: its result types must equal the types the op inferred, else an IRError names
+the expander. Disabled ops (`--disable_expand_ops=Softmax`) stay as opaque single-op kernels.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ir.errors import IRError
+from ir.graph import Graph, Node, Value
+from ir.ops import OPS
+from graphkernel.expanders.bias_add import expand_bias_add
+from graphkernel.expanders.gelu import expand_gelu
+from graphkernel.expanders.layer_norm import expand_layer_norm
+from graphkernel.expanders.log_softmax import expand_log_softmax
+from graphkernel.expanders.reduce_mean import expand_reduce_mean
+from graphkernel.expanders.relu import expand_relu
+from graphkernel.expanders.sigmoid import expand_sigmoid
+from graphkernel.expanders.softmax import expand_softmax
+from graphkernel.expanders.square import expand_square
+from graphkernel.options import CompileOptions
+
+Expander = Callable[[Node, tuple[Value, ...], Callable[[Node], Node]], tuple[Value, ...]]
+
+EXPANDERS: dict[str, Expander] = {
+    "BiasAdd": expand_bias_add,
+    "GeLU": expand_gelu,
+    "LayerNorm": expand_layer_norm,
+    "LogSoftmax": expand_log_softmax,
+    "ReduceMean": expand_reduce_mean,
+    "ReLU": expand_relu,
+    "Sigmoid": expand_sigmoid,
+    "Softmax": expand_softmax,
+    "Square": expand_square,
+}
+
+MAX_ROUNDS = 8  # expansions nest at most this deep
+
+
+def _wanted(node: Node, opts: CompileOptions) -> bool:
+    d = OPS.get(node.op)
+    return node.subgraph is None and d is not None and d.expandable and opts.expand_enabled(node.op)
+
+
+def expand_node(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
+    """The expansion of one node, its result types checked against the node's."""
+    expander = EXPANDERS.get(node.op)
+    if expander is None:
+        raise IRError(f"op {node.op} is marked expandable but graphkernel.expanders has no expander for it")
+    results = tuple(expander(node, inputs, emit))
+    got = tuple(v.type for v in results)
+    if got != node.types:
+        where = f"{expander.__module__}.{expander.__name__}"
+        raise IRError(f"expander {where} gave {', '.join(map(str, got)) or 'nothing'} for {node.op}"
+                      f"{' (' + node.name + ')' if node.name else ''}, which infers "
+                      f"{', '.join(map(str, node.types))}")
+    return results
+
+
+def expand(graph: Graph, opts: CompileOptions) -> Graph:
+    """The graph with every enabled composite op replaced by primitives."""
+    for _ in range(MAX_ROUNDS):
+        if not any(_wanted(n, opts) for n in graph.nodes):
+            return graph
+        graph = graph.rewrite(lambda node, inputs, emit:
+                              expand_node(node, inputs, emit) if _wanted(node, opts) else None)
+    raise IRError(f"expansion did not finish after {MAX_ROUNDS} rounds: "
+                  f"{sorted({n.op for n in graph.nodes if _wanted(n, opts)})} still expandable")

@@ -1,0 +1,12 @@
+"""ReLU(x) -> Maximum(x, 0): a scalar zero of x's dtype broadcast by the Maximum (NaN propagates, as in
+numpy's maximum, the reference)."""
+from __future__ import annotations
+
+from ir.graph import Node, Value
+from graphkernel.expanders.emitter import Emitter
+
+
+def expand_relu(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
+    b = Emitter(node, emit)
+    (x,) = inputs
+    return (b.op("Maximum", x, b.scalar(0, x)),)
