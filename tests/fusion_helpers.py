@@ -91,4 +91,33 @@ def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
 
 
 __all__ = ["F32", "F16", "options", "Builder", "t", "interpret", "verify", "fuse_all", "composites",
-           "ops_of", "random_inputs", "kernel_count"]
+           "ops_of", "random_inputs", "kernel_count", "softmax", "layer_norm", "gelu"]
+
+
+# --- expanded composite ops, written by hand as the expanders produce them ---
+
+def softmax(g: Builder, x: Value, axis: int = -1) -> Value:
+    m = g.op("ReduceMax", x, axis=(axis,), keep_dims=True)
+    e = g.op("Exp", g.op("Sub", x, m))
+    s = g.op("ReduceSum", e, axis=(axis,), keep_dims=True)
+    return g.op("RealDiv", e, s)
+
+
+def layer_norm(g: Builder, x: Value, gamma: Value, beta: Value, eps: float = 1e-7) -> Value:
+    n = x.shape[-1]
+    dtype = x.dtype
+    mean = g.op("Mul", g.op("ReduceSum", x, axis=(-1,), keep_dims=True), g.const(1.0 / n, dtype))
+    centered = g.op("Sub", x, mean)
+    var = g.op("Mul", g.op("ReduceSum", g.op("Mul", centered, centered), axis=(-1,), keep_dims=True),
+               g.const(1.0 / n, dtype))
+    inv = g.op("Rsqrt", g.op("Add", var, g.const(eps, dtype)))
+    return g.op("Add", g.op("Mul", g.op("Mul", centered, inv), gamma), beta)
+
+
+def gelu(g: Builder, x: Value) -> Value:
+    dtype = x.dtype
+    cube = g.op("Mul", g.op("Mul", x, x), x)
+    inner = g.op("Mul", g.op("Add", x, g.op("Mul", cube, g.const(0.044715, dtype))),
+                 g.const(0.7978845608028654, dtype))
+    return g.op("Mul", g.op("Mul", x, g.const(0.5, dtype)),
+                g.op("Add", g.op("Tanh", inner), g.const(1.0, dtype)))

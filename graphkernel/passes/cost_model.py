@@ -152,8 +152,8 @@ def refusal_reason(parts: list[Estimate], fused: Estimate) -> str:
     if fused.single_core and fused.threads < max(p.threads for p in parts):
         return (f"fused kernel runs with block_dim 1 (a float16 ReduceSum is single-core) where the parts "
                 f"used up to block_dim {widest}: {tail}")
+    if not fused.fits_ub:
+        return f"stitched rows are recomputed and re-read once per phase ({fused.phases} phases): {tail}"
     if fused.recompute > max(p.recompute for p in parts):
         return f"a broadcast recomputes its producer x{fused.recompute:.3g} per element in the fused kernel: {tail}"
-    if not fused.fits_ub:
-        return f"stitched rows are re-read once per phase ({fused.phases} phases): {tail}"
     return f"no time saved: {tail}"

@@ -19,7 +19,7 @@ from kernels import aicore
 from kernels.fusible import Unsupported, unsupported_reason
 from graphkernel.options import CompileOptions
 from graphkernel.passes.cost_model import Estimate, estimate
-from graphkernel.passes.fusion_utils import primitives
+from graphkernel.passes.fusion_utils import build_composite, primitives
 
 OpFilter = Callable[[Node], bool]
 
@@ -82,3 +82,11 @@ def can_fuse(merged: Graph, opts: CompileOptions) -> tuple[str | None, Estimate 
         return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
                 "(reduce-then-broadcast row does not fit; stitch fusion is off)"), est
     return None, est
+
+
+def kernel_estimate(node: Node, opts: CompileOptions) -> Estimate:
+    """The cost model's estimate of one top-level kernel (a composite, or a primitive on its own)."""
+    if node.subgraph is not None:
+        return estimate(node.subgraph, opts.core_num, stitch=opts.stitch_fusion)
+    single, _ = build_composite([node], set(node.outputs))
+    return estimate(single.subgraph, opts.core_num, stitch=opts.stitch_fusion)

@@ -240,3 +240,25 @@ def is_fusible_kind(node: Node) -> bool:
     """A primitive a generated kernel may hold at all (before flags and the cost model have a say)."""
     return node.op != "Const" and (node.subgraph is not None or pattern_of(node) in (
         Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.REDUCE))
+
+
+def restrict(node: Node, indices: Sequence[int]) -> tuple[Node, dict[Value, Value]]:
+    """A composite computing only results `indices` of `node` from its inputs (the slice they need).
+
+    Returns the new node and a map from the kept results of `node` to its results.
+    """
+    if node.subgraph is None:
+        new, outer = build_composite([node], {node.outputs[i] for i in indices})
+        return new, dict(zip(outer, new.outputs))
+    sub = node.subgraph
+    wanted = [sub.outputs[i] for i in indices]
+    needed = {v.node for v in wanted}
+    for inner in reversed(sub.nodes):
+        if inner in needed:
+            needed.update(v.node for v in inner.inputs)
+    members = [n for n in sub.nodes if n in needed]
+    new, inner_outs = build_composite(members, set(wanted))
+    position = {v: i for i, v in enumerate(sub.inputs)}
+    new = new.replace(inputs=tuple(node.inputs[position[v]] for v in new.inputs))
+    by_inner = dict(zip(inner_outs, new.outputs))
+    return new, {node.outputs[i]: by_inner[sub.outputs[i]] for i in indices}
