@@ -27,6 +27,8 @@ CACHE_BYTES = 32 * 1024 * 1024
 OPS_PER_SECOND_PER_THREAD = 8e9    # vectorized float32 elementwise operations per thread
 TRANSCENDENTAL_COST = 12           # a vectorized exp/tanh/erf/log counts as this many operations
 MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a parallel launch
+REDUCE_CHUNK_ELEMENTS = 16 * 1024   # a long reduced row is cut into chunks of this many elements;
+                                    # fixed, never derived from block_dim, so results are bitwise stable
 FLOAT16_OP_COST = 3                # a float16 primitive: widen the bits, compute, round back
 DIVIDE_COST = 4                    # a vectorized divide or square root
 SINGLE_THREAD_BANDWIDTH_SHARE = 0.6  # the share of the bandwidth figures one thread reaches alone

@@ -1,0 +1,181 @@
+"""The scalar emitter of every primitive: a table keyed by op name.
+
+An emitter turns the Python expressions of a node's operands into the expression of its result, for
+one element, in the node's dtype:
+
+    EMITTERS["Mul"](Operands(["x", "y"], (f32, f32), (f32,), attrs, consts))  ->  "(x * y)"
+
+Every kernel, fused or single-op, is built from these strings, so fusion changes no bits. Rules the
+expressions keep: float32 stays float32 (numba widens to float64 on a Python float, so constants are
+np.float32 values); int32 arithmetic is wrapped back to int32 (numba computes it in int64);
+transcendental float32 functions come from kernels.mathfn when it provides them (vectorizable),
+otherwise from math (libm). REDUCERS give a reduction's identity, its combine and accumulator dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ir.dtypes import DType
+
+try:  # vectorizable float32 approximations (another module; optional until it lands)
+    from kernels import mathfn as _mathfn
+except ImportError:  # pragma: no cover - depends on the tree state
+    _mathfn = None
+
+NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float64: "np.float64",
+           DType.int32: "np.int32", DType.int64: "np.int64", DType.bool: "np.bool_"}
+
+
+def math_functions() -> dict[str, object]:
+    """Names the emitted expressions may call, for the kernel module's globals."""
+    names = {}
+    if _mathfn is not None:
+        for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32"):
+            if hasattr(_mathfn, fn):
+                names[fn] = getattr(_mathfn, fn)
+    return names
+
+
+@dataclass(frozen=True)
+class Operands:
+    args: list[str]                    # operand expressions
+    in_dtypes: tuple[DType, ...]
+    dtypes: tuple[DType, ...]          # result dtypes
+    attrs: dict
+    consts: tuple                      # per operand: its value when a scalar Const, else None
+
+    @property
+    def dtype(self) -> DType:
+        return self.dtypes[0]
+
+
+def const_literal(value, dtype: DType) -> str:
+    """A Python expression of a scalar constant in exactly `dtype`."""
+    if dtype == DType.bool:
+        return "True" if value else "False"
+    if dtype.is_int:
+        return f"{NP_NAME[dtype]}({int(value)})"
+    v = float(value)
+    text = "np.inf" if v == float("inf") else "-np.inf" if v == float("-inf") else \
+        "np.nan" if v != v else repr(v)
+    return f"{NP_NAME[dtype]}({text})"
+
+
+def _wrap_int32(expr: str, dtype: DType) -> str:
+    return f"np.int32({expr})" if dtype == DType.int32 else expr
+
+
+def _arith(symbol: str) -> Callable[[Operands], str]:
+    return lambda o: _wrap_int32(f"({o.args[0]} {symbol} {o.args[1]})", o.dtype)
+
+
+def _maximum(o: Operands) -> str:
+    a, b = o.args
+    if o.in_dtypes[0].is_float:  # numpy: NaN in either operand gives NaN
+        return f"({a} if ({a} >= {b} or {a} != {a}) else {b})"
+    return f"({a} if {a} >= {b} else {b})"
+
+
+def _minimum(o: Operands) -> str:
+    a, b = o.args
+    if o.in_dtypes[0].is_float:
+        return f"({a} if ({a} <= {b} or {a} != {a}) else {b})"
+    return f"({a} if {a} <= {b} else {b})"
+
+
+def _float_fn(mathfn_name: str | None, libm: str) -> Callable[[Operands], str]:
+    def emit(o: Operands) -> str:
+        if o.dtype == DType.float32 and mathfn_name and mathfn_name in math_functions():
+            return f"{mathfn_name}({o.args[0]})"
+        return f"{NP_NAME[o.dtype]}(math.{libm}({o.args[0]}))"
+    return emit
+
+
+def _rsqrt(o: Operands) -> str:
+    one = const_literal(1, o.dtype)
+    return f"({one} / math.sqrt({o.args[0]}))"
+
+
+def _pow(o: Operands) -> str:
+    """x ** c for a scalar constant c that is a small integer or 0.5 is multiplications or a sqrt."""
+    x, y = o.args
+    c = o.consts[1]
+    one = const_literal(1, o.dtype)
+    if c is not None and float(c) == int(c) and abs(int(c)) <= 4:
+        n = abs(int(c))
+        power = {0: one, 1: x, 2: f"({x} * {x})", 3: f"({x} * {x} * {x})",
+                 4: f"(({x} * {x}) * ({x} * {x}))"}[n]
+        return power if c >= 0 else f"({one} / {power})"
+    if c is not None and float(c) == 0.5:
+        return f"math.sqrt({x})"
+    if c is not None and float(c) == -0.5:
+        return f"({one} / math.sqrt({x}))"
+    return f"{NP_NAME[o.dtype]}({x} ** {y})"
+
+
+def _cast(o: Operands) -> str:
+    src, dst = o.in_dtypes[0], o.dtype
+    if dst == DType.bool:
+        return f"({o.args[0]} != 0)"
+    return f"{NP_NAME[dst]}({o.args[0]})" if src != dst else o.args[0]
+
+
+EMITTERS: dict[str, Callable[[Operands], str]] = {
+    "Add": _arith("+"),
+    "Sub": _arith("-"),
+    "Mul": _arith("*"),
+    "RealDiv": lambda o: f"({o.args[0]} / {o.args[1]})",
+    "Pow": _pow,
+    "Maximum": _maximum,
+    "Minimum": _minimum,
+    "Greater": lambda o: f"({o.args[0]} > {o.args[1]})",
+    "Less": lambda o: f"({o.args[0]} < {o.args[1]})",
+    "Equal": lambda o: f"({o.args[0]} == {o.args[1]})",
+    "Neg": lambda o: _wrap_int32(f"(-{o.args[0]})", o.dtype),
+    "Abs": lambda o: _wrap_int32(f"abs({o.args[0]})", o.dtype),
+    "Exp": _float_fn("exp_f32", "exp"),
+    "Log": _float_fn("log_f32", "log"),
+    "Sqrt": lambda o: f"math.sqrt({o.args[0]})",
+    "Rsqrt": _rsqrt,
+    "Tanh": _float_fn("tanh_f32", "tanh"),
+    "Erf": _float_fn("erf_f32", "erf"),
+    "Select": lambda o: f"({o.args[1]} if {o.args[0]} else {o.args[2]})",
+    "Cast": _cast,
+    "BroadcastTo": lambda o: o.args[0],
+}
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """How a reduction accumulates: identity, combine(acc, x) and the accumulator dtype."""
+    identity: Callable[[DType], str]
+    combine: Callable[[str, str, DType], str]
+    acc_dtype: Callable[[DType], DType]
+
+
+def _lowest(dtype: DType) -> str:
+    return {DType.int32: "np.int32(-2147483648)", DType.int64: "np.int64(-9223372036854775808)"}.get(
+        dtype, f"{NP_NAME[dtype]}(-np.inf)")
+
+
+def _highest(dtype: DType) -> str:
+    return {DType.int32: "np.int32(2147483647)", DType.int64: "np.int64(9223372036854775807)"}.get(
+        dtype, f"{NP_NAME[dtype]}(np.inf)")
+
+
+def _extremum(emit):
+    return lambda acc, x, dtype: emit(Operands([acc, x], (dtype, dtype), (dtype,), {}, (None, None)))
+
+
+REDUCERS: dict[str, Reducer] = {
+    # int32 sums accumulate in int64 and wrap once at the end: the same bits as int32 wrap-around
+    "ReduceSum": Reducer(lambda d: const_literal(0, d), lambda acc, x, d: f"({acc} + {x})",
+                         lambda d: DType.int64 if d == DType.int32 else d),
+    "ReduceMax": Reducer(_lowest, _extremum(_maximum), lambda d: d),
+    "ReduceMin": Reducer(_highest, _extremum(_minimum), lambda d: d),
+}
+
+
+def emit(op: str, operands: Operands) -> str:
+    return EMITTERS[op](operands)

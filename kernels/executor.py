@@ -1,0 +1,218 @@
+"""The executor: a lowered graph as a fixed list of kernel calls over planned buffers.
+
+    plan (once per Program)
+      storages   every value lives in one: a user input, a constant, a temporary or an output;
+                 a Reshape shares its input's storage (a view: kernels see flat arrays)
+      temps      packed into arena blocks by liveness: a block freed after a value's last use
+                 serves a later value, so the set of blocks is the peak, not the sum
+      runner     generated Python: one line per kernel call with its arguments spelled out,
+                 so a call costs the kernel launches and little else
+    per call
+      inputs     checked (shape, dtype), flattened without copying when contiguous; never written
+      temps      one buffer set per thread (threading.local), allocated on a thread's first call
+      outputs    each output buffer is reused once the array returned in it is gone (its reference
+                 count is back to the executor's own), else a fresh one is allocated
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir.errors import GraphKernelError
+from ir.graph import Graph, TensorType
+
+
+class InputMismatchError(GraphKernelError, TypeError):
+    """An input whose shape or dtype is not what the program was compiled for."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str
+    op_types: tuple[str, ...]
+    block_dim: int
+    inputs: tuple[TensorType, ...]
+    outputs: tuple[TensorType, ...]
+    target: str                 # "device" or "host"
+    source: str | None = None
+    variant: str = ""           # elementwise | rows | split | numpy | reference
+
+
+@dataclass
+class Storage:
+    kind: str                   # input | const | temp | output
+    dtype: np.dtype
+    size: int                   # elements
+    index: int = 0              # input/output position
+    array: np.ndarray | None = None   # const: the flat data
+    shape: tuple = ()           # output: the shape handed to the user
+
+
+@dataclass
+class Step:
+    info: KernelInfo
+    fn: object                  # called as fn(*flat inputs, *flat outputs, *extra)
+    ins: tuple[int, ...]        # storage ids
+    outs: tuple[int, ...]
+    extra: tuple = ()
+    parallel: bool = False
+    values_in: tuple = ()       # IR values (for the kernel graph)
+    values_out: tuple = ()
+
+
+def _liveness(steps: list[Step], storages: list[Storage]) -> list[tuple[int, int, int]]:
+    """(first step, last step, storage id) of every temp."""
+    first, last = {}, {}
+    for k, step in enumerate(steps):
+        for s in step.outs:
+            first.setdefault(s, k)
+            last[s] = max(last.get(s, k), k)
+        for s in step.ins:
+            last[s] = k
+    return sorted((first[s], last[s], s) for s in first if storages[s].kind == "temp")
+
+
+def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], dict[int, tuple[int, int]]]:
+    """Block sizes (bytes) and, per temp storage, (block, nbytes): blocks reused after last use."""
+    blocks: list[int] = []
+    free: list[int] = []
+    placed: dict[int, tuple[int, int]] = {}
+    ending: dict[int, list[int]] = {}
+    order = _liveness(steps, storages)
+    by_start: dict[int, list] = {}
+    for first, last, s in order:
+        by_start.setdefault(first, []).append((last, s))
+    for k in range(len(steps)):
+        for last, s in by_start.get(k, []):
+            nbytes = max(1, storages[s].size * storages[s].dtype.itemsize)
+            fits = [b for b in free if blocks[b] >= nbytes]
+            if fits:
+                b = min(fits, key=lambda b: blocks[b])
+                free.remove(b)
+            else:
+                b = len(blocks)
+                blocks.append(nbytes)
+            placed[s] = (b, nbytes)
+            ending.setdefault(last, []).append(b)
+        free.extend(ending.pop(k, []))
+    return blocks, placed
+
+
+class Program:
+    """A lowered graph: `run(arrays) -> list of arrays`, `kernels`, optional `profiler`."""
+
+    def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
+                 input_ids: list[int], output_ids: list[int]):
+        self.graph = graph
+        self.steps = steps
+        self.storages = storages
+        self.kernels = [s.info for s in steps]
+        self.profiler = None
+        self._inputs = [(storages[i].dtype, tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
+        self._input_ids = input_ids
+        self._output_ids = output_ids
+        self._blocks, self._placed = plan_arena(steps, storages)
+        self._local = threading.local()
+        self._runner = self._make_runner(timed=False)
+        self._timed_runner = self._make_runner(timed=True)
+        self._lock = _launch_lock() if any(s.parallel for s in steps) else None
+
+    # --- planning ------------------------------------------------------------------------
+    @property
+    def temp_bytes(self) -> int:
+        """Bytes of one thread's temporaries (the planned peak)."""
+        return sum(self._blocks)
+
+    def _make_runner(self, timed: bool):
+        temps = sorted(self._placed)
+        args = [f"i{k}" for k in range(len(self._input_ids))] + \
+               [f"o{k}" for k in range(len(self._output_ids))]
+        names = {}
+        for k, s in enumerate(self._input_ids):
+            names.setdefault(s, f"i{k}")
+        for k, s in enumerate(self._output_ids):
+            names.setdefault(s, f"o{k}")
+        for s in temps:
+            names[s] = f"t{s}"
+        env: dict = {"perf_counter": time.perf_counter}
+        for s, st in enumerate(self.storages):
+            if st.kind == "const":
+                names[s] = f"c{s}"
+                env[f"c{s}"] = st.array
+        lines = [f"def run({', '.join(args + ['temps', 'prof'])}):"]
+        if temps:
+            lines.append(f"    {', '.join(names[s] for s in temps)}, = temps")
+        for k, step in enumerate(self.steps):
+            env[f"k{k}"] = step.fn
+            env[f"info{k}"] = step.info
+            call_args = [names[s] for s in step.ins + step.outs] + [repr(x) for x in step.extra]
+            call = f"k{k}({', '.join(call_args)})"
+            if timed:
+                lines += ["    t_ = perf_counter()", f"    {call}",
+                          f"    prof.record(info{k}, perf_counter() - t_)"]
+            else:
+                lines.append(f"    {call}")
+        lines.append("    return None")
+        source = "\n".join(lines) + "\n"
+        exec(compile(source, "<graphkernel:runner>", "exec"), env)
+        if not timed:
+            self.runner_source = source
+        return env["run"]
+
+    # --- per thread state ----------------------------------------------------------------
+    def _thread_state(self):
+        st = self._local
+        if not hasattr(st, "temps"):
+            raw = [np.empty(n, np.uint8) for n in self._blocks]
+            st.temps = tuple(raw[b][:nbytes].view(self.storages[s].dtype)
+                             for s, (b, nbytes) in sorted(self._placed.items()))
+            st.outs = [self._new_output(s) for s in self._output_ids]
+        return st
+
+    def _new_output(self, s: int):
+        st = self.storages[s]
+        owner = np.empty(st.shape, st.dtype)
+        return [owner, owner.reshape(-1)]
+
+    # --- a call ----------------------------------------------------------------------------
+    def _flat_input(self, k: int, a) -> np.ndarray:
+        dtype, shape = self._inputs[k]
+        if not isinstance(a, np.ndarray):
+            a = np.asarray(a)
+        if a.dtype != dtype or a.shape != shape:
+            raise InputMismatchError(
+                f"input {k}: got {a.dtype}{list(a.shape)}, the program was compiled for "
+                f"{dtype}{list(shape)}")
+        flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
+        return flat if flat.flags.writeable else flat.copy()  # numba's signature wants writable
+
+    def run(self, arrays) -> list[np.ndarray]:
+        if len(arrays) != len(self._inputs):
+            raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
+        st = self._thread_state()
+        flats = [self._flat_input(k, a) for k, a in enumerate(arrays)]
+        outs = st.outs
+        for k, pair in enumerate(outs):
+            if sys.getrefcount(pair[0]) > 3:  # our list, the flat view's base, this call: 3
+                outs[k] = pair = self._new_output(self._output_ids[k])
+        args = flats + [pair[1] for pair in outs]
+        prof = self.profiler
+        runner = self._runner if prof is None else self._timed_runner
+        if self._lock is None:
+            runner(*args, st.temps, prof)
+        else:
+            with self._lock:
+                runner(*args, st.temps, prof)
+        return [pair[0] for pair in outs]
+
+
+def _launch_lock():
+    """A lock for parallel launches when numba's threading layer is not thread-safe."""
+    import numba
+    from numba.np.ufunc import parallel
+    parallel._launch_threads()  # picks the layer now, as the first parallel launch would
+    return threading.Lock() if numba.threading_layer() == "workqueue" else None

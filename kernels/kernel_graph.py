@@ -1,0 +1,65 @@
+"""kernel_graph_dot(program, title) -> str: the `kernel_graph_<id>.dot` dump (SPEC §4).
+
+One node per launch, labelled with the kernel name, its op types, block_dim and the shapes it reads
+and writes; host launches are drawn apart. One edge per buffer from the launch that writes it to
+each launch that reads it; graph inputs and outputs are nodes of their own. Deterministic: the same
+program gives the same bytes.
+"""
+from __future__ import annotations
+
+NL = "\n"
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _shapes(types) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def kernel_graph_dot(program, title: str) -> str:
+    lines = [f"digraph {_quote(title)} {{", "  rankdir=TB;", f"  label={_quote(title)};",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
+    producer: dict = {}
+    for k, v in enumerate(program.graph.inputs):
+        lines.append(f"  in{k} [label={_quote('input %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
+        producer[v] = f"in{k}"
+    # a Reshape is a view: its result comes from whoever wrote its input
+    aliases = {n.out: n.inputs[0] for n in _all_nodes(program.graph) if n.op == "Reshape"}
+    for k, step in enumerate(program.steps):
+        info = step.info
+        colour = "lightgoldenrod1" if info.target == "host" else (
+            "lightblue" if len(info.op_types) > 1 else "lightgrey")
+        label = (f"{info.name}\n{'+'.join(info.op_types)}\nblock_dim={info.block_dim}"
+                 f"\nin: {_shapes(info.inputs)}\nout: {_shapes(info.outputs)}")
+        lines.append(f"  k{k} [label={_quote(label)}, fillcolor={colour}];")
+        edges = set()
+        for v in step.values_in:
+            src = _source(v, producer, aliases)
+            if src is not None and src not in edges:
+                edges.add(src)
+                lines.append(f"  {src} -> k{k} [label={_quote(str(v.type))}];")
+        for v in step.values_out:
+            producer[v] = f"k{k}"
+    for k, v in enumerate(program.graph.outputs):
+        lines.append(f"  out{k} [label={_quote('output %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
+        src = _source(v, producer, aliases)
+        if src is not None:
+            lines.append(f"  {src} -> out{k} [label={_quote(str(v.type))}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _all_nodes(graph):
+    for node in graph.nodes:
+        yield node
+        if node.subgraph is not None:
+            yield from _all_nodes(node.subgraph)
+
+
+def _source(v, producer, aliases):
+    seen = 0
+    while v not in producer and v in aliases and seen < 1000:
+        v, seen = aliases[v], seen + 1
+    return producer.get(v)

@@ -1,0 +1,138 @@
+"""The loop structure of one kernel, without its sizes: what the codegen renders and the cache keys.
+
+    subgraph --fusible.analyze--> iteration shape S, reduce axes A
+             --collapse-->        axes of S that are 1 dropped; adjacent axes with the same pattern
+                                  (reduced or not, and for every buffer present or broadcast) merged
+    KernelSpec: per collapsed axis "reduce?", per buffer a presence bit per axis, the nodes in a
+                canonical form (op, code-relevant attrs, input refs, dtypes): no sizes
+    sizes:      the collapsed dims, passed to the kernel at run time
+
+Two shapes with the same spec share one compiled kernel: `Add(f32[4,4], f32[4,4])` and
+`Add(f32[1000], f32[1000])` both collapse to one full axis. Buffers are passed flat (1-D, C order);
+a buffer's stride on axis a is the product of the dims after a it is present on, 0 where absent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.graph import Graph, Value
+from ir.ops import Pattern, get
+from kernels.fusible import analyze
+
+# Attributes whose meaning the layout already carries (axes, target shapes): not part of the code.
+_LAYOUT_ATTRS = {"axis", "keep_dims", "shape"}
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    op: str
+    attrs: tuple                       # code-relevant attrs, canonical
+    args: tuple                        # refs: ("in", i) | ("v", node_index, out_index)
+    dtypes: tuple[DType, ...]          # result dtypes
+    in_dtypes: tuple[DType, ...]
+    reduced: bool                      # its value does not vary over the reduce axes
+    phase: int                         # reductions on its longest input path
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    reduce_axes: tuple[bool, ...]      # per collapsed axis
+    inputs: tuple[tuple[DType, tuple[bool, ...]], ...]    # (dtype, presence per axis)
+    outputs: tuple[tuple[DType, tuple[bool, ...]], ...]
+    nodes: tuple[NodeSpec, ...]
+    results: tuple                     # refs of the outputs
+
+    @property
+    def rank(self) -> int:
+        return len(self.reduce_axes)
+
+    @property
+    def has_reduce(self) -> bool:
+        return any(self.reduce_axes)
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        return tuple(n.op for n in self.nodes if n.op != "Const")
+
+    @property
+    def num_passes(self) -> int:
+        """Sweeps over the reduce axes: one per phase that reductions or full outputs need."""
+        need = [self.nodes[n].phase for n in range(len(self.nodes))
+                if get(self.nodes[n].op).pattern == Pattern.REDUCE]
+        need += [self.phase_of(r) for r, (_, pres) in zip(self.results, self.outputs)
+                 if self.full_buffer(pres)]
+        return max(need, default=0) + 1 if self.has_reduce else 1
+
+    def phase_of(self, ref) -> int:
+        if ref[0] == "in":
+            return 0
+        node = self.nodes[ref[1]]
+        return node.phase + (1 if get(node.op).pattern == Pattern.REDUCE else 0)
+
+    def reduced_ref(self, ref) -> bool:
+        if ref[0] == "in":
+            return not self.full_buffer(self.inputs[ref[1]][1])
+        return self.nodes[ref[1]].reduced
+
+    def full_buffer(self, presence) -> bool:
+        """Whether a buffer varies over some reduce axis."""
+        return any(p and r for p, r in zip(presence, self.reduce_axes))
+
+    def key(self) -> str:
+        return repr(self)
+
+
+def _const_attr(value) -> tuple:
+    arr = value.array
+    return ("value", arr.dtype.str, arr.reshape(-1)[0].item() if arr.size == 1 else arr.tobytes())
+
+
+def _code_attrs(node) -> tuple:
+    if node.op == "Const":
+        return (_const_attr(node.attr("value")),)
+    return tuple((k, v) for k, v in node.attrs if k not in _LAYOUT_ATTRS)
+
+
+def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:
+    """The spec and the collapsed sizes of a kernel computing `graph` (fusible's contract)."""
+    ks = analyze(graph)
+    shape, axes = ks.shape, set(ks.reduce_axes)
+    buffers = list(graph.inputs) + list(graph.outputs)
+    # per original axis: the pattern that decides whether it merges with its neighbour
+    kept = [a for a in range(len(shape)) if shape[a] != 1]
+    groups: list[list[int]] = []
+    signature = None
+    for a in kept:
+        sig = (a in axes,) + tuple(ks.aligned[b][a] != 1 for b in buffers)
+        if groups and sig == signature:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+            signature = sig
+    if not groups:  # a scalar kernel: one axis of size 1, every buffer present
+        sizes = (1,)
+        pres = {b: (True,) for b in buffers}
+        reduce_axes = (False,)
+    else:
+        sizes = tuple(int(np.prod([shape[a] for a in g])) for g in groups)
+        pres = {b: tuple(ks.aligned[b][g[0]] != 1 for g in groups) for b in buffers}
+        reduce_axes = tuple(g[0] in axes for g in groups)
+
+    refs: dict[Value, tuple] = {v: ("in", i) for i, v in enumerate(graph.inputs)}
+    nodes = []
+    for n, node in enumerate(graph.nodes):
+        reduced = all(ks.aligned[v][a] == 1 for v in node.outputs for a in axes)
+        nodes.append(NodeSpec(node.op, _code_attrs(node), tuple(refs[v] for v in node.inputs),
+                              tuple(t.dtype for t in node.types),
+                              tuple(v.dtype for v in node.inputs), reduced,
+                              max((ks.phase[v] for v in node.inputs), default=0)))
+        for v in node.outputs:
+            refs[v] = ("v", n, v.index)
+    spec = KernelSpec(reduce_axes,
+                      tuple((v.dtype, pres[v]) for v in graph.inputs),
+                      tuple((v.dtype, pres[v]) for v in graph.outputs),
+                      tuple(nodes), tuple(refs[v] for v in graph.outputs))
+    return spec, sizes

@@ -1,0 +1,268 @@
+"""lower(graph, DeviceConfig) -> Program: every top-level node becomes a launch, a view or a constant.
+
+    Const                       a constant buffer (scalars are inlined into the kernels that read them)
+    Reshape                     a view: shares its input's buffer, no launch
+    Composite                   one generated kernel for its subgraph
+    elementwise/broadcast/reduce primitive
+                                one generated kernel for a one-node subgraph: the same codegen as a
+                                composite, so fusion on and off compute the same bits
+    MatMul, BatchMatMul         numpy's BLAS (np.matmul into the output buffer)
+    Transpose                   a numpy copy
+    anything else               (an unexpanded composite op, a host op) the numpy reference
+
+A kernel that fails to build does not fail the run: a composite is inlined back into single-op
+kernels, a single op falls back to the numpy reference, each with a KernelBuildWarning naming it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.graph import Graph, Node, Value
+from ir.ops import Pattern, evaluate, get
+from kernels import aicore
+from kernels.cache import get_kernel
+from kernels.codegen import render, split_supported
+from kernels.compile import signature
+from kernels.emitters import EMITTERS, REDUCERS
+from kernels.executor import KernelInfo, Program, Step, Storage
+from kernels.layout import KernelSpec, describe
+
+SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    core_num: int = aicore.DEFAULT_CORE_NUM
+    deterministic: int = 0      # every launch is deterministic already (see kernels/codegen.py)
+    cache_mode: str = "enable"  # enable | disable | force
+    cache_dir: str | None = None
+    source_dir: str | None = None
+
+
+class KernelBuildWarning(RuntimeWarning):
+    """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
+
+
+def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int]:
+    """(variant, block_dim, tile) of a kernel at these sizes. The tile keeps a tile's live data,
+    inputs, outputs and one temporary per op, inside the UB."""
+    itemsizes = [d.itemsize for d, _ in spec.inputs + spec.outputs]
+    live = sum(itemsizes) + 4 * len(spec.op_names)
+    if not spec.has_reduce:
+        total = math.prod(sizes)
+        return "elementwise", aicore.block_dim_for(total, core_num), aicore.tile_elements(live)
+    kept = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if not r)
+    reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
+    inner = max(a for a, r in enumerate(spec.reduce_axes) if r)
+    chunk = aicore.REDUCE_CHUNK_ELEMENTS
+    if split_supported(spec) and sizes[inner] >= 2 * chunk and kept < SPLIT_MAX_UNITS:
+        chunks = kept * -(-sizes[inner] // chunk)
+        return "split", aicore.block_dim_for(chunks, core_num, elements_per_item=chunk), chunk
+    block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
+    return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
+
+
+def _inline_scalar_consts(sub: Graph, ext: tuple[Value, ...]) -> tuple[Graph, tuple[Value, ...]]:
+    """Scalar constants feeding the kernel from outside become Const nodes inside it."""
+    keep_in, keep_ext, consts, remap = [], [], [], {}
+    for v_in, v_ext in zip(sub.inputs, ext):
+        if v_ext.node.op == "Const" and v_ext.type.size == 1:
+            c = Node("Const", (), v_ext.node.attrs, (v_in.type,))
+            consts.append(c)
+            remap[v_in] = c.out
+        else:
+            keep_in.append(v_in)
+            keep_ext.append(v_ext)
+    if not consts:
+        return sub, ext
+    nodes = list(consts)
+    for node in sub.nodes:
+        new_inputs = tuple(remap.get(v, v) for v in node.inputs)
+        new = node if new_inputs == node.inputs else node.replace(inputs=new_inputs)
+        nodes.append(new)
+        remap.update(zip(node.outputs, new.outputs))
+    return Graph(keep_in, nodes, [remap.get(v, v) for v in sub.outputs]), tuple(keep_ext)
+
+
+def _one_node_graph(node: Node) -> Graph:
+    inputs = Graph.with_inputs([v.type for v in node.inputs])
+    inner = node.replace(inputs=inputs, name="")
+    return Graph(inputs, [inner], inner.outputs)
+
+
+def _kernel_op(node: Node) -> bool:
+    d = get(node.op)
+    return d.pattern <= Pattern.REDUCE and d.pattern != Pattern.INJECTIVE and (
+        node.op in EMITTERS or node.op in REDUCERS)
+
+
+class _Builder:
+    def __init__(self, graph: Graph, cfg: DeviceConfig):
+        self.graph, self.cfg = graph, cfg
+        self.storages: list[Storage] = []
+        self.where: dict[Value, int] = {}
+        self.steps: list[Step] = []
+
+    def storage(self, kind: str, type_, **kw) -> int:
+        self.storages.append(Storage(kind, type_.dtype.np, type_.size, **kw))
+        return len(self.storages) - 1
+
+    def build(self) -> Program:
+        inputs = []
+        for k, v in enumerate(self.graph.inputs):
+            self.where[v] = self.storage("input", v.type, index=k)
+            inputs.append(self.where[v])
+        for node in self.graph.nodes:
+            self.lower_node(node)
+        return Program(self.graph, self.steps, self.storages, inputs, self.claim_outputs())
+
+    # --- nodes ---------------------------------------------------------------------------
+    def lower_node(self, node: Node) -> None:
+        if node.op == "Const":
+            arr = np.array(node.attr("value").array, dtype=node.out.dtype.np).reshape(-1)
+            self.where[node.out] = self.storage("const", node.out.type, array=arr)
+        elif node.op == "Reshape":
+            self.where[node.out] = self.where[node.inputs[0]]
+        elif node.subgraph is not None:
+            self.generated(node, node.subgraph, node.inputs, node.name or "composite")
+        elif _kernel_op(node):
+            self.generated(node, _one_node_graph(node), node.inputs, node.name or node.op)
+        elif node.op in ("MatMul", "BatchMatMul"):
+            self.numpy_step(node, _matmul_fn(node), "numpy")
+        elif node.op == "Transpose":
+            self.numpy_step(node, _transpose_fn(node), "numpy")
+        else:
+            self.numpy_step(node, _reference_fn(node), "reference")
+
+    def outputs_of(self, node: Node) -> tuple[int, ...]:
+        for v in node.outputs:
+            self.where[v] = self.storage("temp", v.type)
+        return tuple(self.where[v] for v in node.outputs)
+
+    def numpy_step(self, node: Node, fn, variant: str) -> None:
+        target = "host" if get(node.op).pattern == Pattern.HOST else "device"
+        info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
+                          node.types, target, None, variant)
+        ins = tuple(self.where[v] for v in node.inputs)
+        self.steps.append(Step(info, fn, ins, self.outputs_of(node), values_in=node.inputs,
+                               values_out=node.outputs))
+
+    def generated(self, node: Node, sub: Graph, ext: tuple[Value, ...], label: str) -> None:
+        try:
+            step = self.build_kernel(node, sub, ext)
+        except Exception as e:  # noqa: BLE001 - any build failure must leave the run alive
+            ops = [n.op for n in sub.nodes if n.op != "Const"]
+            if node.subgraph is not None and len(ops) > 1:
+                warnings.warn(f"kernel of {label} ({'+'.join(ops)}) failed to build "
+                              f"({type(e).__name__}: {_first_line(e)}); inlined into single-op kernels",
+                              KernelBuildWarning, stacklevel=4)
+                self.inline(node)
+            else:
+                warnings.warn(f"kernel of {label} failed to build ({type(e).__name__}: {_first_line(e)}); "
+                              "computed by the numpy reference", KernelBuildWarning, stacklevel=4)
+                self.numpy_step(node, _reference_fn(node), "reference")
+            return
+        self.steps.append(step)
+
+    def inline(self, node: Node) -> None:
+        for v_sub, v_ext in zip(node.subgraph.inputs, node.inputs):
+            self.where[v_sub] = self.where[v_ext]
+        for inner in node.subgraph.nodes:
+            self.lower_node(inner)
+        for v, v_sub in zip(node.outputs, node.subgraph.outputs):
+            self.where[v] = self.where[v_sub]
+
+    def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> Step:
+        sub, ext = _inline_scalar_consts(sub, tuple(ext))
+        spec, sizes = describe(sub)
+        dtypes = [d for d, _ in spec.inputs + spec.outputs]
+        if DType.float16 in dtypes or any(DType.float16 in n.dtypes for n in spec.nodes):
+            raise NotImplementedError("float16 kernels are not generated yet")
+        variant, block_dim, tile = choose_launch(spec, sizes, self.cfg.core_num)
+        parallel = block_dim > 1
+        name, source = render(spec, variant, parallel)
+        fn = get_kernel((spec.key(), variant, parallel), name, source, parallel,
+                        signature(dtypes, len(sizes) + 2), self.cfg.cache_mode, self.cfg.cache_dir)
+        if self.cfg.source_dir:
+            _write_source(self.cfg.source_dir, name, source)
+        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in ext), node.types,
+                          "device", source, variant)
+        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node),
+                    extra=tuple(sizes) + (block_dim, tile), parallel=parallel,
+                    values_in=tuple(ext), values_out=node.outputs)
+
+    # --- outputs -------------------------------------------------------------------------
+    def claim_outputs(self) -> list[int]:
+        """Output storages: a kernel writes an output directly when its buffer is a temp no other
+        output has claimed; otherwise (an input, a constant, a repeat) a copy fills it."""
+        ids = []
+        for k, v in enumerate(self.graph.outputs):
+            s = self.where[v]
+            st = self.storages[s]
+            if st.kind == "temp":
+                st.kind, st.index, st.shape = "output", k, tuple(v.shape)
+                ids.append(s)
+                continue
+            out = self.storage("output", v.type, index=k, shape=tuple(v.shape))
+            info = KernelInfo(f"Copy_output{k}", ("Copy",), 1, (v.type,), (v.type,), "device", None, "numpy")
+            self.steps.append(Step(info, _copy, (s,), (out,), values_in=(v,), values_out=(v,)))
+            ids.append(out)
+        return ids
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def _write_source(directory: str, name: str, source: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}.py")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(source)
+
+
+def _copy(src, dst):
+    dst[:] = src
+
+
+def _matmul_fn(node: Node):
+    (ta, tb), shapes = (node.attr("transpose_a"), node.attr("transpose_b")), [v.shape for v in node.inputs]
+    out_shape = node.out.shape
+
+    def matmul(a, b, out):
+        x, y = a.reshape(shapes[0]), b.reshape(shapes[1])
+        np.matmul(np.swapaxes(x, -1, -2) if ta else x, np.swapaxes(y, -1, -2) if tb else y,
+                  out=out.reshape(out_shape))
+    return matmul
+
+
+def _transpose_fn(node: Node):
+    shape, perm, out_shape = node.inputs[0].shape, node.attr("perm"), node.out.shape
+
+    def transpose(x, out):
+        np.copyto(out.reshape(out_shape), x.reshape(shape).transpose(perm))
+    return transpose
+
+
+def _reference_fn(node: Node):
+    shapes = [v.shape for v in node.inputs]
+    n_in = len(shapes)
+
+    def reference(*arrays):
+        results = evaluate(node, [a.reshape(s) for a, s in zip(arrays[:n_in], shapes)])
+        for r, out in zip(results, arrays[n_in:]):
+            out[:] = r.reshape(-1)
+    return reference
+
+
+def lower(graph: Graph, cfg: DeviceConfig | None = None) -> Program:
+    """The Program that runs `graph` on generated kernels (see the module docstring)."""
+    return _Builder(graph, cfg or DeviceConfig()).build()
