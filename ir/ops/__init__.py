@@ -12,6 +12,7 @@ from ir.ops.registry import (
     Attr, OpDef, Pattern, OPS, ALIASES, canonical_name, get, register, make_node, evaluate, pattern_of,
 )
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
+from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 
 __all__ = ["Attr", "OpDef", "Pattern", "OPS", "ALIASES", "canonical_name", "get", "register",
            "make_node", "evaluate", "pattern_of"]

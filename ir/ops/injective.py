@@ -1,0 +1,137 @@
+"""Slicing and joining: Slice, Concat, Split (INJECTIVE), and Gather with run-time indices (OPAQUE).
+
+    Slice(x, begin, end, strides)   out[i] = x[begin + i*stride] per axis, stopping before end; one entry
+                                    per axis; positions are absolute (no counting from the end),
+                                    clamped to [0, n] for a positive stride and to [-1, n-1] for a
+                                    negative one (end -1: run to the front)
+    Concat(x0, x1, ..., axis)       joins along axis; every other dim equal
+    Split(x, axis, sizes)           one result per size, the sizes summing to x.shape[axis]
+    Gather(data, indices, axis)     numpy take along axis; negative indices count from the end
+
+Each output element comes from exactly one input element (Gather reads data at indices known only at
+run time, so it is opaque: a kernel of its own).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.errors import IRError, ShapeError
+from ir.graph import TensorType
+from ir.ops.checks import fmt, is_int, is_int_tuple, require, same_dtype
+from ir.ops.registry import Attr, OpDef, Pattern, register
+
+
+def _axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(f"axis {axis} out of range for rank {rank} (valid: {-rank}..{rank - 1})")
+    return axis % rank
+
+
+def _slice_canon(types, attrs):
+    (x,) = types
+    begin, end, strides = attrs["begin"], attrs["end"], attrs["strides"]
+    if not len(begin) == len(end) == len(strides) == x.rank:
+        raise ShapeError(f"begin {fmt(begin)}, end {fmt(end)} and strides {fmt(strides)} need one entry "
+                         f"per axis of {fmt(x.shape)}")
+    if 0 in strides:
+        raise ShapeError(f"stride 0 in strides {fmt(strides)}")
+    low = [0 if s > 0 else -1 for s in strides]
+    high = [n if s > 0 else n - 1 for n, s in zip(x.shape, strides)]
+    return {"begin": tuple(min(max(b, lo), hi) for b, lo, hi in zip(begin, low, high)),
+            "end": tuple(min(max(e, lo), hi) for e, lo, hi in zip(end, low, high)),
+            "strides": strides}
+
+
+def _slice_shape(attrs) -> tuple[int, ...]:
+    return tuple(len(range(b, e, s)) for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
+
+
+def _slices(attrs):
+    return tuple(slice(b, e if e >= 0 else None, s)
+                 for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
+
+
+register(OpDef("Slice", Pattern.INJECTIVE, 1,
+               lambda types, attrs: (TensorType(_slice_shape(attrs), types[0].dtype),),
+               lambda a, attrs: np.ascontiguousarray(a[0][_slices(attrs)]),
+               (Attr("begin", check=is_int_tuple), Attr("end", check=is_int_tuple),
+                Attr("strides", check=is_int_tuple)), _slice_canon,
+               doc="strided slice of every axis; attrs canonical as slice.indices gives them"))
+
+
+def _concat_canon(types, attrs):
+    return {"axis": _axis(attrs["axis"], types[0].rank) if types[0].rank else attrs["axis"]}
+
+
+def _concat_infer(types, attrs):
+    dtype = same_dtype(types)
+    axis = attrs["axis"]
+    first = types[0]
+    if first.rank == 0:
+        raise ShapeError("cannot concatenate 0-d tensors")
+    for t in types[1:]:
+        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape))
+                                       if i != axis):
+            raise ShapeError(f"shapes {', '.join(fmt(t.shape) for t in types)} differ outside axis {axis}")
+    size = sum(t.shape[axis] for t in types)
+    return (TensorType(first.shape[:axis] + (size,) + first.shape[axis + 1:], dtype),)
+
+
+register(OpDef("Concat", Pattern.INJECTIVE, None, _concat_infer,
+               lambda a, attrs: np.concatenate(a, axis=attrs["axis"]),
+               (Attr("axis", check=is_int),), _concat_canon, doc="joins its inputs along axis"))
+
+
+def _split_canon(types, attrs):
+    (x,) = types
+    if x.rank == 0:
+        raise ShapeError("cannot split a 0-d tensor")
+    axis = _axis(attrs["axis"], x.rank)
+    sizes = attrs["sizes"]
+    if not sizes or any(s < 0 for s in sizes) or sum(sizes) != x.shape[axis]:
+        raise ShapeError(f"sizes {fmt(sizes)} must be non-negative and sum to dim {axis} of {fmt(x.shape)} "
+                         f"({x.shape[axis]})")
+    return {"axis": axis, "sizes": sizes}
+
+
+def _split_infer(types, attrs):
+    x, axis = types[0], attrs["axis"]
+    return tuple(TensorType(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in attrs["sizes"])
+
+
+def _split(a, attrs):
+    bounds = np.cumsum(attrs["sizes"])[:-1]
+    return tuple(np.ascontiguousarray(p) for p in np.split(a[0], bounds, axis=attrs["axis"]))
+
+
+register(OpDef("Split", Pattern.INJECTIVE, 1, _split_infer, _split,
+               (Attr("axis", check=is_int), Attr("sizes", check=is_int_tuple)), _split_canon,
+               doc="one result per size along axis"))
+
+
+def _gather_canon(types, attrs):
+    data = types[0]
+    if data.rank == 0:
+        raise ShapeError("cannot gather from a 0-d tensor")
+    return {"axis": _axis(attrs["axis"], data.rank)}
+
+
+def _gather_infer(types, attrs):
+    data, indices = types
+    if not indices.dtype.is_int:
+        raise ShapeError(f"indices must be int32 or int64, got {indices.dtype}")
+    require(data.dtype, "any")
+    axis = attrs["axis"]
+    return (TensorType(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.dtype),)
+
+
+def _gather(a, attrs):
+    data, indices = a
+    n = data.shape[attrs["axis"]]
+    if indices.size and (indices.min() < -n or indices.max() >= n):
+        raise IRError(f"Gather: an index is outside [{-n}, {n}) for axis {attrs['axis']} of size {n}")
+    return np.take(data, indices.astype(np.int64), axis=attrs["axis"])
+
+
+register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", 0, is_int),),
+               _gather_canon, doc="numpy take along axis; indices in [-n, n)"))
