@@ -20,10 +20,13 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
+from ir.interpret import interpret
 from graphkernel import context
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
+from graphkernel.nn.cell import unflatten
+from graphkernel.tensor import Tensor
 
 
 class InputError(GraphKernelError, TypeError):
@@ -95,12 +98,18 @@ class CompiledGraph:
         """Run on numpy arrays: the call's inputs followed by the parameters' values."""
         if self.program is not None:
             return self.program.run(arrays)
-        from ir.interpret import interpret
         return interpret(self.graph, arrays)
 
+    def call_unchecked(self, tensors) -> object:
+        """Run on Tensors known to match the signature (the Cell's cache checked them)."""
+        arrays = [t._array for t in tensors]
+        arrays += [p._array for p in self.parameters]
+        outs = [Tensor._wrap(a) for a in self.run_arrays(arrays)]
+        if self.out_tree is None:
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return unflatten(self.out_tree, outs)
+
     def __call__(self, *tensors):
-        from graphkernel.nn.cell import unflatten
-        from graphkernel.tensor import Tensor
         expected = self.graph.inputs[: len(self.graph.inputs) - len(self.parameters)]
         if len(tensors) != len(expected):
             raise InputError(f"compiled graph {self.graph_id} takes {len(expected)} inputs, got {len(tensors)}")
@@ -111,11 +120,7 @@ class CompiledGraph:
                 raise InputError(f"input {i}: got {arr.dtype}{list(arr.shape)}, compiled for "
                                  f"{v.dtype.value}{list(v.shape)}")
             arrays.append(arr)
-        arrays += [p.asnumpy() for p in self.parameters]
-        outs = [Tensor._wrap(a) for a in self.run_arrays(arrays)]
-        if self.out_tree is None:
-            return outs[0] if len(outs) == 1 else tuple(outs)
-        return unflatten(self.out_tree, outs)
+        return self.call_unchecked([Tensor._wrap(a) for a in arrays])
 
 
 def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree=None, name: str = "",

@@ -131,6 +131,7 @@ def set_context(**kwargs) -> None:
                                       f"(only its default {key.default!r} is accepted)")
         staged[name] = canonical
     _settings.update(staged)
+    _compile_key_cache.clear()
 
 
 def get_context(key: str):
@@ -142,11 +143,25 @@ def get_context(key: str):
 def reset_context() -> None:
     """Every key back to its default (for tests)."""
     _settings.update({k: key.default for k, key in KEYS.items()})
+    _compile_key_cache.clear()
+
+
+_compile_key_cache: dict = {}
+_compile_key_ids: dict = {}
 
 
 def compile_settings() -> tuple:
     """The settings a compile depends on, as a hashable tuple (part of the compile cache key)."""
     return tuple((k, _settings[k]) for k, key in KEYS.items() if key.compile)
+
+
+def compile_settings_id() -> int:
+    """A small int standing for compile_settings(): equal settings, equal id (cheap on the call path)."""
+    cached = _compile_key_cache.get("id")
+    if cached is None:
+        cached = _compile_key_ids.setdefault(compile_settings(), len(_compile_key_ids))
+        _compile_key_cache["id"] = cached
+    return cached
 
 
 _warned_reference: set = set()

@@ -21,6 +21,11 @@ class CellCallError(GraphKernelError, TypeError):
     """A Cell called with arguments construct cannot take."""
 
 
+# Bumped when a Parameter or Cell attribute of any Cell is replaced: compiled graphs read Parameters by
+# identity, so every cached compile becomes stale (rare; first assignments do not bump it).
+_structure_version = [0]
+
+
 class Cell:
     def __init__(self, auto_prefix: bool = True):
         object.__setattr__(self, "_cells", {})
@@ -32,6 +37,10 @@ class Cell:
         if "_cells" not in self.__dict__:
             raise GraphKernelError(f"{type(self).__name__}.__init__ must call super().__init__() before "
                                    f"setting attributes (setting {name!r})")
+        if name in self._cells or name in self._params:
+            self._cells.pop(name, None)
+            self._params.pop(name, None)
+            _structure_version[0] += 1
         if isinstance(value, Cell):
             self._cells[name] = value
         elif isinstance(value, Parameter):
@@ -63,7 +72,19 @@ class Cell:
         if context.get_context("mode") == context.PYNATIVE_MODE:
             self._check_args(args, kwargs)
             return self.construct(*args)
-        return self.compile(*args, **kwargs)(*args)
+        compiled = None if kwargs else self._compiled.get(self._cache_key(args))
+        if compiled is None:
+            compiled = self.compile(*args, **kwargs)
+        return compiled.call_unchecked(args)
+
+    def _cache_key(self, args):
+        """(input signature, compile settings, structure version), or None for non-Tensor arguments."""
+        signature = []
+        for a in args:
+            if not isinstance(a, Tensor):
+                return None
+            signature.append((a.shape, a._dtype))
+        return tuple(signature), context.compile_settings_id(), _structure_version[0]
 
     def _call_nested(self, trace: Trace, args, kwargs):
         """A sub-cell called while its parent is being traced: inline its construct under its scope."""
@@ -98,9 +119,7 @@ class Cell:
         """The CompiledGraph a call with these Tensors uses (compiled now if not cached)."""
         from graphkernel.compiler import compile_graph, options_from_context
         self._check_args(args, kwargs)
-        signature = tuple((a.shape, a.dtype) for a in args)
-        params = tuple((p.shape, p.dtype) for p in self.get_parameters())
-        key = (signature, params, context.compile_settings())
+        key = self._cache_key(args)
         compiled = self._compiled.get(key)
         if compiled is None:
             graph, parameters, tree = self._trace(args)
