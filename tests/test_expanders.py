@@ -1,0 +1,221 @@
+"""Expanders: each composite op's expansion equals its numpy reference, keeps its types, verifies, and
+follows the kernel contract (keepdims reductions); the expand flags are respected."""
+import numpy as np
+import pytest
+
+from ir.errors import IRError
+from ir.ops import OPS, Pattern, get
+from graphkernel import expanders
+from graphkernel.expanders import EXPANDERS, expand
+from graphkernel.flags import GraphKernelFlags
+from graphkernel.options import CompileOptions
+from pass_helpers import F16, F32, F64, I32, GraphBuilder, interpret, ops, random_inputs, tt, verify
+from tolerance import assert_close
+
+FLOATS = (F16, F32, F64)
+
+# (op, input shapes, attrs): every composite op, several shapes and axes (negative ones too)
+CASES = [
+    ("ReduceMean", [(4, 6, 8)], dict(axis=-1)),
+    ("ReduceMean", [(4, 6, 8)], dict(axis=(0, -1), keep_dims=True)),
+    ("ReduceMean", [(4, 6, 8)], dict(axis=(1,), keep_dims=False)),
+    ("ReduceMean", [(4, 6, 8)], dict(axis=())),
+    ("ReduceMean", [(3, 300)], dict(axis=1, keep_dims=True)),
+    ("ReduceMean", [(7,)], dict(axis=0)),
+    ("Square", [(5, 3)], {}),
+    ("BiasAdd", [(2, 3, 4, 5), (3,)], {}),
+    ("BiasAdd", [(4, 3), (3,)], {}),
+    ("BiasAdd", [(2, 4, 5, 3), (3,)], dict(data_format="NHWC")),
+    ("Sigmoid", [(4, 8)], {}),
+    ("ReLU", [(4, 8)], {}),
+    ("GeLU", [(4, 8)], {}),
+    ("GeLU", [(2, 3, 16)], {}),
+    ("Softmax", [(4, 8)], {}),
+    ("Softmax", [(4, 6, 8)], dict(axis=1)),
+    ("Softmax", [(4, 6, 8)], dict(axis=(-2, -1))),
+    ("Softmax", [(2, 1024)], dict(axis=-1)),
+    ("LogSoftmax", [(4, 8)], {}),
+    ("LogSoftmax", [(4, 6, 8)], dict(axis=-3)),
+    ("LayerNorm", [(4, 8), (8,), (8,)], {}),
+    ("LayerNorm", [(4, 6, 8), (6, 8), (6, 8)], dict(begin_norm_axis=1, begin_params_axis=-2)),
+    ("LayerNorm", [(4, 6, 8), (8,), (8,)], dict(begin_norm_axis=-2, begin_params_axis=-1, epsilon=1e-5)),
+    ("LayerNorm", [(2, 1024), (1024,), (1024,)], dict(epsilon=1e-5)),
+]
+
+
+def single_op_graph(op, shapes, attrs, dtype, name="Default/net/Op-op0"):
+    g = GraphBuilder(*(tt(dtype, *s) for s in shapes))
+    out = g.op(op, *g.inputs, name=name, **attrs)
+    return g.graph(*(out if isinstance(out, tuple) else (out,)))
+
+
+def scaled_inputs(graph, seed=0):
+    """Random inputs with some large magnitudes, so overflow paths (exp, tanh) are exercised too."""
+    arrays = random_inputs(graph, seed)
+    if arrays and arrays[0].dtype.kind == "f" and arrays[0].size >= 4:
+        flat = arrays[0].reshape(-1)
+        flat[:4] = np.array([30.0, -30.0, 8.0, -8.0], dtype=flat.dtype)
+    return arrays
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op,shapes,attrs", CASES, ids=lambda c: str(c) if not isinstance(c, list) else "")
+def test_expansion_matches_the_reference(op, shapes, attrs, dtype):
+    graph = single_op_graph(op, shapes, attrs, dtype)
+    expanded = verify(expand(graph, CompileOptions()))
+    assert not any(get(n.op).expandable for n in expanded.nodes), ops(expanded)
+    assert tuple(v.type for v in expanded.outputs) == tuple(v.type for v in graph.outputs)
+    arrays = scaled_inputs(graph)
+    for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
+        assert_close(got, want, err_msg=f"{op} {attrs} {dtype}")
+
+
+def test_every_expandable_op_has_an_expander():
+    assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
+    assert {c[0] for c in CASES} == set(EXPANDERS)
+
+
+@pytest.mark.parametrize("dtype", (I32, F32), ids=str)
+def test_square_and_relu_of_integers(dtype):
+    g = GraphBuilder(tt(dtype, 3, 5))
+    (x,) = g.inputs
+    graph = g.graph(g.op("Square", x), g.op("ReLU", x))
+    expanded = verify(expand(graph, CompileOptions()))
+    arrays = random_inputs(graph, 1)
+    for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
+        assert_close(got, want, bitwise=True)
+
+
+def test_softmax_is_the_stable_form_with_keepdims_reductions():
+    graph = single_op_graph("Softmax", [(4, 8)], {}, F32)
+    expanded = expand(graph, CompileOptions())
+    assert ops(expanded) == ["ReduceMax", "Sub", "Exp", "ReduceSum", "RealDiv"]
+    reductions = [n for n in expanded.nodes if get(n.op).pattern == Pattern.REDUCE]
+    assert all(n.attr("keep_dims") for n in reductions)
+    x = np.array([[1000.0, 1000.0, 0.0, -1000.0]], dtype=np.float32)
+    graph = single_op_graph("Softmax", [(1, 4)], {}, F32)
+    (y,) = interpret(expand(graph, CompileOptions()), [x])
+    assert_close(y, np.array([[0.5, 0.5, 0.0, 0.0]], dtype=np.float32))
+
+
+def test_reduce_mean_without_keep_dims_ends_with_a_reshape():
+    graph = single_op_graph("ReduceMean", [(4, 6, 8)], dict(axis=(0, 2)), F32)
+    expanded = expand(graph, CompileOptions())
+    assert ops(expanded) == ["ReduceSum", "Const", "RealDiv", "Reshape"]
+    assert expanded.nodes[0].attr("keep_dims") is True
+    assert expanded.outputs[0].shape == (6,)
+
+
+def test_float16_means_accumulate_in_float32():
+    graph = single_op_graph("ReduceMean", [(2, 4096)], dict(axis=-1), F16)
+    expanded = expand(graph, CompileOptions())
+    assert ops(expanded) == ["Cast", "ReduceSum", "Const", "RealDiv", "Cast", "Reshape"]
+    x = np.full((2, 4096), 0.1, dtype=np.float16)
+    (got,) = interpret(expanded, [x])
+    assert_close(got, np.full(2, 0.1, dtype=np.float16))
+
+
+def test_layer_norm_returns_mindspore_shapes():
+    graph = single_op_graph("LayerNorm", [(4, 6, 8), (6, 8), (6, 8)], dict(begin_norm_axis=1,
+                                                                          begin_params_axis=1), F32)
+    expanded = expand(graph, CompileOptions())
+    assert [v.shape for v in expanded.outputs] == [(4, 6, 8), (4, 1, 1), (4, 1, 1)]
+    reductions = [n for n in expanded.nodes if n.op == "ReduceSum"]
+    assert len(reductions) == 2 and all(n.attr("keep_dims") for n in reductions)
+
+
+def test_bias_add_nchw_reshapes_the_bias_to_the_channel_axis():
+    graph = single_op_graph("BiasAdd", [(2, 3, 4, 5), (3,)], {}, F32)
+    expanded = expand(graph, CompileOptions())
+    assert ops(expanded) == ["Reshape", "Add"]
+    assert expanded.nodes[0].out.shape == (3, 1, 1)
+    nhwc = expand(single_op_graph("BiasAdd", [(2, 4, 5, 3), (3,)], dict(data_format="NHWC"), F32),
+                  CompileOptions())
+    assert ops(nhwc) == ["Add"]
+
+
+def test_scalars_are_shape_0_consts_of_the_input_dtype():
+    for dtype in FLOATS:
+        expanded = expand(single_op_graph("GeLU", [(4,)], {}, dtype), CompileOptions())
+        consts = [n for n in expanded.nodes if n.op == "Const"]
+        assert len(consts) == 4
+        assert all(n.out.type == tt(dtype) for n in consts)
+
+
+def test_new_nodes_are_named_after_the_node_they_replace():
+    graph = single_op_graph("Softmax", [(4, 8)], {}, F32, name="Default/net/Softmax-op3")
+    names = [n.name for n in expand(graph, CompileOptions()).nodes]
+    assert names == ["Default/net/Softmax-op3/ReduceMax-0", "Default/net/Softmax-op3/Sub-1",
+                     "Default/net/Softmax-op3/Exp-2", "Default/net/Softmax-op3/ReduceSum-3",
+                     "Default/net/Softmax-op3/RealDiv-4"]
+
+
+def test_disable_expand_ops_leaves_the_op_alone():
+    g = GraphBuilder(tt(F32, 4, 8))
+    (x,) = g.inputs
+    graph = g.graph(g.op("GeLU", g.op("Softmax", x)))
+    opts = CompileOptions(flags=GraphKernelFlags(disable_expand_ops=frozenset({"Softmax"})))
+    expanded = verify(expand(graph, opts))
+    assert ops(expanded).count("Softmax") == 1 and "GeLU" not in ops(expanded)
+    only = CompileOptions(flags=GraphKernelFlags(enable_expand_ops_only=frozenset({"Softmax"})))
+    assert ops(expand(graph, only))[-1] == "GeLU" and "Softmax" not in ops(expand(graph, only))
+    arrays = random_inputs(graph)
+    assert_close(interpret(expanded, arrays)[0], interpret(graph, arrays)[0])
+
+
+def test_expand_is_pure_and_a_no_op_without_composites():
+    graph = single_op_graph("LayerNorm", [(4, 8), (8,), (8,)], {}, F32)
+    before = graph.key()
+    expand(graph, CompileOptions())
+    assert graph.key() == before
+    primitive = single_op_graph("Exp", [(4, 8)], {}, F32)
+    assert expand(primitive, CompileOptions()) is primitive
+
+
+def test_an_expansion_with_wrong_types_names_the_expander(monkeypatch):
+    def bad_square(node, inputs, emit):
+        return (emit(__import__("ir").make_node("Cast", inputs, {"dtype": F64})).out,)
+
+    monkeypatch.setitem(EXPANDERS, "Square", bad_square)
+    with pytest.raises(IRError, match=r"bad_square.*Square.*infers f32\[3\]"):
+        expand(single_op_graph("Square", [(3,)], {}, F32), CompileOptions())
+
+
+def test_expansions_that_hold_composite_ops_are_expanded_too(monkeypatch):
+    from graphkernel.expanders.emitter import Emitter
+    real_relu = EXPANDERS["ReLU"]
+
+    def relu_via_square(node, inputs, emit):
+        """The outer ReLU expands into sqrt(square(relu(x))): two more composite ops to expand."""
+        if "/ReLU-" in node.name:
+            return real_relu(node, inputs, emit)
+        b = Emitter(node, emit)
+        return (b.op("Sqrt", b.op("Square", b.op("ReLU", inputs[0]))),)
+
+    monkeypatch.setitem(EXPANDERS, "ReLU", relu_via_square)
+    graph = single_op_graph("ReLU", [(8,)], {}, F32)
+    expanded = verify(expand(graph, CompileOptions()))
+    assert ops(expanded) == ["Const", "Maximum", "Mul", "Sqrt"]
+    arrays = random_inputs(graph)
+    assert_close(interpret(expanded, arrays)[0], interpret(graph, arrays)[0])
+
+
+def test_a_runaway_expansion_is_an_error(monkeypatch):
+    from graphkernel.expanders.emitter import Emitter
+
+    monkeypatch.setitem(EXPANDERS, "Square", lambda n, i, e: (Emitter(n, e).op("Square", i[0]),))
+    with pytest.raises(IRError, match="did not finish"):
+        expand(single_op_graph("Square", [(3,)], {}, F32), CompileOptions())
+    assert expanders.MAX_ROUNDS >= 2
+
+
+def test_a_bert_block_expands_and_verifies():
+    g = GraphBuilder(tt(F32, 8, 16), tt(F32, 16, 32), tt(F32, 32), tt(F32, 32), tt(F32, 32))
+    x, w, bias, gamma, beta = g.inputs
+    h = g.op("GeLU", g.op("BiasAdd", g.op("MatMul", x, w), bias))
+    y, _, _ = g.op("LayerNorm", h, gamma, beta, epsilon=1e-5)
+    graph = g.graph(g.op("Softmax", y))
+    expanded = verify(expand(graph, CompileOptions()))
+    assert ops(expanded).count("MatMul") == 1
+    arrays = random_inputs(graph, 3)
+    assert_close(interpret(expanded, arrays)[0], interpret(graph, arrays)[0])
