@@ -1,7 +1,7 @@
 """The cost model: its figures, and the fusions it must refuse, each with the reason it logs."""
 import pytest
 
-from fusion_helpers import Builder, F16, F32, composites, fuse_all, kernel_count, options, softmax, t
+from fusion_helpers import Builder, F16, composites, fuse_all, kernel_count, options, softmax, t
 from graphkernel.passes.cost_model import estimate, score
 from graphkernel.passes.fusion_utils import build_composite
 from kernels import aicore

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fusion_helpers import (Builder, F32, composites, fuse_all, interpret, kernel_count, ops_of, options,
+from fusion_helpers import (Builder, composites, fuse_all, interpret, kernel_count, ops_of, options,
                             random_inputs, t)
 from tolerance import assert_close
 from graphkernel.passes.basic_fusion import basic_fusion

@@ -1,8 +1,7 @@
 """Composite fusion: kernel counts of the issue's workloads, flags that change them, fused == unfused."""
-import numpy as np
 import pytest
 
-from fusion_helpers import (Builder, F16, F32, composites, fuse_all, gelu, interpret, kernel_count,
+from fusion_helpers import (Builder, F16, composites, fuse_all, gelu, interpret, kernel_count,
                             layer_norm, ops_of, options, random_inputs, softmax, t)
 from tolerance import assert_close
 from graphkernel.expanders import expand

@@ -101,7 +101,7 @@ def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM, *, stitch: b
             need.setdefault(v, set()).update(phases)
 
     cached = [v for v, ph in need.items() if full(v) and ks.reduce_axes and ks.num_phases > 1
-              and max(ph) > (compute_phase(v.node) if v.node.op != "Input" else 0)]
+              and max(ph, default=0) > (compute_phase(v.node) if v.node.op != "Input" else 0)]
     if cached:
         ub_bytes = row * sum(v.dtype.itemsize for v in cached)
     else:

@@ -28,7 +28,7 @@ from graphkernel.options import CompileOptions
 from graphkernel.passes.cost_model import Estimate, estimate, refusal_reason, score
 from graphkernel.passes.fusion_rules import admit, can_fuse
 from graphkernel.passes.fusion_utils import (build_composite, compute_ops, creates_cycle, escaping_values,
-                                             fuse_groups, node_users)
+                                             fuse_groups, live_set, node_users)
 
 MAX_ROUNDS = 50
 
@@ -44,7 +44,8 @@ class Clusters:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.position = {n: i for i, n in enumerate(graph.nodes)}
-        self.cluster_of: dict[Node, Node] = {n: n for n in graph.nodes if n.op != "Const"}
+        live = live_set(graph)
+        self.cluster_of: dict[Node, Node] = {n: n for n in graph.nodes if n.op != "Const" and n in live}
         self.members: dict[Node, list[Node]] = {n: [n] for n in self.cluster_of}
         self.users = node_users(graph)
         self._estimates: dict[tuple, Estimate] = {}

@@ -231,6 +231,15 @@ def inline_composite(graph: Graph, target: Node) -> Graph:
     return graph.rewrite(expand)
 
 
+def live_set(graph: Graph) -> set[Node]:
+    """Top-level nodes some graph output depends on (fusion leaves dead nodes alone, for DCE)."""
+    live: set[Node] = {v.node for v in graph.outputs}
+    for node in reversed(graph.nodes):
+        if node in live:
+            live.update(v.node for v in node.inputs)
+    return live
+
+
 def kernel_count(graph: Graph) -> int:
     """Launches of the top level: every node but Consts (buffers) and Reshapes (views)."""
     return sum(1 for n in graph.nodes if n.op not in ("Const", "Reshape"))

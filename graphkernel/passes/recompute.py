@@ -19,7 +19,7 @@ from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.fusion_rules import admit, can_fuse, kernel_estimate
-from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escaping_values,
+from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escaping_values, live_set,
                                              primitives, renumber_composites, restrict)
 
 STAGE = "composite"
@@ -32,8 +32,10 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
     decided: set = set()
     for _ in range(MAX_ROUNDS):
         readers = graph.users()
+        live = live_set(graph)
+        readers = {v: [u for u in us if u in live] for v, us in readers.items()}
         for producer in graph.nodes:
-            new = _first_accepted(graph, producer, readers, decided, opts)
+            new = _first_accepted(graph, producer, readers, decided, opts) if producer in live else None
             if new is not None:
                 graph = new
                 break
