@@ -1,0 +1,161 @@
+"""Every elementwise and broadcasting primitive through the generated kernels, against numpy."""
+import re
+
+import numpy as np
+import pytest
+
+from kernels import DeviceConfig, lower
+from tests.kernel_graphs import Builder, fused, random_array, reference
+from tests.tolerance import assert_close
+
+CFG = DeviceConfig()
+
+BINARY = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Greater", "Less", "Equal", "Pow"]
+UNARY = ["Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Erf"]
+POSITIVE = {"Log", "Sqrt", "Rsqrt", "Pow"}
+SHAPES = [((4, 4), (4, 4)), ((3, 1), (1, 5)), ((2, 3, 4), (4,)), ((), (2, 3)), ((5, 1, 3), (5, 2, 1))]
+
+
+def run(graph, arrays, cfg=CFG):
+    return lower(graph, cfg).run(arrays)
+
+
+def check(graph, arrays, **kw):
+    outs = run(graph, arrays)
+    for got, want in zip(outs, reference(graph, arrays)):
+        assert_close(got, want, **kw)
+    return outs
+
+
+def operands(op, shapes, dtype="float32"):
+    low = 0.1 if op in POSITIVE else -2.0
+    return [random_array(s, dtype, seed=i, low=low) for i, s in enumerate(shapes)]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_float32(op, shapes):
+    b = Builder()
+    x, y = b.input(shapes[0]), b.input(shapes[1])
+    check(b.graph(b.op(op, x, y)), operands(op, shapes), rtol_scale=3 if op == "Pow" else 1)
+
+
+@pytest.mark.parametrize("op", UNARY)
+@pytest.mark.parametrize("shape", [(4, 4), (7,), ()], ids=str)
+def test_unary_float32(op, shape):
+    b = Builder()
+    x = b.input(shape)
+    check(b.graph(b.op(op, x)), operands(op, [shape]), rtol_scale=3)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Maximum", "Minimum", "Greater", "Equal"])
+def test_binary_integers(op, dtype):
+    b = Builder(dtype)
+    x, y = b.input((3, 4)), b.input((4,))
+    check(b.graph(b.op(op, x, y)), operands(op, [(3, 4), (4,)], dtype))
+
+
+def test_int32_wraps_like_numpy():
+    b = Builder("int32")
+    x = b.input((4,))
+    g = b.graph(b.op("Mul", x, x))
+    a = np.array([70000, -70000, 3, 2 ** 31 - 1], np.int32)
+    check(g, [a])
+
+
+@pytest.mark.parametrize("op", ["Neg", "Abs"])
+def test_unary_int32(op):
+    b = Builder("int32")
+    x = b.input((5,))
+    check(b.graph(b.op(op, x)), [random_array((5,), "int32")])
+
+
+def test_float64_chain():
+    b = Builder("float64")
+    x = b.input((3, 5))
+    check(b.graph(b.op("Exp", b.op("Mul", x, b.const(0.5)))), [random_array((3, 5), "float64")])
+
+
+def test_select_and_comparisons():
+    b = Builder()
+    x, y = b.input((4, 3)), b.input((3,))
+    g = b.graph(b.op("Select", b.op("Greater", x, y), x, b.op("Neg", y)))
+    check(g, operands("Select", [(4, 3), (3,)]))
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("int32", "float32"), ("float32", "bool"),
+                                     ("bool", "float32"), ("float32", "float64"), ("float64", "float32")])
+def test_cast(src, dst):
+    b = Builder(src)
+    x = b.input((6,))
+    a = random_array((6,), src)
+    check(b.graph(b.op("Cast", x, dtype=dst)), [a if src == "bool" else a * 10])
+
+
+def test_broadcast_to():
+    b = Builder()
+    x = b.input((3, 1))
+    check(b.graph(b.op("BroadcastTo", x, shape=(2, 3, 4))), [random_array((3, 1))])
+
+
+@pytest.mark.parametrize("exponent", [0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5, 2.5])
+def test_pow_by_constant(exponent):
+    b = Builder()
+    x = b.input((8,))
+    g = b.graph(b.op("Pow", x, b.const(exponent)))
+    check(g, [random_array((8,), low=0.1)], rtol_scale=3)
+
+
+def test_pow_integer_exponent_is_multiplications():
+    b = Builder()
+    x = b.input((4, 4))
+    g = fused(b.graph(b.op("Pow", b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0)), b.const(3.0))))
+    source = lower(g, CFG).kernels[0].source
+    body = source[source.index("\ndef "):]
+    assert "**" not in body and "pow(" not in body
+    assert re.search(r"\((v\d+_) \* \1 \* \1\)", body)
+
+
+def test_float32_constants_stay_float32():
+    b = Builder()
+    x = b.input((16,))
+    g = b.graph(b.op("Mul", x, b.const(0.1)))
+    source = lower(g, CFG).kernels[0].source
+    assert "np.float32(0.10000000149011612)" in source
+    check(g, [random_array((16,))], bitwise=True)
+
+
+def test_fused_chain_equals_unfused_bitwise():
+    """The W3 shape of work (bias + tanh-GeLU) fused and unfused: identical bits, no FMA contraction."""
+    b = Builder()
+    x, bias = b.input((8, 33)), b.input((33,))
+    h = b.op("Add", x, bias)
+    cube = b.op("Mul", b.op("Mul", h, h), h)
+    inner = b.op("Mul", b.op("Add", h, b.op("Mul", cube, b.const(0.044715))), b.const(0.7978845608028654))
+    y = b.op("Mul", b.op("Mul", h, b.const(0.5)), b.op("Add", b.op("Tanh", inner), b.const(1.0)))
+    g = b.graph(y)
+    arrays = [random_array((8, 33), seed=1), random_array((33,), seed=2)]
+    unfused = run(g, arrays)
+    fused_out = run(fused(g), arrays)
+    assert len(lower(fused(g), CFG).kernels) == 1
+    assert_close(fused_out[0], unfused[0], bitwise=True)
+    assert_close(fused_out[0], reference(g, arrays)[0], rtol_scale=3)
+
+
+def test_nan_and_inf_propagate_like_numpy():
+    b = Builder()
+    x, y = b.input((6,)), b.input((6,))
+    g = b.graph(b.op("Maximum", x, y), b.op("Minimum", x, y), b.op("Add", x, y), b.op("RealDiv", x, y),
+                b.op("Greater", x, y))
+    a = np.array([np.nan, 1.0, np.inf, -np.inf, 0.0, 2.0], np.float32)
+    c = np.array([1.0, np.nan, np.inf, 1.0, 0.0, -0.0], np.float32)
+    check(g, [a, c], bitwise=True)
+
+
+def test_multi_output_composite_with_a_smaller_output():
+    b = Builder()
+    x, row = b.input((4, 6)), b.input((1, 6))
+    r2 = b.op("Mul", row, b.const(2.0))
+    g = b.graph(b.op("Add", x, r2), r2)
+    check(fused(g), [random_array((4, 6)), random_array((1, 6))])
