@@ -1,0 +1,163 @@
+"""precision(graph, opts): Casts per precision_mode, so chosen float32 ops run in float16 while the
+graph's inputs and outputs keep their dtypes (graphkernel/precision/modes.py has the table of modes).
+
+Note on the algorithm. One walk in execution order gives every node a decision:
+    F16     its float32 inputs are read in float16, so its float32 results come out float16
+            (force_fp16; an op lacking float32 under allow_fp32_to_fp16; a white-list op; a gray op
+            whose float inputs include a LOWERED value and no KEPT one)
+    KEEP    every input is read in its original dtype (black list; allow_fp32_to_fp16 for ops that
+            have float32; a gray op with a KEPT input)
+    FOLLOW  a gray op fed by NEUTRAL values only: original dtypes, and its results stay NEUTRAL
+    AS_IS   an op whose result dtype is an attribute (Cast) under force_fp16 or allow_fp32_to_fp16:
+            reads its input as it is (casting it to float16 first would only lose bits)
+    a customize_dtypes rule: input i read in the rule's i-th dtype, result i cast to its i-th dtype
+Every original value keeps its representations {dtype: value} and a state:
+    LOWERED  float16 standing for a float32 value        KEPT  float32 kept on purpose
+    NEUTRAL  graph inputs, constants, results of Casts (their dtype is the user's) and FOLLOW ops
+Reading a value in a dtype it lacks emits one Cast, shared by every reader; graph outputs are read in
+their original dtype.
+
+A primitive an expander made from a composite op (named `.../Softmax-op3/Exp-1`) is governed by that
+composite op's list or customize_dtypes entry when it has one (outermost first): black-listing LayerNorm
+keeps its whole expansion float32. The Cast pairs left where a float16 op feeds a float32 one are plain
+ops: simplify removes the exact ones and fusion fuses the rest.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+
+from ir.dtypes import DType
+from ir.errors import IRError
+from ir.graph import Graph, Node, Value
+from ir.ops import OPS, make_node
+from graphkernel.options import CompileOptions
+from graphkernel.precision import (ALLOW_FP32_TO_FP16, ALLOW_MIX, BLACK, FORCE_FP16, WHITE, PrecisionConfigError,
+                                   default_list, lacks_fp32, pass_runs)
+from graphkernel.precision.lists import default_lists
+
+F16, F32 = DType.float16, DType.float32
+LOWERED, KEPT, NEUTRAL = "lowered", "kept", "neutral"
+F16_DECISION, KEEP, FOLLOW, AS_IS = "f16", "keep", "follow", "as-is"
+_SCOPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)-(?:op)?\d+$")
+
+
+def expanded_from(node: Node) -> tuple[tuple[str, str], ...]:
+    """(op type, scope name) of each composite op `node` was expanded from, outermost first."""
+    parts = node.name.split("/")
+    out = []
+    for i, part in enumerate(parts[:-1]):
+        m = _SCOPE.match(part)
+        if m and m.group(1) in OPS and OPS[m.group(1)].expandable:
+            out.append((m.group(1), "/".join(parts[: i + 1])))
+    return tuple(out)
+
+
+class _Lowering:
+    """The state of one walk: the new nodes, each old value's representations and state."""
+
+    def __init__(self, graph: Graph, opts: CompileOptions):
+        self.mode = opts.precision_mode
+        self.lists = {**default_lists(), **(opts.mixlist.lists() if opts.mixlist else {})}
+        self.rules = opts.customize_dtypes
+        self.nodes: list[Node] = []
+        self.reps: dict[Value, dict[DType, Value]] = {v: {v.dtype: v} for v in graph.inputs}
+        self.state: dict[Value, str] = {v: NEUTRAL for v in graph.inputs}
+
+    def read(self, v: Value, dtype: DType) -> Value:
+        """`v` in `dtype`, casting its first representation once if it has none in that dtype."""
+        reps = self.reps[v]
+        if dtype not in reps:
+            first = next(iter(reps.values()))
+            reps[dtype] = self.emit_cast(first, dtype, v.node.name or v.node.op)
+        return reps[dtype]
+
+    def emit_cast(self, v: Value, dtype: DType, base: str) -> Value:
+        node = make_node("Cast", (v,), {"dtype": dtype}, name=f"{base}/Cast-to-{dtype}")
+        self.nodes.append(node)
+        return node.out
+
+    def list_of(self, node: Node) -> str:
+        for op, _ in expanded_from(node):
+            if self.lists.get(op, default_list(op)) in (WHITE, BLACK):
+                return self.lists[op]
+        return self.lists.get(node.op, default_list(node.op))
+
+    def decide(self, node: Node) -> str:
+        if node.subgraph is not None or not node.inputs:
+            return FOLLOW
+        fixed_dtype = "dtype" in node.attr_dict
+        if self.mode == FORCE_FP16:
+            return AS_IS if fixed_dtype else F16_DECISION
+        if self.mode == ALLOW_FP32_TO_FP16:
+            ops = [op for op, _ in expanded_from(node)] + [node.op]
+            return F16_DECISION if any(lacks_fp32(op) for op in ops) else AS_IS if fixed_dtype else KEEP
+        lst = self.list_of(node)
+        if lst != WHITE and lst != BLACK:
+            states = {self.state[v] for v in node.inputs if v.dtype.is_float}
+            return KEEP if KEPT in states else F16_DECISION if LOWERED in states else FOLLOW
+        return F16_DECISION if lst == WHITE else KEEP
+
+    def rule_for(self, node: Node):
+        if self.rules is None:
+            return None
+        scopes = expanded_from(node)
+        return self.rules.rule_for(node.name, tuple(op for op, _ in scopes) + (node.op,),
+                                   tuple(name for _, name in scopes))
+
+    def visit(self, node: Node) -> None:
+        rule = self.rule_for(node)
+        decision = KEEP if rule is not None else self.decide(node)
+        inputs = tuple(self.read(v, self.input_dtype(v, i, decision, rule)) for i, v in enumerate(node.inputs))
+        new = node if inputs == node.inputs else self.remake(node, inputs, rule)
+        self.nodes.append(new)
+        for i, (old, value) in enumerate(zip(node.outputs, new.outputs)):
+            want = rule.output_dtype(i) if rule is not None else None
+            if want is not None and value.dtype in (F16, F32) and value.dtype != want:
+                value = self.emit_cast(value, want, node.name or node.op)
+            self.reps[old] = {value.dtype: value}
+            self.state[old] = self.result_state(old, value, decision, node)
+
+    def input_dtype(self, v: Value, i: int, decision: str, rule) -> DType:
+        if rule is not None:
+            want = rule.input_dtype(i)
+            return want if want is not None and v.dtype in (F16, F32) else v.dtype
+        if decision == F16_DECISION and v.dtype == F32:
+            return F16
+        if decision == AS_IS:
+            return next(iter(self.reps[v]))   # its first representation
+        return v.dtype
+
+    def remake(self, node: Node, inputs: tuple[Value, ...], rule) -> Node:
+        try:
+            return make_node(node.op, inputs, node.attr_dict, name=node.name)
+        except IRError as e:
+            if rule is None:
+                raise
+            raise PrecisionConfigError(f"customize_dtypes file {self.rules.path!r}, line {rule.line}: "
+                                       f"cannot apply to {node.name or node.op}: {e}") from None
+
+    @staticmethod
+    def result_state(old: Value, value: Value, decision: str, node: Node) -> str:
+        if old.dtype == F32 and value.dtype == F16:
+            return LOWERED
+        if old.dtype == F32 and decision == KEEP and "dtype" not in node.attr_dict:
+            return KEPT
+        return NEUTRAL
+
+    def finish(self, graph: Graph) -> Graph:
+        outputs = tuple(self.read(v, v.dtype) for v in graph.outputs)
+        return Graph(graph.inputs, self.nodes, outputs)
+
+
+def precision(graph: Graph, opts: CompileOptions) -> Graph:
+    """The graph with Casts placed per opts.precision_mode, the lists and customize_dtypes."""
+    if not pass_runs(opts.precision_mode):
+        return graph
+    if opts.mixlist is not None and opts.precision_mode != ALLOW_MIX:
+        warnings.warn(f"modify_mixlist {opts.mixlist.path!r} has no effect under precision_mode="
+                      f"{opts.precision_mode!r} (only under allow_mix_precision)", UserWarning, stacklevel=2)
+    walk = _Lowering(graph, opts)
+    for node in graph.nodes:
+        walk.visit(node)
+    return walk.finish(graph)

@@ -1,0 +1,37 @@
+"""precision_mode and precision_mode_v2 (seed 004): what each mode makes the precision pass do.
+
+    | precision_mode          | precision_mode_v2 | float32 ops of the graph                                  |
+    |-------------------------|-------------------|-----------------------------------------------------------|
+    | must_keep_origin_dtype  | origin            | all keep their dtype; the precision pass does not run     |
+    |   (default)             |                   |                                                           |
+    | allow_fp32_to_fp16      |                   | only ops the emulated AI Core cannot compute in float32   |
+    |                         |                   | (data file "fp32": false: MatMul, BatchMatMul) run in     |
+    |                         |                   | float16; every other op keeps float32                     |
+    | force_fp16              | fp16              | every op that supports float16 (all of ours) runs in it   |
+    | allow_mix_precision     | mixed_float16     | white-list ops float16, black-list ops float32, gray ops  |
+    |                         |                   | follow their inputs (modify_mixlist edits the lists)      |
+
+In every mode the graph's interface keeps its dtypes: Casts convert float32 inputs to float16 before an
+op that runs in float16 and convert back where a float32 consumer or a graph output needs the value.
+customize_dtypes overrides single ops in every mode but must_keep_origin_dtype. precision_mode_v2, when
+set, wins over precision_mode (the seed offers it as the newer spelling of the same choice).
+"""
+from __future__ import annotations
+
+MUST_KEEP = "must_keep_origin_dtype"
+ALLOW_FP32_TO_FP16 = "allow_fp32_to_fp16"
+FORCE_FP16 = "force_fp16"
+ALLOW_MIX = "allow_mix_precision"
+MODES = (MUST_KEEP, ALLOW_FP32_TO_FP16, FORCE_FP16, ALLOW_MIX)
+
+V2_MODES = {"origin": MUST_KEEP, "fp16": FORCE_FP16, "mixed_float16": ALLOW_MIX}
+
+
+def effective_mode(precision_mode: str, precision_mode_v2: str | None) -> str:
+    """The mode a compile uses: precision_mode_v2 mapped onto precision_mode when it is set."""
+    return precision_mode if precision_mode_v2 is None else V2_MODES[precision_mode_v2]
+
+
+def pass_runs(mode: str) -> bool:
+    """Whether the precision stage runs (and writes its dump): every mode but must_keep_origin_dtype."""
+    return mode != MUST_KEEP
