@@ -72,6 +72,16 @@ def _fusion_switch_file(v):
     return v
 
 
+def _precision_file(reader: str):
+    def check(v):
+        v = _path_or_none(v)
+        if v is not None:
+            from graphkernel import precision
+            getattr(precision, reader)(v)  # raises PrecisionConfigError naming the file and line or key
+        return v
+    return check
+
+
 @dataclass(frozen=True)
 class Key:
     default: Any
@@ -88,8 +98,10 @@ KEYS: dict[str, Key] = {
     "save_graphs": Key(False, _bool),
     "save_graphs_path": Key("dot_out", lambda v: _path_or_none(_str(v) if not isinstance(v, os.PathLike) else v)),
     "precision_mode": Key("must_keep_origin_dtype", _choice(
-        "must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision"), built=False),
-    "modify_mixlist": Key(None, _path_or_none, built=False),
+        "must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision")),
+    "precision_mode_v2": Key(None, _choice(None, "origin", "fp16", "mixed_float16")),
+    "modify_mixlist": Key(None, _precision_file("read_mixlist")),
+    "customize_dtypes": Key(None, _precision_file("read_customize_dtypes")),
     "deterministic": Key(0, _choice(0, 1)),
     "mix_compile_mode": Key(False, _bool, built=False),
     "fusion_switch_file": Key(None, _fusion_switch_file),

@@ -47,7 +47,9 @@ class CompileOptions:
     flags: GraphKernelFlags = GraphKernelFlags()
     core_num: int = 32
     deterministic: int = 0
-    precision_mode: str = "must_keep_origin_dtype"
+    precision_mode: str = "must_keep_origin_dtype"   # precision_mode_v2 already mapped onto it
+    mixlist: object = None           # graphkernel.precision.Mixlist read from modify_mixlist, or None
+    customize_dtypes: object = None  # graphkernel.precision.CustomizeDtypes read from customize_dtypes
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
     log: FusionLog = field(default_factory=FusionLog, compare=False, hash=False)
 

@@ -12,6 +12,7 @@ from typing import Callable
 
 from ir.graph import Graph
 from graphkernel.options import CompileOptions
+from graphkernel.precision.modes import pass_runs
 
 Pass = Callable[[Graph, CompileOptions], Graph]
 
@@ -27,8 +28,10 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
     from graphkernel.passes.composite_fusion import composite_fusion
     from graphkernel.passes.recompute import recompute
     from graphkernel.passes.parallel_fusion import parallel_fusion
+    from graphkernel.passes.precision import precision
     return [
         ("expand", "expand", expand, 0),                       # composite ops -> primitives (fusion off too)
+        ("precision", "precision", precision, 0),              # Casts per precision_mode (not the default)
         ("simplify", "constant_fold", constant_fold, 0),       # ops on constants -> constants
         ("simplify", "arith_simplify", arith_simplify, 0),     # x*1, x+0, pow(x,2) -> x*x, cast chains, ...
         ("simplify", "cse", cse, 0),                           # merge identical ops
@@ -65,7 +68,7 @@ def _gate_open(stage: str, name: str, level: int, opts: CompileOptions) -> bool:
 
 def stages_run(opts: CompileOptions) -> list[str]:
     """The stages whose dumps this compile writes, in order."""
-    stages = ["validate", "expand", "simplify"]
+    stages = ["validate", "expand"] + (["precision"] if pass_runs(opts.precision_mode) else []) + ["simplify"]
     if opts.enable_graph_kernel and opts.opt_level >= 1:
         stages += ["fuse_basic", "composite"]
     return stages

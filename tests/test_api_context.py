@@ -51,8 +51,6 @@ def test_unbuilt_feature_is_refused_by_name_default_accepted():
     context.set_context(precision_mode="must_keep_origin_dtype")   # the default: fine
     with pytest.raises(NotImplementedError, match="'enable_dump' is not built yet"):
         context.set_context(enable_dump=True)
-    with pytest.raises(NotImplementedError, match="'precision_mode' is not built yet"):
-        context.set_context(precision_mode="force_fp16")
 
 
 def test_reset_graph_id_exists():
