@@ -24,13 +24,22 @@ from __future__ import annotations
 from typing import Callable
 
 from ir.graph import Graph, Node
+from kernels.fusible import Unsupported
 from graphkernel.options import CompileOptions
 from graphkernel.passes.cost_model import Estimate, estimate, refusal_reason, score
-from graphkernel.passes.fusion_rules import admit, can_fuse
+from graphkernel.passes.fusion_rules import can_fuse
 from graphkernel.passes.fusion_utils import (build_composite, compute_ops, creates_cycle, escaping_values,
                                              fuse_groups, live_set, node_users)
 
 MAX_ROUNDS = 50
+
+
+def kernel_figures(merged: Graph, opts: CompileOptions) -> dict:
+    """The cost model's figures of `merged` for the log, when it is a kernel at all."""
+    try:
+        return estimate(merged, opts.core_num, stitch=opts.stitch_fusion).figures("fused")
+    except Unsupported:
+        return {}
 
 
 def label(members: list[Node]) -> str:
@@ -105,21 +114,17 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions, stage:
     """Decide one candidate (producer cluster a into consumer cluster b) and log it."""
     ma, mb = clusters.members[a], clusters.members[b]
     names = (label(ma), label(mb))
-    for n in ma + mb:
-        reason = admit(n, opts, in_pass, pass_name)
-        if reason is not None:
-            opts.log.add(stage, names, False, reason)
-            return False
-    merged_nodes = sorted(ma + mb, key=clusters.position.__getitem__)
-    reason, fused = can_fuse(clusters.subgraph(merged_nodes), opts)
+    merged = clusters.subgraph(sorted(ma + mb, key=clusters.position.__getitem__))
+    reason = can_fuse(ma, mb, merged, opts, in_pass, pass_name)
     if reason is not None:
-        opts.log.add(stage, names, False, reason, **(fused.figures("fused") if fused else {}))
+        opts.log.add(stage, names, False, reason, **kernel_figures(merged, opts))
         return False
     if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
         opts.log.add(stage, names, False, "merging would create a cycle (a path leaves the pair and "
                      "comes back through another kernel)")
         return False
     parts = [clusters.estimate(ma, opts), clusters.estimate(mb, opts)]
+    fused = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
     saved = score(parts, fused)
     figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
                "saved_us": round(saved * 1e6, 3)}

@@ -1,22 +1,24 @@
 """Fusion legality: may these nodes go into one composite? A chain of early returns, one reason each.
 
-    admit(node, opts, ops_of_pass)  -> None, or why the node may not be clustered at all
-                                        (opaque, host, unexpanded composite op, injective, flags,
-                                         not an op of this pass)
-    can_fuse(merged, opts)          -> None, or why the merged subgraph may not be one kernel
-                                        (composite_op_limit_size, reduce_fuse_depth, the kernel
-                                         contract `kernels.fusible`, UB overflow of live rows)
+    admit(node, opts, in_pass, pass_name)   -> None, or why the node may not be clustered at all
+                                                (opaque, host, unexpanded composite op, injective,
+                                                 the *_cluster_ops flags, not an op of this pass)
+    can_fuse(a, b, merged, opts, in_pass, pass_name)
+                                            -> None, or why clusters a and b may not become the one
+                                               kernel `merged`: admit() of every node, then
+                                               composite_op_limit_size, reduce_fuse_depth, the kernel
+                                               contract `kernels.fusible`, UB overflow of live rows
 
 Cycles (`fusion_utils.creates_cycle`) and profit (`cost_model.score`) are asked separately, after.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from ir.graph import Graph, Node
 from ir.ops import Pattern, get, pattern_of
 from kernels import aicore
-from kernels.fusible import Unsupported, unsupported_reason
+from kernels.fusible import unsupported_reason
 from graphkernel.options import CompileOptions
 from graphkernel.passes.cost_model import Estimate, estimate
 from graphkernel.passes.fusion_utils import build_composite, primitives
@@ -62,26 +64,33 @@ def op_count(graph: Graph) -> int:
     return sum(1 for n in graph.nodes if n.op != "Const")
 
 
-def can_fuse(merged: Graph, opts: CompileOptions) -> tuple[str | None, Estimate | None]:
-    """Why `merged` may not be one composite (or None), with its estimate when it could be made."""
+def can_fuse(a: Sequence[Node], b: Sequence[Node], merged: Graph, opts: CompileOptions,
+             in_pass: OpFilter, pass_name: str) -> str | None:
+    """Why clusters `a` and `b` may not become one composite computing `merged`, or None."""
+    for node in (*a, *b):
+        reason = admit(node, opts, in_pass, pass_name)
+        if reason is not None:
+            return reason
+    return kernel_reason(merged, opts)
+
+
+def kernel_reason(merged: Graph, opts: CompileOptions) -> str | None:
+    """Why `merged` may not be one composite kernel under the flags and the AI Core model, or None."""
     limit = opts.flags.composite_op_limit_size
     if op_count(merged) > limit:
-        return f"{op_count(merged)} ops exceed composite_op_limit_size={limit}", None
+        return f"{op_count(merged)} ops exceed composite_op_limit_size={limit}"
     depth = reduce_depth(merged)
     has_reduce = any(pattern_of(n) == Pattern.REDUCE for n in merged.nodes)
     if has_reduce and depth > opts.flags.reduce_fuse_depth:
-        return f"{depth} ops chained before a reduction exceed reduce_fuse_depth={opts.flags.reduce_fuse_depth}", None
+        return f"{depth} ops chained before a reduction exceed reduce_fuse_depth={opts.flags.reduce_fuse_depth}"
     reason = unsupported_reason(merged)
     if reason is not None:
-        return f"not one kernel: {reason}", None
-    try:
-        est = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
-    except Unsupported as e:  # analyze agreed above; kept for safety of the log
-        return f"not one kernel: {e}", None
+        return f"not one kernel: {reason}"
+    est = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
     if not est.fits_ub and not opts.stitch_fusion:
         return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
-                "(reduce-then-broadcast row does not fit; stitch fusion is off)"), est
-    return None, est
+                "(reduce-then-broadcast row does not fit; stitch fusion is off)")
+    return None
 
 
 def kernel_estimate(node: Node, opts: CompileOptions) -> Estimate:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from ir.graph import Graph, Node
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
-from graphkernel.passes.cost_model import refusal_reason, score
+from graphkernel.passes.cost_model import estimate, refusal_reason, score
 from graphkernel.passes.fusion_driver import Clusters, label
-from graphkernel.passes.fusion_rules import admit, can_fuse
+from graphkernel.passes.fusion_rules import can_fuse
 from graphkernel.passes.fusion_utils import creates_cycle, fuse_groups
 
 STAGE = "composite"
@@ -53,10 +53,10 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> boo
         opts.log.add(STAGE, names, False, f"parallel: {reason}", **figures)
         return False
 
-    for n in ma + mb:
-        reason = admit(n, opts, is_fusible, "parallel fusion")
-        if reason is not None:
-            return refuse(reason)
+    merged = clusters.subgraph(sorted(ma + mb, key=clusters.position.__getitem__))
+    reason = can_fuse(ma, mb, merged, opts, is_fusible, "parallel fusion")
+    if reason is not None:
+        return refuse(reason)
     parts = [clusters.estimate(ma, opts), clusters.estimate(mb, opts)]
     for members, est in zip((ma, mb), parts):
         if est.seconds > SMALL_SECONDS:
@@ -67,10 +67,7 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> boo
         return refuse("one reads the other (not independent)")
     if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
         return refuse("merging would create a cycle")
-    merged = sorted(ma + mb, key=clusters.position.__getitem__)
-    reason, fused = can_fuse(clusters.subgraph(merged), opts)
-    if reason is not None:
-        return refuse(reason)
+    fused = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
     saved = score(parts, fused)
     figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
                "saved_us": round(saved * 1e6, 3)}

@@ -18,7 +18,7 @@ from ir.ops import Pattern, pattern_of
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
-from graphkernel.passes.fusion_rules import admit, can_fuse, kernel_estimate
+from graphkernel.passes.fusion_rules import admit, kernel_estimate, kernel_reason
 from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escaping_values, live_set,
                                              primitives, renumber_composites, restrict)
 
@@ -87,7 +87,7 @@ def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: Compil
         rewired = u.replace(inputs=tuple(private.out if x == v else x for x in u.inputs))
         node, outer = build_composite([private, rewired], {rewired.outputs[i] for i, o in enumerate(u.outputs)
                                                            if o in escaping_values(graph, [u])})
-        reason, _ = can_fuse(node.subgraph, opts)
+        reason = kernel_reason(node.subgraph, opts)
         if reason is not None:
             opts.log.add(STAGE, names, False, f"recompute: {reason}")
             return None
