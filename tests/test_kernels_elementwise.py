@@ -9,6 +9,7 @@ from tests.kernel_graphs import Builder, fused, random_array, reference
 from tests.tolerance import assert_close
 
 CFG = DeviceConfig()
+pytestmark = pytest.mark.filterwarnings("error::kernels.KernelBuildWarning")
 
 BINARY = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Greater", "Less", "Equal", "Pow"]
 UNARY = ["Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Erf"]

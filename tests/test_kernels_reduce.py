@@ -1,0 +1,133 @@
+"""Reductions and multi-phase composites (Softmax, LayerNorm, GeLU) through the generated kernels."""
+import numpy as np
+import pytest
+
+from kernels import DeviceConfig, lower
+from tests.kernel_graphs import Builder, fused, random_array, reference
+from tests.tolerance import assert_close
+
+CFG = DeviceConfig()
+pytestmark = pytest.mark.filterwarnings("error::kernels.KernelBuildWarning")
+
+
+def check(graph, arrays, cfg=CFG, **kw):
+    program = lower(graph, cfg)
+    outs = program.run(arrays)
+    for got, want in zip(outs, reference(graph, arrays)):
+        assert_close(got, want, **kw)
+    return program, outs
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("shape,axis,keep", [
+    ((4, 6), (1,), False), ((4, 6), (0,), True), ((3, 4, 5), (1,), False), ((3, 4, 5), (0, 2), True),
+    ((2, 3, 4, 5), (1, 2), False), ((3, 4, 5), (), False), ((7,), (0,), True), ((2, 37), (1,), True)],
+    ids=str)
+def test_reduce_primitive(op, shape, axis, keep):
+    b = Builder()
+    x = b.input(shape)
+    check(b.graph(b.op(op, x, axis=axis, keep_dims=keep)), [random_array(shape)])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_reduce_other_dtypes(dtype):
+    b = Builder(dtype)
+    x = b.input((5, 9))
+    g = b.graph(b.op("ReduceSum", x, axis=(1,)), b.op("ReduceMax", x, axis=(1,)))
+    check(fused(g), [random_array((5, 9), dtype)])
+
+
+def test_int32_sum_wraps_like_numpy():
+    b = Builder("int32")
+    x = b.input((3, 4))
+    check(b.graph(b.op("ReduceSum", x, axis=(1,))), [np.full((3, 4), 2 ** 30, np.int32)])
+
+
+def sum_of_squares(shape, axis=()):
+    b = Builder()
+    x = b.input(shape)
+    return fused(b.graph(b.op("ReduceSum", b.op("Mul", x, x), axis=axis)))
+
+
+@pytest.mark.parametrize("shape,axis", [((6, 10), ()), ((6, 10), (0,)), ((3, 4, 5), (1,)), ((3, 4, 5), (0, 2))],
+                         ids=str)
+def test_sum_of_squares(shape, axis):
+    program, _ = check(sum_of_squares(shape, axis), [random_array(shape)])
+    assert len(program.kernels) == 1
+
+
+def test_long_row_splits_into_fixed_chunks():
+    shape = (64, 1024)  # 65536 elements reduced to one: the split variant
+    program, _ = check(sum_of_squares(shape), [random_array(shape)], rtol_scale=10)
+    assert program.kernels[0].variant == "split"
+
+
+def softmax(shape, axis):
+    b = Builder()
+    x = b.input(shape)
+    e = b.op("Exp", b.op("Sub", x, b.op("ReduceMax", x, axis=axis, keep_dims=True)))
+    return b.graph(b.op("RealDiv", e, b.op("ReduceSum", e, axis=axis, keep_dims=True)))
+
+
+def layer_norm(shape, eps=1e-5):
+    b = Builder()
+    x, gamma, beta = b.input(shape), b.input(shape[-1:]), b.input(shape[-1:])
+    axis = (len(shape) - 1,)
+    inv_n = b.const(1.0 / shape[-1])
+    mean = b.op("Mul", b.op("ReduceSum", x, axis=axis, keep_dims=True), inv_n)
+    centered = b.op("Sub", x, mean)
+    var = b.op("Mul", b.op("ReduceSum", b.op("Mul", centered, centered), axis=axis, keep_dims=True), inv_n)
+    y = b.op("Add", b.op("Mul", b.op("Mul", centered, b.op("Rsqrt", b.op("Add", var, b.const(eps)))), gamma),
+             beta)
+    return b.graph(y, mean, var)
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 16), (1,)), ((6, 4), (0,)), ((2, 3, 7), (1,)), ((3, 33), (1,))],
+                         ids=str)
+def test_softmax_three_passes(shape, axis):
+    g = fused(softmax(shape, axis))
+    program, outs = check(g, [random_array(shape, low=-5, high=5)], rtol_scale=3)
+    assert len(program.kernels) == 1
+    np.testing.assert_allclose(outs[0].sum(axis=axis), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 32), (3, 2, 19)], ids=str)
+def test_layer_norm_multi_output(shape):
+    g = fused(layer_norm(shape))
+    arrays = [random_array(shape), random_array(shape[-1:], seed=1), random_array(shape[-1:], seed=2)]
+    program, _ = check(g, arrays, rtol_scale=10)
+    assert len(program.kernels) == 1 and program.kernels[0].variant == "rows"
+
+
+def test_softmax_unfused_matches_reference():
+    shape = (5, 16)
+    check(softmax(shape, (1,)), [random_array(shape)], rtol_scale=3)
+
+
+def test_reduce_of_broadcast_input():
+    """A reduction whose input is broadcast along a kept axis recomputes it per unit."""
+    b = Builder()
+    x, row = b.input((4, 6)), b.input((1, 6))
+    s = b.op("ReduceSum", b.op("Mul", x, row), axis=(1,), keep_dims=True)
+    check(fused(b.graph(b.op("Add", s, row))), [random_array((4, 6)), random_array((1, 6))])
+
+
+def test_reduce_with_nan_propagates():
+    b = Builder()
+    x = b.input((3, 8))
+    g = fused(b.graph(b.op("ReduceMax", x, axis=(1,)), b.op("ReduceSum", x, axis=(1,))))
+    a = random_array((3, 8))
+    a[1, 3] = np.nan
+    a[2, 5] = np.inf
+    check(g, [a])
+
+
+@pytest.mark.parametrize("core_num", [1, 3, 32])
+def test_block_dim_does_not_change_bits(core_num):
+    shape = (300, 256)  # large enough for several blocks
+    g = fused(layer_norm(shape))
+    arrays = [random_array(shape), random_array((256,), seed=1), random_array((256,), seed=2)]
+    base = lower(g, DeviceConfig(core_num=1)).run(arrays)
+    outs = lower(g, DeviceConfig(core_num=core_num)).run(arrays)
+    for a, b in zip(outs, base):
+        assert_close(a, b, bitwise=True)
