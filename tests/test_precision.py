@@ -162,6 +162,12 @@ def test_data_file_has_a_row_for_every_op_and_the_table_renders_it():
     assert rows["Exp"].list == "black" and rows["ReduceSum"].list == "gray"
 
 
+def test_readme_section_holds_the_current_table():
+    from importlib import resources
+    text = resources.files("graphkernel").joinpath("precision", "README_SECTION.md").read_text(encoding="utf-8")
+    assert render_table() in text, "regenerate the table in README_SECTION.md with render_table()"
+
+
 @pytest.mark.parametrize("cann, ours", [("ReduceSumD", "ReduceSum"), ("Matmul", "MatMul"),
                                         ("MatMulV2", "MatMul"), ("BatchMatMulV2", "BatchMatMul"),
                                         ("SoftmaxV2", "Softmax"), ("Gelu", "GeLU"), ("Relu", "ReLU"),
