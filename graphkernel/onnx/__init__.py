@@ -1,0 +1,15 @@
+"""The ONNX frontend: run an ONNX model through graphkernel's pipeline.
+
+    import graphkernel.onnx
+    cell = graphkernel.onnx.load("model.onnx")      # or bytes, or an onnx.ModelProto
+    y = cell(Tensor(x))                             # traced, compiled per input signature, run
+
+loader.py checks the model and finds a converter for every node (registry.py; ops_math.py,
+ops_nn.py, ops_shape.py); cell.py replays the graph through builder.py inside the Cell's trace;
+run.py is `graphkernel run`; examples.py builds BERT-style test models.
+"""
+from graphkernel.onnx.loader import load
+from graphkernel.onnx.registry import supported_ops
+from graphkernel.onnx.types import OnnxImportError, OnnxInputError
+
+__all__ = ["load", "supported_ops", "OnnxImportError", "OnnxInputError"]

@@ -1,0 +1,132 @@
+"""Builder: turns one ONNX node after another into IR inside the active trace, folding what is constant.
+
+Every ONNX value is either a numpy array (a constant: small initializers, Constant nodes, Shape, and
+anything computed only from constants) or an IR Value of the graph being traced. An op whose inputs are
+all constants is evaluated at once with the op registry's numpy reference, so shape arithmetic
+(`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`) folds and a Reshape's target shape is static.
+
+    b = Builder(trace)
+    y = b.op("Mul", [x, np.float32(2)])     # an IR Value, or an array when x is constant
+    s = b.static(node_input, "shape")       # the array, or OnnxImportError if only known at run time
+
+Scope names keep the ONNX node's name: `Default/<onnx node name>/<Op>-op<N>`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir.dtypes import DType, as_dtype
+from ir.errors import GraphKernelError
+from ir.graph import Literal, Value
+from ir.ops import evaluate, make_node
+from graphkernel.onnx.types import OnnxImportError
+
+Operand = "np.ndarray | Value"
+
+
+@dataclass
+class NodeInfo:
+    """The ONNX node being converted: what its converter and its error messages need."""
+    op_type: str
+    name: str
+    version: int                       # the op's since_version at the model's opset
+    attrs: dict
+    inputs: list                       # arrays, Values, or None for an omitted optional input
+    input_names: list[str]
+    num_outputs: int
+    output_names: list[str] = field(default_factory=list)
+
+    def attr(self, key: str, default=None):
+        return self.attrs.get(key, default)
+
+    def input(self, i: int):
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def where(self) -> str:
+        return f"{self.op_type} node {self.name!r} (opset version {self.version})"
+
+    def error(self, message: str) -> OnnxImportError:
+        return OnnxImportError(f"{self.where()}: {message}")
+
+
+def shape_of(x) -> tuple[int, ...]:
+    return tuple(x.shape)
+
+
+def dtype_of(x) -> DType:
+    return x.dtype if isinstance(x, Value) else as_dtype(x.dtype)
+
+
+def is_const(x) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+class Builder:
+    def __init__(self, trace):
+        self.trace = trace
+        self.node: NodeInfo | None = None
+
+    # -- operands ---------------------------------------------------------------------------------
+    def value(self, x) -> Value:
+        """An IR Value for an operand (a constant becomes a Const node)."""
+        if isinstance(x, Value):
+            return x
+        return self.trace.constant(np.asarray(x))
+
+    def const(self, v, like) -> np.ndarray:
+        """A 0-d constant of `like`'s dtype."""
+        return np.asarray(v, dtype=dtype_of(like).np)
+
+    def static(self, x, what: str) -> np.ndarray:
+        """The compile-time value of an input that must be known statically (shapes, axes, ...)."""
+        if x is None:
+            raise self.node.error(f"input {what!r} is missing")
+        if not is_const(x):
+            raise self.node.error(f"input {what!r} must be known at compile time (a constant, or computed "
+                                  "from constants and shapes), but it depends on run-time data")
+        return x
+
+    def ints(self, x, what: str) -> list[int]:
+        arr = self.static(x, what)
+        if arr.dtype.kind not in "iu":
+            raise self.node.error(f"input {what!r} must hold integers, got {arr.dtype}")
+        return [int(v) for v in arr.reshape(-1)]
+
+    # -- emitting ---------------------------------------------------------------------------------
+    def op(self, name: str, inputs, **attrs):
+        """One IR op on `inputs`: folded to an array when they are all constants."""
+        outs = self.ops(name, inputs, **attrs)
+        return outs[0]
+
+    def ops(self, name: str, inputs, **attrs) -> list:
+        """Like op, for ops with several results."""
+        inputs = list(inputs)
+        label = self.trace.scope_name(name)
+        if all(is_const(x) for x in inputs):
+            const_values = [make_node("Const", (), {"value": Literal(x)}).out for x in inputs]
+            node = make_node(name, const_values, attrs, name=label)
+            try:
+                return list(evaluate(node, inputs))
+            except GraphKernelError:
+                raise
+            except Exception as e:  # numpy failing on the values (e.g. an index out of range)
+                raise self.node.error(f"folding {name} on constants failed: {e}") from None
+        node = self.trace.add(make_node(name, [self.value(x) for x in inputs], attrs, name=label))
+        return list(node.outputs)
+
+    def cast(self, x, dtype: DType):
+        return x if dtype_of(x) == dtype else self.op("Cast", [x], dtype=dtype)
+
+    def reshape(self, x, shape):
+        shape = tuple(int(d) for d in shape)
+        return x if shape_of(x) == shape else self.op("Reshape", [x], shape=shape)
+
+    def binary(self, name: str, a, b):
+        """A binary op; a Python number becomes a constant of the other operand's dtype."""
+        if not isinstance(a, (np.ndarray, Value)):
+            a = self.const(a, b)
+        if not isinstance(b, (np.ndarray, Value)):
+            b = self.const(b, a)
+        return self.op(name, [a, b])

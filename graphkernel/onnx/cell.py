@@ -1,0 +1,227 @@
+"""OnnxCell: a Cell that runs an ONNX graph, replayed node by node through the Builder in a trace.
+
+    cell = graphkernel.onnx.load("model.onnx")
+    y = cell(Tensor(x))                  # one Tensor per graph input, in the model's order
+    y0, y1 = cell(Tensor(a), Tensor(b))  # several graph outputs come back as a tuple, in declared order
+
+Shapes are static: the graph is traced and compiled per input signature (the Cell compile cache), so
+dims the model leaves dynamic take the sizes of the call's inputs. A graph input the model reads as
+shape data (a Reshape's shape, a Slice's starts, reduction axes) is a *static input*, as in
+`jax.jit(static_argnums=...)`: its value is known at trace time, and each distinct value has its own
+compiled graph (a _Variant, whose construct takes the other inputs). Declared dims, dtypes and the
+number of inputs are checked before anything is traced; a mismatch names the input.
+Large initializers are Parameters (`cell.parameters_and_names()`), named as in the model.
+"""
+from __future__ import annotations
+
+import inspect
+import keyword
+import re
+
+import numpy as np
+
+from ir.errors import GraphKernelError
+from graphkernel.nn.cell import Cell
+from graphkernel.onnx.builder import Builder, NodeInfo
+from graphkernel.onnx.loader import InputSpec, ModelSpec
+from graphkernel.onnx.types import OnnxImportError, OnnxInputError
+from graphkernel.tensor import Parameter, Tensor
+from graphkernel.trace import SymbolicTensor, active_trace
+
+
+def _identifiers(names: list[str]) -> list[str]:
+    out, seen = [], set()
+    for name in names:
+        ident = re.sub(r"\W", "_", name) or "input"
+        if ident[0].isdigit() or keyword.iskeyword(ident):
+            ident = "_" + ident
+        base, k = ident, 1
+        while ident in seen:
+            ident, k = f"{base}_{k}", k + 1
+        seen.add(ident)
+        out.append(ident)
+    return out
+
+
+def _set_construct(cell: Cell, specs: list[InputSpec], fn) -> None:
+    """construct(*inputs) with one positional parameter per input, named after it."""
+    def construct(*inputs):
+        return fn(*inputs)
+    construct.__signature__ = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in _identifiers([s.name for s in specs])])
+    object.__setattr__(cell, "construct", construct)
+
+
+class OnnxCell(Cell):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_variants", {})
+        for name, arr in spec.weights.items():
+            self._params[name] = Parameter(arr, name=name, requires_grad=False)
+        _set_construct(self, spec.inputs, self._nested)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [i.name for i in self.spec.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.spec.outputs)
+
+    def __repr__(self):
+        ins = ", ".join(map(str, self.spec.inputs))
+        return f"OnnxCell({self.spec.name!r}, opset {self.spec.opset}, inputs ({ins}), " \
+               f"outputs {self.output_names})"
+
+    # -- calling: ONNX graphs always run compiled (in PYNATIVE_MODE too) --------------------------------
+    def __call__(self, *args, **kwargs):
+        if active_trace() is not None:  # inside another Cell's construct: inline the model's graph
+            return super().__call__(*args, **kwargs)
+        variant, dynamic = self._variant(args, kwargs)
+        return variant(*dynamic)
+
+    def compile(self, *args, **kwargs):
+        """The CompiledGraph a call with these Tensors uses; it takes the non-static inputs only."""
+        variant, dynamic = self._variant(args, kwargs)
+        return variant.compile(*dynamic)
+
+    def _nested(self, *inputs):
+        variant, dynamic = self._variant(inputs, {})
+        return variant.construct(*dynamic)
+
+    def _variant(self, args, kwargs):
+        if active_trace() is None:
+            self._check_args(args, kwargs)
+        self.check_inputs(args)
+        static, dynamic = {}, []
+        for x, spec in zip(args, self.spec.inputs):
+            if not spec.static:
+                dynamic.append(x)
+            elif isinstance(x, SymbolicTensor):
+                raise OnnxInputError(f"input {spec.name!r} is read as shape data, so it must be a concrete "
+                                     "Tensor, not a value computed inside a traced construct")
+            else:
+                static[spec.name] = np.asarray(x.asnumpy())
+        key = tuple((a.dtype.str, a.shape, a.tobytes()) for a in static.values())
+        variant = self._variants.get(key)
+        if variant is None:
+            variant = self._variants[key] = _Variant(self, static)
+        return variant, dynamic
+
+    # -- inputs -------------------------------------------------------------------------------------
+    def check_inputs(self, inputs) -> None:
+        if len(inputs) != len(self.spec.inputs):
+            raise OnnxInputError(f"the model takes {len(self.spec.inputs)} input(s) "
+                                 f"({', '.join(map(str, self.spec.inputs))}), got {len(inputs)}")
+        bound: dict[str, tuple[int, str]] = {}
+        for x, spec in zip(inputs, self.spec.inputs):
+            if x.dtype != spec.dtype:
+                raise OnnxInputError(f"input {spec.name!r}: dtype {x.dtype.value}, the model declares "
+                                     f"{spec.dtype.value}")
+            if spec.dims is None:
+                continue
+            if len(x.shape) != len(spec.dims):
+                raise OnnxInputError(f"input {spec.name!r}: shape {list(x.shape)} has rank {len(x.shape)}, "
+                                     f"the model declares {spec}")
+            for axis, (got, want) in enumerate(zip(x.shape, spec.dims)):
+                if isinstance(want, int) and got != want:
+                    raise OnnxInputError(f"input {spec.name!r}: shape {list(x.shape)}, the model declares "
+                                         f"dim {axis} = {want} ({spec})")
+                if isinstance(want, str):
+                    first = bound.setdefault(want, (got, spec.name))
+                    if first[0] != got:
+                        raise OnnxInputError(f"input {spec.name!r}: dim {axis} ({want!r}) is {got}, but "
+                                             f"input {first[1]!r} gave {want!r} = {first[0]}")
+
+    def random_inputs(self, seed: int = 0, dims: dict[str, int] | None = None) -> list[Tensor]:
+        """Random Tensors matching the declared inputs; `dims` sizes named dynamic dims."""
+        rng = np.random.default_rng(seed)
+        dims = dims or {}
+        out = []
+        for spec in self.spec.inputs:
+            if spec.static:
+                raise OnnxInputError(f"input {spec.name!r} is read as shape data; random values make no "
+                                     "sense there: give concrete inputs (e.g. --inputs FILE.npz)")
+            if spec.dims is None:
+                raise OnnxInputError(f"input {spec.name!r} declares no shape; give concrete inputs")
+            shape = []
+            for axis, d in enumerate(spec.dims):
+                if isinstance(d, str) and d in dims:
+                    d = dims[d]
+                if not isinstance(d, int):
+                    raise OnnxInputError(f"input {spec.name!r}: dim {axis} is dynamic "
+                                         f"({d!r} in {spec}); give concrete inputs (e.g. --inputs FILE.npz)")
+                shape.append(d)
+            out.append(Tensor(_random(rng, spec, tuple(shape))))
+        return out
+
+
+class _Variant(Cell):
+    """The model with its static inputs bound to values; construct takes the other inputs."""
+
+    def __init__(self, owner: OnnxCell, static: dict[str, np.ndarray]):
+        super().__init__()
+        object.__setattr__(self, "spec", owner.spec)
+        object.__setattr__(self, "static", static)
+        self._params.update(owner._params)  # the same Parameter objects: set_data on the owner's works
+        dynamic = [s for s in owner.spec.inputs if not s.static]
+        _set_construct(self, dynamic, lambda *inputs: replay(self.spec, self.static, dynamic, inputs,
+                                                             dict(self.parameters_and_names())))
+
+    def __call__(self, *args, **kwargs):
+        if active_trace() is None:
+            return self.compile(*args, **kwargs)(*args)
+        return super().__call__(*args, **kwargs)
+
+
+def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, params: dict):
+    """Convert every node of the model inside the active trace; the graph outputs as construct returns them."""
+    trace = active_trace()
+    env: dict = dict(spec.constants)
+    env.update(static)
+    env.update({s.name: x.value for s, x in zip(input_specs, inputs)})
+    b = Builder(trace)
+
+    def lookup(name: str, where: str):
+        if not name:
+            return None
+        if name not in env and name in params:
+            env[name] = trace.parameter(params[name])
+        if name not in env:
+            raise OnnxImportError(f"{where}: {name!r} is not computed by any earlier node, nor a graph input "
+                                  "or initializer")
+        return env[name]
+
+    for node in spec.nodes:
+        where = f"{node.op_type} node {node.name!r}"
+        info = NodeInfo(node.op_type, node.name, node.version, node.attrs,
+                        [lookup(n, where) for n in node.inputs], list(node.inputs), len(node.outputs),
+                        list(node.outputs))
+        b.node = info
+        trace.scope.append(node.name)
+        try:
+            outs = node.converter.fn(b, info)
+        except OnnxImportError:
+            raise
+        except GraphKernelError as e:
+            raise OnnxImportError(f"{info.where()}: {e}") from None
+        finally:
+            trace.scope.pop()
+        for name, value in zip(node.outputs, outs):
+            if name:
+                env[name] = value
+    results = [_result(lookup(name, "graph output")) for name in spec.outputs]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _result(x):
+    return Tensor(x) if isinstance(x, np.ndarray) else SymbolicTensor(x)
+
+
+def _random(rng, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
+    if spec.dtype.is_float:
+        return rng.standard_normal(shape).astype(spec.dtype.np)
+    if spec.dtype.value == "bool":
+        return rng.random(shape) < 0.5
+    return rng.integers(0, 4, shape).astype(spec.dtype.np)

@@ -1,0 +1,167 @@
+"""load(): an ONNX model (path, bytes or ModelProto) -> a checked ModelSpec -> an OnnxCell.
+
+Everything that can be wrong with the model itself is found here, before any call:
+
+    unreadable file, non-ONNX or truncated bytes   OnnxImportError naming the file / the bytes
+    onnx.checker failure                           OnnxImportError with the checker's message
+    default-domain opset outside 13..(onnx's newest) OnnxImportError (the converters implement the ops'
+                                                   semantics from opset 13 on; later opsets change our
+                                                   ops only by adding types we reject anyway)
+    an op we lack, or an older version of it       OnnxImportError naming op, node and opset, listing ours
+    a tensor of a type we lack                     OnnxImportError naming the tensor and its type
+
+Initializers become constants when small (at most SMALL_CONSTANT elements) or read as static data
+(a Reshape's shape, a Slice's starts, ...); the others become Parameters, fed to the graph per call.
+Graph inputs that have an initializer (old exporters list weights as inputs) count as initializers.
+A graph input read as static data is a "static input": its value is part of the compile signature.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir.dtypes import DType
+from graphkernel.onnx.registry import MIN_OPSET, Converter, lookup
+from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
+
+SMALL_CONSTANT = 64
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: DType
+    dims: tuple | None       # ints, dim_param names or None (unknown); None when no shape is declared
+    static: bool = False     # read as shape data (a Reshape's shape, ...): compiled per value
+
+    def __str__(self) -> str:
+        return f"{self.name!r}: {self.dtype.value}{format_dims(self.dims)}"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    index: int
+    op_type: str
+    name: str
+    version: int
+    attrs: dict
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    converter: Converter
+
+
+@dataclass
+class ModelSpec:
+    name: str
+    opset: int
+    inputs: list[InputSpec]
+    outputs: list[str]
+    nodes: list[NodeSpec]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    weights: dict[str, np.ndarray] = field(default_factory=dict)   # become Parameters
+
+
+def read_model(source):
+    """A ModelProto from a path, bytes or a ModelProto, or OnnxImportError saying what it is not."""
+    import onnx
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _parse(bytes(source), "the given bytes"), None
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise OnnxImportError(f"cannot read ONNX model {path!r}: {e.strerror or e}") from None
+        return _parse(data, f"file {path!r}"), os.path.dirname(os.path.abspath(path))
+    raise OnnxImportError(f"load() takes a path, bytes or an onnx.ModelProto, not a {type(source).__name__}")
+
+
+def _parse(data: bytes, what: str):
+    import onnx
+    if not data:
+        raise OnnxImportError(f"{what}: empty, not an ONNX model")
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf's DecodeError and friends: say so in one line
+        raise OnnxImportError(f"{what}: not an ONNX model or truncated (protobuf parsing failed: "
+                              f"{str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if not model.HasField("graph"):
+        raise OnnxImportError(f"{what}: not an ONNX model or truncated (no graph in it)")
+    return model
+
+
+def check_model(model) -> None:
+    import onnx
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:  # ValidationError, or protobuf errors on malformed fields
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        raise OnnxImportError(f"the model fails onnx.checker: {' '.join(lines[:3])}") from None
+
+
+def model_opset(model) -> int:
+    import onnx.defs
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions:
+        raise OnnxImportError("the model imports no default-domain (ai.onnx) opset")
+    opset, newest = versions[0], onnx.defs.onnx_opset_version()
+    if not MIN_OPSET <= opset <= newest:
+        raise OnnxImportError(f"the model uses opset {opset}; graphkernel supports opsets {MIN_OPSET} to "
+                              f"{newest} (convert older models with onnx.version_converter)")
+    return opset
+
+
+def _op_version(op_type: str, opset: int, domain: str) -> int | None:
+    import onnx.defs
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain).since_version
+    except Exception:  # SchemaError: no such op at this opset
+        return None
+
+
+def _attributes(node) -> dict:
+    from onnx import helper
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return {k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v for k, v in attrs.items()}
+
+
+def model_spec(model, base_dir: str | None = None) -> ModelSpec:
+    """What OnnxCell needs, every node's converter found and every type checked."""
+    opset = model_opset(model)
+    graph = model.graph
+    if len(graph.sparse_initializer):
+        raise OnnxImportError("sparse initializers are not supported")
+    nodes = []
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        conv = lookup(node.op_type, node.domain, _op_version(node.op_type, opset, node.domain), name, opset)
+        nodes.append(NodeSpec(i, node.op_type, name, _op_version(node.op_type, opset, node.domain),
+                              _attributes(node), tuple(node.input), tuple(node.output), conv))
+    static_uses = {n.inputs[i] for n in nodes for i in n.converter.static if i < len(n.inputs)}
+    spec = ModelSpec(graph.name, opset, [], [o.name for o in graph.output], nodes)
+    for t in graph.initializer:
+        arr = to_array(t, f"initializer {t.name!r}", base_dir)
+        small = arr.size <= SMALL_CONSTANT or t.name in static_uses
+        (spec.constants if small else spec.weights)[t.name] = arr
+    for vi in graph.input:
+        if vi.name in spec.constants or vi.name in spec.weights:
+            continue
+        dtype, dims = declared_dims(vi, f"graph input {vi.name!r}")
+        spec.inputs.append(InputSpec(vi.name, dtype, dims, vi.name in static_uses))
+    for vi in graph.output:
+        if vi.type.tensor_type.elem_type:
+            to_dtype(vi.type.tensor_type.elem_type, f"graph output {vi.name!r}")
+    return spec
+
+
+def load(source):
+    """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto)."""
+    from graphkernel.onnx.cell import OnnxCell
+    model, base_dir = read_model(source)
+    check_model(model)
+    return OnnxCell(model_spec(model, base_dir))

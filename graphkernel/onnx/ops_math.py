@@ -1,0 +1,141 @@
+"""ONNX arithmetic, comparisons, Cast, MatMul and Gemm as graphkernel primitives.
+
+ONNX broadcasting is numpy's, as ours is. Where ONNX and our primitives differ:
+    Div on integers    truncates toward zero: computed as Cast(float64) -> RealDiv -> Cast back (exact for
+                       |values| < 2**53, so for every int32)
+    Pow                 exponent of another type: cast to the base's type; an integer base is raised in
+                       float64 and cast back, as the ONNX reference does
+    Max / Min           variadic: a chain of Maximum / Minimum
+    MatMul              numpy semantics: 2-D MatMul; N-D x 2-D as one 2-D MatMul on the flattened rows;
+                       otherwise BatchMatMul with broadcast batch dims; 1-D operands via Reshape
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.ops.checks import broadcast
+from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
+from graphkernel.onnx.registry import converter
+from graphkernel.onnx.types import to_dtype
+
+
+def _binary(onnx_name: str, ir_name: str):
+    converter(onnx_name)(lambda b, n: [b.op(ir_name, n.inputs[:2])])
+
+
+def _unary(onnx_name: str, ir_name: str):
+    converter(onnx_name)(lambda b, n: [b.op(ir_name, n.inputs[:1])])
+
+
+for _name in ("Add", "Sub", "Mul", "Equal", "Greater", "Less"):
+    _binary(_name, _name)
+for _onnx, _ir in (("Sqrt", "Sqrt"), ("Exp", "Exp"), ("Log", "Log"), ("Tanh", "Tanh"), ("Erf", "Erf"),
+                   ("Neg", "Neg"), ("Abs", "Abs"), ("Sigmoid", "Sigmoid"), ("Relu", "ReLU")):
+    _unary(_onnx, _ir)
+
+
+@converter("Reciprocal")
+def reciprocal(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [b.binary("RealDiv", b.const(1, x), x)]
+
+
+@converter("Div")
+def div(b: Builder, n: NodeInfo):
+    x, y = n.inputs[:2]
+    dtype = dtype_of(x)
+    if dtype.is_float:
+        return [b.op("RealDiv", [x, y])]
+    if dtype.is_int:
+        q = b.op("RealDiv", [b.cast(x, DType.float64), b.cast(y, DType.float64)])
+        return [b.cast(q, dtype)]  # float -> int casts truncate toward zero, as ONNX's Div does
+    raise n.error(f"Div of {dtype} tensors is not defined")
+
+
+@converter("Pow")
+def pow_(b: Builder, n: NodeInfo):
+    x, y = n.inputs[:2]
+    dtype = dtype_of(x)
+    if dtype.is_float:
+        return [b.op("Pow", [x, b.cast(y, dtype)])]
+    if dtype.is_int:
+        p = b.op("Pow", [b.cast(x, DType.float64), b.cast(y, DType.float64)])
+        return [b.cast(p, dtype)]
+    raise n.error(f"Pow of a {dtype} base is not defined")
+
+
+def _variadic(ir_name: str):
+    def convert(b: Builder, n: NodeInfo):
+        args = [x for x in n.inputs if x is not None]
+        if not args:
+            raise n.error("needs at least one input")
+        out = args[0]
+        for x in args[1:]:
+            out = b.op(ir_name, [out, x])
+        shape = broadcast(*(shape_of(x) for x in args))
+        if shape_of(out) != shape:  # a single input still broadcasts nothing; keep numpy's result shape
+            out = b.op("BroadcastTo", [out], shape=shape)
+        return [out]
+    return convert
+
+
+converter("Max")(_variadic("Maximum"))
+converter("Min")(_variadic("Minimum"))
+
+
+@converter("Where", min_version=9)
+def where(b: Builder, n: NodeInfo):
+    return [b.op("Select", n.inputs[:3])]
+
+
+@converter("Cast")
+def cast(b: Builder, n: NodeInfo):
+    to = n.attr("to")
+    if to is None:
+        raise n.error("missing attribute 'to'")
+    return [b.cast(n.inputs[0], to_dtype(to, f"{n.where()}: attribute 'to'"))]
+
+
+def matmul(b: Builder, a, c):
+    """numpy.matmul semantics on our MatMul/BatchMatMul."""
+    sa, sc = shape_of(a), shape_of(c)
+    if not sa or not sc:
+        raise b.node.error(f"MatMul operands must have rank >= 1, got {list(sa)} and {list(sc)}")
+    a2 = b.reshape(a, (1,) + sa) if len(sa) == 1 else a
+    c2 = b.reshape(c, sc + (1,)) if len(sc) == 1 else c
+    sa2, sc2 = shape_of(a2), shape_of(c2)
+    m, n = sa2[-2], sc2[-1]
+    batch = broadcast(sa2[:-2], sc2[:-2])
+    if len(sa2) == 2 and len(sc2) == 2:
+        out = b.op("MatMul", [a2, c2])
+    elif len(sc2) == 2:  # rows of a stacked into one 2-D product (a weight matrix, as in BERT)
+        rows = b.reshape(a2, (int(np.prod(sa2[:-1])), sa2[-1]))
+        out = b.reshape(b.op("MatMul", [rows, c2]), sa2[:-1] + (n,))
+    else:
+        rank = max(len(sa2), len(sc2))
+        a3 = b.reshape(a2, (1,) * (rank - len(sa2)) + sa2)
+        c3 = b.reshape(c2, (1,) * (rank - len(sc2)) + sc2)
+        out = b.op("BatchMatMul", [a3, c3])
+    final = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sc) > 1 else ())
+    return b.reshape(out, final)
+
+
+@converter("MatMul")
+def matmul_node(b: Builder, n: NodeInfo):
+    return [matmul(b, *n.inputs[:2])]
+
+
+@converter("Gemm")
+def gemm(b: Builder, n: NodeInfo):
+    a, w = n.inputs[:2]
+    c = n.input(2)
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    y = b.op("MatMul", [a, w], transpose_a=bool(n.attr("transA", 0)), transpose_b=bool(n.attr("transB", 0)))
+    if alpha != 1.0:
+        y = b.binary("Mul", b.const(alpha, y), y)
+    if c is not None:
+        if beta != 1.0:
+            c = b.binary("Mul", b.const(beta, c), c)
+        y = b.op("Add", [y, c])
+    return [y]

@@ -1,0 +1,58 @@
+"""The table of ONNX ops graphkernel converts: one Converter per op type.
+
+    @converter("Reshape", static=(1,))
+    def reshape(b: Builder, n: NodeInfo) -> list:   # the node's outputs: arrays or IR Values
+        ...
+
+`static` lists the inputs that must be known at compile time (a Reshape's shape, a Slice's starts, ...):
+an initializer feeding one of them stays a constant rather than becoming a Parameter. `versions` bounds
+the op versions (since_version at the model's opset) whose semantics the converter implements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from graphkernel.onnx.types import OnnxImportError
+
+MIN_OPSET = 13
+
+
+@dataclass(frozen=True)
+class Converter:
+    op_type: str
+    fn: Callable
+    static: tuple[int, ...]
+    min_version: int
+
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(op_type: str, static: tuple[int, ...] = (), min_version: int = MIN_OPSET):
+    def register(fn):
+        CONVERTERS[op_type] = Converter(op_type, fn, static, min_version)
+        return fn
+    return register
+
+
+def supported_ops() -> list[str]:
+    _load_tables()
+    return sorted(CONVERTERS)
+
+
+def lookup(op_type: str, domain: str, version: int | None, node_name: str, opset: int) -> Converter:
+    """The converter for a node, or OnnxImportError naming op, node and opset and listing what we have."""
+    _load_tables()
+    conv = CONVERTERS.get(op_type) if domain in ("", "ai.onnx") else None
+    if conv is None or version is None or version < conv.min_version:
+        what = f"{domain}::{op_type}" if domain not in ("", "ai.onnx") else op_type
+        why = "is not supported" if conv is None or version is None else \
+            f"version {version} is not supported (graphkernel implements version {conv.min_version} and up)"
+        raise OnnxImportError(f"op {what} (node {node_name!r}, opset {opset}) {why}; graphkernel supports: "
+                              f"{', '.join(sorted(CONVERTERS))}")
+    return conv
+
+
+def _load_tables() -> None:
+    from graphkernel.onnx import ops_math, ops_nn, ops_shape  # noqa: F401  (they register converters)
