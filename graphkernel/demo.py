@@ -56,10 +56,10 @@ def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", r
     """Run both nets with fusion off and on; returns what it printed as data (for tests)."""
     rng = np.random.default_rng(seed)
     x = Tensor(rng.standard_normal((4, 4)).astype(np.float32))
-    context.reset_graph_id()
     results = {}
     for net_cls in (NetBasicFuse, NetCompositeFuse):
         for fusion in (False, True):
+            context.reset_graph_id()  # each directory holds graph 0, named as in the seed
             context.set_context(mode=context.GRAPH_MODE, device_target=device_target,
                                 enable_graph_kernel=fusion, save_graphs=True,
                                 save_graphs_path=os.path.join(save_graphs_path, net_cls.__name__,
