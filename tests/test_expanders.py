@@ -59,7 +59,7 @@ def scaled_inputs(graph, seed=0):
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("op,shapes,attrs", CASES, ids=lambda c: str(c) if not isinstance(c, list) else "")
+@pytest.mark.parametrize("op,shapes,attrs", CASES, ids=[f"{op}-{i}" for i, (op, _, _) in enumerate(CASES)])
 def test_expansion_matches_the_reference(op, shapes, attrs, dtype):
     graph = single_op_graph(op, shapes, attrs, dtype)
     expanded = verify(expand(graph, CompileOptions()))

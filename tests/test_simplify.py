@@ -220,6 +220,33 @@ def test_reduce_times_a_scalar_moves_next_to_the_reduction():
     check(arith_simplify, before, after)
 
 
+def test_two_reductions_meet_before_the_reshape():
+    before = """graph(%x: f32[4,8]) {
+      %a = ReduceSum(%x) {axis=[1], keep_dims=false} : f32[4]
+      %b = ReduceMax(%x) {axis=[1], keep_dims=false} : f32[4]
+      %y = Add(%a, %b) : f32[4]
+      return %y
+    }"""
+    after = """graph(%x: f32[4,8]) {
+      %a = ReduceSum(%x) {axis=[1], keep_dims=true} : f32[4,1]
+      %b = ReduceMax(%x) {axis=[1], keep_dims=true} : f32[4,1]
+      %s = Add(%a, %b) : f32[4,1]
+      %y = Reshape(%s) {shape=[4]} : f32[4]
+      return %y
+    }"""
+    check(arith_simplify, before, after)
+
+
+def test_reshapes_from_different_shapes_do_not_sink():
+    before = """graph(%x: f32[4,1], %z: f32[1,4]) {
+      %a = Reshape(%x) {shape=[4]} : f32[4]
+      %b = Reshape(%z) {shape=[4]} : f32[4]
+      %y = Add(%a, %b) : f32[4]
+      return %y
+    }"""
+    check(arith_simplify, before, None)
+
+
 @pytest.mark.parametrize("body", [
     # the reshape moves non-unit dims
     "  %a = Reshape(%x) {shape=[2,2]} : f32[2,2]\n  %y = Exp(%a) : f32[2,2]",

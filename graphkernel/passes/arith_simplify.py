@@ -20,11 +20,11 @@ changes the shape, and then the op stays.
     reduce_keepdims    ReduceX(x, keep_dims=False) -> Reshape(ReduceX(x, keep_dims=True)). Exact (same
                        elements). The canonical form: a reduction feeding other ops inside one kernel must keep
                        its dims (kernels/fusible.py), and a Reshape is a view, no kernel.
-    sink_reshape       op(reshape(y), s...) -> reshape(op(y, s...)) for an elementwise op whose other operands
-                       are single elements (or reshape(y) again) and a reshape that only drops or inserts
-                       size-1 dims. Exact (the same element pairs meet). With reduce_keepdims this makes
-                       `ReduceSum(x) * c` one kernel: the Mul moves up next to the reduction and the reshape
-                       (a view) goes last.
+    sink_reshape       op(reshape(y), reshape(z), s...) -> reshape(op(y, z, s...)) for an elementwise op whose
+                       operands are reshapes that only drop or insert size-1 dims, all from y's shape to the
+                       result's, and single elements (of rank <= y's). Exact: the same element pairs meet.
+                       With reduce_keepdims this makes `ReduceSum(x) * c` (and `mean(x) + sum(x)`) one
+                       kernel: the ops move up next to the reductions and the reshape (a view) goes last.
 """
 from __future__ import annotations
 
@@ -154,21 +154,31 @@ def only_unit_dims_change(reshape: Node) -> bool:
     return [d for d in before if d != 1] == [d for d in after if d != 1]
 
 
+def _unit_reshape_to(v: Value, shape: tuple[int, ...]) -> bool:
+    return v.node.op == "Reshape" and v.shape == shape and only_unit_dims_change(v.node)
+
+
 def sink_reshape(node, inputs, emit):
     if node.op == "Const" or node.subgraph is not None or len(node.outputs) != 1:
         return None
     if get(node.op).pattern not in (Pattern.ELEMWISE, Pattern.BROADCAST):
         return None
-    for i, v in enumerate(inputs):
-        if v.node.op != "Reshape" or not only_unit_dims_change(v.node) or v.shape != node.out.shape:
-            continue
-        source = v.node.inputs[0]
-        others = [o for o in inputs if o != v]
-        if all(o.type.size == 1 and o.type.rank <= source.type.rank for o in others):
-            moved_inputs = tuple(source if o == v else o for o in inputs)
-            moved = emit(_op(node.op, moved_inputs, node.attr_dict, like=node))
-            return _op("Reshape", (moved.out,), {"shape": node.out.shape}, like=node, suffix="/Reshape")
-    return None
+    reshaped = [v for v in inputs if _unit_reshape_to(v, node.out.shape)]
+    if not reshaped:
+        return None
+    sources = [v.node.inputs[0] for v in reshaped]
+    source_shape = max(sources, key=lambda s: s.type.size).shape  # the reshape that carries the data
+    rank = len(source_shape)
+    moved_inputs = []
+    for v in inputs:
+        if v in reshaped and v.node.inputs[0].shape == source_shape:
+            moved_inputs.append(v.node.inputs[0])
+        elif v.type.size == 1 and v.type.rank <= rank:
+            moved_inputs.append(v)
+        else:
+            return None
+    moved = emit(_op(node.op, tuple(moved_inputs), node.attr_dict, like=node))
+    return _op("Reshape", (moved.out,), {"shape": node.out.shape}, like=node, suffix="/Reshape")
 
 
 RULES: tuple[Rule, ...] = (identity, div_to_mul, pow_by_constant, neg_neg, cast_same, cast_chain,
