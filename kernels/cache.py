@@ -1,7 +1,8 @@
 """The kernel cache: in memory for the process, on disk across processes.
 
-    key   = (KernelSpec.key(), variant, parallel): ops and attrs, dtypes, collapsed rank and broadcast
-            pattern, reduce axes, variant; no sizes (kernels are shape-generic)
+    key   the kernel name: its ops and a hash of its source, which the KernelSpec (ops and attrs,
+            dtypes, collapsed rank and broadcast pattern, reduce axes) and the variant (elementwise,
+            rows or split; sequential or parallel) determine; no sizes (kernels are shape-generic)
     mode  "enable"  memory, then disk, then build (and store)
           "disable" memory only (exec'd source, nothing written)
           "force"   build anew and overwrite the disk entry
@@ -97,7 +98,7 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
     return dispatcher, from_cache
 
 
-def get_kernel(key: tuple, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
+def get_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
                cache_dir: str | None = None):
     """The compiled dispatcher for `key`, from memory, disk or a fresh build."""
     with _LOCK:

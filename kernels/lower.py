@@ -187,7 +187,7 @@ class _Builder:
         variant, block_dim, tile = choose_launch(spec, sizes, self.cfg.core_num)
         parallel = block_dim > 1
         name, source = render(spec, variant, parallel)
-        fn = get_kernel((spec.key(), variant, parallel), name, source, parallel,
+        fn = get_kernel(name, name, source, parallel,
                         signature(dtypes, len(sizes) + 2), self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
