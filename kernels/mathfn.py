@@ -1,0 +1,109 @@
+"""Vectorizable float32 exp, log, tanh, erf and exact float16 <-> float32 conversions for numba kernels.
+
+draft
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.extending import intrinsic, register_jitable
+
+f32 = np.float32
+
+
+# ---------------------------------------------------------------- bit casts and fma (LLVM instructions)
+
+@intrinsic
+def f32_bits(typingctx, x):
+    """The IEEE bits of a float32 as an int32 (an LLVM bitcast, free in a vector register)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int32))
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def bits_f32(typingctx, i):
+    """The float32 whose IEEE bits are the low 32 bits of the integer `i`."""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        low = builder.trunc(args[0], context.get_value_type(types.int32)) if i.bitwidth > 32 else args[0]
+        return builder.bitcast(low, context.get_value_type(types.float32))
+    return types.float32(i), codegen
+
+
+@intrinsic
+def fma_f32(typingctx, a, b, c):
+    """a * b + c rounded once (llvm.fma: one vfmadd instruction on x86 with FMA3)."""
+    if not (a == b == c == types.float32):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+# ---------------------------------------------------------------- exp
+
+_LOG2E = f32(1.4426950408889634)
+_ROUND_SHIFT = f32(12582912.0)              # 1.5 * 2**23: adding it rounds |v| < 2**22 to an integer
+_LN2_HI = f32(0.6931471805599453)
+_LN2_LO = f32(0.6931471805599453 - 0.693147182464599609375)
+_EXP_C2, _EXP_C3, _EXP_C4, _EXP_C5, _EXP_C6 = (f32(0.4999999403953552), f32(0.1666652113199234),
+                                               f32(0.04166838899254799), f32(0.008368710055947304),
+                                               f32(0.001381461275741458))
+
+
+@register_jitable
+def exp_f32(x):
+    xc = x if x < f32(89.0) else f32(89.0)              # exp(89) is inf, exp(-104) is 0: clamping keeps n small
+    xc = xc if xc > f32(-104.0) else f32(-104.0)
+    t = fma_f32(xc, _LOG2E, _ROUND_SHIFT)
+    n = np.int32(f32_bits(t) - f32_bits(_ROUND_SHIFT))  # round(x / ln2), in [-150, 128]
+    nf = t - _ROUND_SHIFT
+    r = fma_f32(-nf, _LN2_HI, xc)                      # exact
+    r = fma_f32(-nf, _LN2_LO, r)                       # |r| <= ln2 / 2
+    q = fma_f32(fma_f32(fma_f32(fma_f32(_EXP_C6, r, _EXP_C5), r, _EXP_C4), r, _EXP_C3), r, _EXP_C2)
+    s = f32(1.0) + r                                   # Fast2Sum: e**r = s + ((1 - s) + r + r*r*q)
+    p = s + fma_f32(r * r, q, (f32(1.0) - s) + r)
+    n1 = n >> 1                                        # 2**n as two normal powers of two
+    y = p * bits_f32((n1 + 127) << 23) * bits_f32((n - n1 + 127) << 23)
+    return x if x != x else y
+
+
+# ---------------------------------------------------------------- log
+
+_SQRT_HALF_BITS = 0x3F3504F3                # bits of sqrt(0.5): mantissas are reduced to [sqrt(.5), sqrt(2))
+_MIN_NORMAL = f32(1.1754943508222875e-38)
+_TWO_23 = f32(8388608.0)
+_LN2_HI16 = f32(0.693145751953125)          # 16 significant bits: e * _LN2_HI16 is exact for |e| < 256
+_LN2_LO16 = f32(0.6931471805599453 - 0.693145751953125)
+_LOG_C = tuple(f32(c) for c in (0.3333331346511841, -0.25000008940696716, 0.2000211924314499,
+                                -0.1666799634695053, 0.14219552278518677, -0.1240558922290802,
+                                0.11888162791728973, -0.11675651371479034, 0.0674663856625557))
+_LOG_C0, _LOG_C1, _LOG_C2, _LOG_C3, _LOG_C4, _LOG_C5, _LOG_C6, _LOG_C7, _LOG_C8 = _LOG_C
+_INF = f32(np.inf)
+_NAN = f32(np.nan)
+
+
+@register_jitable
+def log_f32(x):
+    subnormal = x < _MIN_NORMAL
+    xs = x * _TWO_23 if subnormal else x
+    i = np.int32(f32_bits(xs) - _SQRT_HALF_BITS)
+    e = np.int32((i >> 23) - (23 if subnormal else 0))
+    f = bits_f32((i & 0x7FFFFF) + _SQRT_HALF_BITS) - f32(1.0)     # x = 2**e * (1 + f)
+    p = fma_f32(fma_f32(fma_f32(fma_f32(_LOG_C8, f, _LOG_C7), f, _LOG_C6), f, _LOG_C5), f, _LOG_C4)
+    p = fma_f32(fma_f32(fma_f32(fma_f32(p, f, _LOG_C3), f, _LOG_C2), f, _LOG_C1), f, _LOG_C0)
+    ef = f32(e)
+    corr = fma_f32(f * f, fma_f32(f, p, f32(-0.5)), ef * _LN2_LO16)   # log1p(f) - f + e * ln2_lo
+    hi = ef * _LN2_HI16
+    s = hi + f                                         # Fast2Sum: |hi| >= |f| unless hi == 0
+    y = s + (((hi - s) + f) + corr)
+    y = y if x < _INF else x
+    y = -_INF if x == f32(0.0) else y
+    return _NAN if x < f32(0.0) else y
