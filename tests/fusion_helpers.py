@@ -91,7 +91,7 @@ def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
 
 
 __all__ = ["F32", "F16", "options", "Builder", "t", "interpret", "verify", "fuse_all", "composites",
-           "ops_of", "random_inputs", "kernel_count", "softmax", "layer_norm", "gelu"]
+           "ops_of", "random_inputs", "kernel_count", "softmax", "layer_norm", "gelu", "bert_layer"]
 
 
 # --- expanded composite ops, written by hand as the expanders produce them ---
@@ -121,3 +121,23 @@ def gelu(g: Builder, x: Value) -> Value:
                  g.const(0.7978845608028654, dtype))
     return g.op("Mul", g.op("Mul", x, g.const(0.5, dtype)),
                 g.op("Add", g.op("Tanh", inner), g.const(1.0, dtype)))
+
+
+def bert_layer(batch: int = 2, seq: int = 8, hidden: int = 64, heads: int = 4):
+    """A BERT encoder layer (attention, LayerNorm, GeLU feed-forward) with its composite ops unexpanded."""
+    d = hidden // heads
+    g = Builder(t(batch * seq, hidden), *[t(hidden, hidden), t(hidden)] * 4, t(hidden), t(hidden),
+                t(hidden, 4 * hidden), t(4 * hidden), t(4 * hidden, hidden), t(hidden), t(hidden), t(hidden))
+    x, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, w1, c1, w2, c2, g2, b2 = g.inputs
+
+    def split_heads(v):
+        return g.op("Transpose", g.op("Reshape", v, shape=(batch, seq, heads, d)), perm=(0, 2, 1, 3))
+
+    q, k, v = (split_heads(g.op("BiasAdd", g.op("MatMul", x, w), b)) for w, b in ((wq, bq), (wk, bk), (wv, bv)))
+    probs = g.op("Softmax", g.op("Mul", g.op("BatchMatMul", q, k, transpose_b=True), g.const(d ** -0.5)))
+    ctx = g.op("Reshape", g.op("Transpose", g.op("BatchMatMul", probs, v), perm=(0, 2, 1, 3)),
+               shape=(batch * seq, hidden))
+    h1 = g.op("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ctx, wo), bo), x), g1, b1)[0]
+    ff = g.op("GeLU", g.op("BiasAdd", g.op("MatMul", h1, w1), c1))
+    out = g.op("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ff, w2), c2), h1), g2, b2)[0]
+    return g.graph(out)

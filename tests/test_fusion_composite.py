@@ -1,7 +1,7 @@
 """Composite fusion: kernel counts of the issue's workloads, flags that change them, fused == unfused."""
 import pytest
 
-from fusion_helpers import (Builder, F16, composites, fuse_all, gelu, interpret, kernel_count,
+from fusion_helpers import (Builder, F16, bert_layer, composites, fuse_all, gelu, interpret, kernel_count,
                             layer_norm, ops_of, options, random_inputs, softmax, t)
 from tolerance import assert_close
 from graphkernel.expanders import expand
@@ -197,3 +197,19 @@ def test_every_refused_candidate_has_a_reason():
     assert refused and all(r.reason.strip() for r in refused)
     assert all(r.stage in ("fuse_basic", "composite") for r in opts.log)
     assert all(str(r).startswith("[") for r in opts.log)
+
+
+def test_bert_layer_keeps_matmuls_out_and_fuses_softmax_layernorm_gelu():
+    graph = expand(bert_layer(), options())
+    opts = options()
+    _, final = fuse_all(graph, opts)
+    kinds = [n.op for n in final.nodes if n.op != "Const"]
+    assert kinds.count("MatMul") == 6 and kinds.count("BatchMatMul") == 2
+    for comp in composites(final):
+        assert not {"MatMul", "BatchMatMul", "Reshape", "Transpose"} & set(ops_of(comp))
+    fused_ops = [set(ops_of(c)) for c in composites(final)]
+    assert sum("Exp" in ops and "ReduceMax" in ops for ops in fused_ops) == 1      # the Softmax
+    assert sum("Tanh" in ops for ops in fused_ops) == 1                            # bias + GeLU
+    assert sum("Sqrt" in ops and "ReduceSum" in ops for ops in fused_ops) == 2     # the two LayerNorms
+    assert kernel_count(final) < kernel_count(graph) // 2
+    check_values(graph, final, rtol_scale=10)

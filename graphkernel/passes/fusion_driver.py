@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ir.graph import Graph, Node
-from kernels.fusible import Unsupported
+from kernels.fusible import unsupported_reason
 from graphkernel.options import CompileOptions
 from graphkernel.passes.cost_model import Estimate, estimate, refusal_reason, score
 from graphkernel.passes.fusion_rules import can_fuse
@@ -32,14 +32,6 @@ from graphkernel.passes.fusion_utils import (build_composite, compute_ops, creat
                                              fuse_groups, live_set, node_users)
 
 MAX_ROUNDS = 50
-
-
-def kernel_figures(merged: Graph, opts: CompileOptions) -> dict:
-    """The cost model's figures of `merged` for the log, when it is a kernel at all."""
-    try:
-        return estimate(merged, opts.core_num, stitch=opts.stitch_fusion).figures("fused")
-    except Unsupported:
-        return {}
 
 
 def label(members: list[Node]) -> str:
@@ -71,11 +63,18 @@ class Clusters:
         node, _ = build_composite(nodes, escaping_values(self.graph, nodes))
         return node.subgraph
 
-    def estimate(self, nodes: list[Node], opts: CompileOptions) -> Estimate:
+    def estimate(self, nodes: list[Node], opts: CompileOptions, subgraph: Graph | None = None) -> Estimate:
         key = tuple(nodes)
         if key not in self._estimates:
-            self._estimates[key] = estimate(self.subgraph(nodes), opts.core_num, stitch=opts.stitch_fusion)
+            sub = subgraph if subgraph is not None else self.subgraph(nodes)
+            self._estimates[key] = estimate(sub, opts.core_num, stitch=opts.stitch_fusion)
         return self._estimates[key]
+
+    def figures(self, nodes: list[Node], opts: CompileOptions, subgraph: Graph) -> dict:
+        """The cost model's figures of the kernel `nodes` would make, for the log (none if no kernel)."""
+        if unsupported_reason(subgraph) is not None:
+            return {}
+        return self.estimate(nodes, opts, subgraph).figures("fused")
 
     def groups(self) -> list[list[Node]]:
         return [m for m in self.members.values() if len(m) > 1]
@@ -114,17 +113,18 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions, stage:
     """Decide one candidate (producer cluster a into consumer cluster b) and log it."""
     ma, mb = clusters.members[a], clusters.members[b]
     names = (label(ma), label(mb))
-    merged = clusters.subgraph(sorted(ma + mb, key=clusters.position.__getitem__))
+    merged_nodes = sorted(ma + mb, key=clusters.position.__getitem__)
+    merged = clusters.subgraph(merged_nodes)
     reason = can_fuse(ma, mb, merged, opts, in_pass, pass_name)
     if reason is not None:
-        opts.log.add(stage, names, False, reason, **kernel_figures(merged, opts))
+        opts.log.add(stage, names, False, reason, **clusters.figures(merged_nodes, opts, merged))
         return False
     if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
         opts.log.add(stage, names, False, "merging would create a cycle (a path leaves the pair and "
                      "comes back through another kernel)")
         return False
     parts = [clusters.estimate(ma, opts), clusters.estimate(mb, opts)]
-    fused = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
+    fused = clusters.estimate(merged_nodes, opts, merged)
     saved = score(parts, fused)
     figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
                "saved_us": round(saved * 1e6, 3)}

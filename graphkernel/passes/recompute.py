@@ -66,8 +66,13 @@ def _structure(node: Node):
 
 
 def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: CompileOptions) -> Graph | None:
+    kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping_values(graph, [producer])]
+    if not kept and len(users) < 2:
+        return None  # moving a whole producer into its only reader is fusion: composite fusion's call
+    if admit(producer, opts, is_fusible, "recompute") is not None:
+        return None  # not a kernel we generate: nothing to recompute
     names = (f"{label([producer])}#{v.index}", "+".join(label([u]) for u in users))
-    for n in [producer, *users]:
+    for n in users:
         reason = admit(n, opts, is_fusible, "recompute")
         if reason is not None:
             opts.log.add(STAGE, names, False, f"recompute: {reason}")
@@ -79,7 +84,6 @@ def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: Compil
                      f"(a reduction, or more than {RECOMPUTE_MAX_OPS} ops)")
         return None
 
-    kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping_values(graph, [producer])]
     rest, rest_map = restrict(producer, kept) if kept else (None, {})
     new_users: dict[Node, tuple[Node, dict[Value, Value]]] = {}
     for u in users:
