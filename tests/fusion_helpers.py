@@ -15,10 +15,12 @@ from graphkernel.passes.fusion_utils import kernel_count
 F32, F16 = DType.float32, DType.float16
 
 
-def options(flags: str = "", opt_level: int | None = None, core_num: int = 32) -> CompileOptions:
+def options(flags: str = "", opt_level: int | None = None, core_num: int = 32,
+            switched_off: tuple[str, ...] = ()) -> CompileOptions:
+    """Fusion on, with these graph_kernel_flags and the fusion_switch_file names turned off."""
     text = flags + (f" --opt_level={opt_level}" if opt_level is not None else "")
     return CompileOptions(enable_graph_kernel=True, flags=parse_flags(text, read_env=False),
-                          core_num=core_num, log=FusionLog())
+                          core_num=core_num, fusion_switch_off=frozenset(switched_off), log=FusionLog())
 
 
 class Builder:

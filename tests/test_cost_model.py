@@ -118,7 +118,7 @@ def test_stitch_fusion_allows_rows_larger_than_the_ub_and_counts_the_rereads():
     _, final = fuse_all(graph, stitched)
     assert kernel_count(final) == 1
     (comp,) = composites(final)
-    est = estimate(comp.subgraph, 32, stitch=True)
+    est = estimate(comp.subgraph, 32)
     assert not est.fits_ub and est.bytes == 3 * 2 * 100000 * 4  # x read in both phases, out written
     assert kernel_count(fuse_all(graph, options(opt_level=3))[1]) == 1
 

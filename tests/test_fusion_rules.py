@@ -1,7 +1,7 @@
 """Fusion legality on its own: can_fuse's early returns, each with its one-line reason."""
 import pytest
 
-from fusion_helpers import Builder, options, t
+from fusion_helpers import Builder, fuse_all, kernel_count, options, softmax, t
 from graphkernel.passes.basic_fusion import is_basic
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_rules import can_fuse, reduce_depth
@@ -66,3 +66,39 @@ def test_reduce_depth_counts_ops_before_the_deepest_reduction():
     s2 = g.op("ReduceMax", g.op("Sub", y, s), axis=(1,), keep_dims=True)
     node, _ = build_composite(list(g.graph(s2).nodes), {s2})
     assert reduce_depth(node.subgraph) == 4  # Abs, Neg, ReduceSum, Sub before ReduceMax
+
+
+# --- fusion_switch_file's UBFusion names ---
+
+def softmax_graph(row=64):
+    g = Builder(t(4, row))
+    return g.graph(softmax(g, g.inputs[0]))
+
+
+def test_reduce_fusion_off_keeps_reductions_in_kernels_of_their_own():
+    graph = softmax_graph()
+    assert kernel_count(fuse_all(graph, options())[1]) == 1
+    opts = options(switched_off=("reduce_fusion",))
+    _, final = fuse_all(graph, opts)
+    assert [n.op for n in final.nodes if n.op != "Const"] == ["ReduceMax", "Composite", "ReduceSum", "RealDiv"]
+    assert any("reduce_fusion is off" in r.reason for r in opts.log)
+
+
+def test_broadcast_fusion_off_keeps_broadcasting_ops_out():
+    g = Builder(t(4, 64), t(64))
+    x, b = g.inputs
+    graph = g.graph(g.op("Mul", g.op("Add", x, b), g.const(2.0)))
+    assert kernel_count(fuse_all(graph, options())[1]) == 1
+    opts = options(switched_off=("broadcast_fusion",))
+    _, final = fuse_all(graph, opts)
+    assert kernel_count(final) == 2
+    assert any("Add broadcasts an input: broadcast_fusion is off" in r.reason for r in opts.log)
+
+
+def test_stitch_fusion_off_by_switch_even_at_opt_level_3():
+    graph = softmax_graph(row=100000)
+    assert kernel_count(fuse_all(graph, options(opt_level=3))[1]) < 5
+    opts = options(opt_level=3, switched_off=("stitch_fusion",))
+    _, final = fuse_all(graph, opts)
+    assert any("stitch fusion is off" in r.reason for r in opts.log)
+    assert kernel_count(final) == kernel_count(fuse_all(graph, options(opt_level=2))[1])

@@ -71,11 +71,11 @@ def _single_core(graph: Graph) -> bool:
     return any(n.op == "ReduceSum" and n.inputs[0].dtype == DType.float16 for n in graph.nodes)
 
 
-def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM, *, stitch: bool = False) -> Estimate:
+def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
     """The predicted time and figures of one kernel computing `graph` (a composite's subgraph).
 
-    `stitch`: the kernel may keep its rows out of the UB (stitch fusion); otherwise a row that does not
-    fit is still estimated as if stitched, and `fits_ub` says it does not fit.
+    A kernel whose live rows do not fit the UB is estimated as stitched (rows recomputed and re-read
+    per phase) and says so with `fits_ub=False`; whether it may exist is the legality check's call.
     """
     ks = analyze(graph)
     total = int(np.prod(ks.shape, dtype=np.int64)) if ks.shape else 1

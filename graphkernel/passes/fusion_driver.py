@@ -67,7 +67,7 @@ class Clusters:
         key = tuple(nodes)
         if key not in self._estimates:
             sub = subgraph if subgraph is not None else self.subgraph(nodes)
-            self._estimates[key] = estimate(sub, opts.core_num, stitch=opts.stitch_fusion)
+            self._estimates[key] = estimate(sub, opts.core_num)
         return self._estimates[key]
 
     def figures(self, nodes: list[Node], opts: CompileOptions, subgraph: Graph) -> dict:

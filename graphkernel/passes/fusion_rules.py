@@ -26,6 +26,16 @@ from graphkernel.passes.fusion_utils import build_composite, primitives
 OpFilter = Callable[[Node], bool]
 
 
+def stitch_enabled(opts: CompileOptions) -> bool:
+    """Stitch fusion: opt_level 3 or --enable_stitch_fusion, unless fusion_switch_file turns it off."""
+    return opts.stitch_fusion and "stitch_fusion" not in opts.fusion_switch_off
+
+
+def broadcasts(node: Node) -> bool:
+    """The node spreads a non-scalar input over a larger shape (BroadcastTo, or numpy broadcasting)."""
+    return any(v.type.size > 1 and v.shape != out.shape for v in node.inputs for out in node.outputs)
+
+
 def admit(node: Node, opts: CompileOptions, in_pass: OpFilter, pass_name: str) -> str | None:
     """Why `node` may not be put into a composite by this pass, or None."""
     for prim in primitives(node):
@@ -42,6 +52,10 @@ def admit(node: Node, opts: CompileOptions, in_pass: OpFilter, pass_name: str) -
             return f"{prim.op} is INJECTIVE and stays out of composites (the executor runs it as a view)"
         if not opts.cluster_enabled(prim.op):
             return f"{prim.op} is disabled by the *_cluster_ops flags"
+        if d.pattern == Pattern.REDUCE and "reduce_fusion" in opts.fusion_switch_off:
+            return f"{prim.op}: reduce_fusion is off (fusion_switch_file UBFusion)"
+        if "broadcast_fusion" in opts.fusion_switch_off and broadcasts(prim):
+            return f"{prim.op} broadcasts an input: broadcast_fusion is off (fusion_switch_file UBFusion)"
         if node.subgraph is None and not in_pass(prim):
             return f"{prim.op} is not an op of {pass_name}"
     return None
@@ -86,8 +100,8 @@ def kernel_reason(merged: Graph, opts: CompileOptions) -> str | None:
     reason = unsupported_reason(merged)
     if reason is not None:
         return f"not one kernel: {reason}"
-    est = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
-    if not est.fits_ub and not opts.stitch_fusion:
+    est = estimate(merged, opts.core_num)
+    if not est.fits_ub and not stitch_enabled(opts):
         return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
                 "(reduce-then-broadcast row does not fit; stitch fusion is off)")
     return None
@@ -96,6 +110,6 @@ def kernel_reason(merged: Graph, opts: CompileOptions) -> str | None:
 def kernel_estimate(node: Node, opts: CompileOptions) -> Estimate:
     """The cost model's estimate of one top-level kernel (a composite, or a primitive on its own)."""
     if node.subgraph is not None:
-        return estimate(node.subgraph, opts.core_num, stitch=opts.stitch_fusion)
+        return estimate(node.subgraph, opts.core_num)
     single, _ = build_composite([node], set(node.outputs))
-    return estimate(single.subgraph, opts.core_num, stitch=opts.stitch_fusion)
+    return estimate(single.subgraph, opts.core_num)

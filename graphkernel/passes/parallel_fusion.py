@@ -67,7 +67,7 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> boo
         return refuse("one reads the other (not independent)")
     if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
         return refuse("merging would create a cycle")
-    fused = estimate(merged, opts.core_num, stitch=opts.stitch_fusion)
+    fused = estimate(merged, opts.core_num)
     saved = score(parts, fused)
     figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
                "saved_us": round(saved * 1e6, 3)}
