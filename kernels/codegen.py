@@ -10,7 +10,8 @@ sequential one); arrays are flat arguments, sizes, block_dim and the tile are ru
     rows          reductions: a unit is one position of the kept axes; each block takes a share of
                   the units and walks them `tile` at a time; per unit, one sweep ("pass") over the
                   reduce axes per phase (Softmax: max, sum of exp, output), reductions accumulated in
-                  8 independent lanes combined in a fixed tree
+                  `lanes` (64) independent accumulators, element j in lane j % lanes, folded in a
+                  fixed tree; the chunk loop over lanes vectorizes without reassociating anything
     split         one-pass reductions of a long row over few units: the row is cut into chunks of
                   `tile` elements, a fixed size (never derived from block_dim or threads), each chunk
                   reduced on its own into a partial, the partials folded in chunk order afterwards
@@ -27,7 +28,7 @@ from ir.ops import Pattern, get
 from kernels.emitters import EMITTERS, NP_NAME, REDUCERS, Operands, const_literal, math_functions
 from kernels.layout import KernelSpec
 
-LANES = 8
+LANES = 64  # accumulator lanes of a reduction: a fixed power of two (never from block_dim)
 VARIANTS = ("elementwise", "rows", "split")
 
 
@@ -152,7 +153,7 @@ class _Kernel:
         return (self.spec.has_reduce and ref[0] == "v" and self.spec.nodes[ref[1]].reduced
                 and self.spec.phase_of(ref) >= 1)
 
-    def emit_lane(self, targets, lane: str, index: str, loaded: set) -> dict:
+    def emit_lane(self, targets, lane: str, index: str, loaded: set, prefix: str = "t") -> dict:
         """Statements computing `targets` (refs) for one element; returns ref -> expression."""
         exprs: dict = {}
 
@@ -163,7 +164,7 @@ class _Kernel:
                 i = ref[1]
                 if self.inner_present(f"in{i}"):
                     name = f"x{i}_{lane}"
-                    self.w(f"{name} = t_in{i}[{index}]")
+                    self.w(f"{name} = {prefix}_in{i}[{index}]")
                 else:
                     loaded.add(i)
                     name = f"x{i}"
@@ -188,7 +189,7 @@ class _Kernel:
             self.w(f"c{n} = {const_literal(node.attrs[0][2], node.dtypes[0])}")
 
     def signature(self, name: str) -> str:
-        args = [b for b, _ in self.buffers] + self.dims + ["block_dim", "tile"]
+        args = [b for b, _ in self.buffers] + self.dims + ["block_dim", "tile", "lanes"]
         return f"def {name}({', '.join(args)}):"
 
     def docstring(self, name: str) -> None:
@@ -275,14 +276,16 @@ class _Reduction(_Kernel):
         node = self.spec.nodes[n]
         return REDUCERS[node.op].acc_dtype(node.in_dtypes[0])
 
-    def finish_lanes(self, n: int) -> str:
-        """The fixed combine tree of the 8 lanes of reduction n."""
+    def emit_finish_lanes(self, n: int, target: str) -> None:
+        """Fold the lanes of reduction n in a fixed tree (lane k with lane k + h, h halving)."""
         combine = REDUCERS[self.spec.nodes[n].op].combine
-        dtype = self.acc_dtype(n)
-        level = [f"a{n}_{lane}" for lane in range(LANES)]
-        while len(level) > 1:
-            level = [combine(level[i], level[i + 1], dtype) for i in range(0, len(level), 2)]
-        return level[0]
+        w = self.w
+        w("h = lanes // 2")
+        with w.block("while h >= 1:"):
+            with w.block("for k in range(h):"):
+                w(f"acc{n}[k] = {combine(f'acc{n}[k]', f'acc{n}[k + h]', self.acc_dtype(n))}")
+            w("h //= 2")
+        w(f"{target} = acc{n}[0]")
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
@@ -331,35 +334,42 @@ class _Reduction(_Kernel):
         return found
 
     def emit_sweep(self, reds, outs, refs, length: str) -> None:
-        """The 8-lane loop over `length` elements of the inner reduce axis, then the tail."""
+        """One sweep over `length` elements of the inner reduce axis. With reductions, element j
+        goes to lane j % lanes, chunk by chunk (the chunk loop vectorizes: lanes are independent);
+        without, a plain loop from 0."""
         w, spec = self.w, self.spec
         used_inputs = self.inputs_of(refs)
+        sliced = []
         for buf, pres in self.buffers:
             if (buf.startswith("in") and int(buf[2:]) in used_inputs) or \
                     (buf.startswith("out") and int(buf[3:]) in outs):
                 if pres[self.inner]:
                     w(f"t_{buf} = {self.slice_expr(buf, length)}")
+                    sliced.append(buf)
                 elif buf.startswith("in"):
                     w(f"x{buf[2:]} = {buf}[o_{buf}]")
-        w(f"m8 = {length} - {length} % {LANES}")
-        with w.block(f"for j in range(0, m8, {LANES}):"):
-            for lane in range(LANES):
-                self.emit_element(reds, outs, refs, str(lane), f"j + {lane}" if lane else "j")
-        with w.block(f"for j in range(m8, {length}):"):
-            self.emit_element(reds, outs, refs, "0", "j")
+        if not reds:
+            with w.block(f"for j in range({length}):"):
+                self.emit_element(reds, outs, refs, "t", "j")
+            return
+        with w.block(f"for q in range(0, {length}, lanes):"):
+            w(f"cnt = min(lanes, {length} - q)")
+            for buf in sliced:
+                w(f"s_{buf} = t_{buf}[q:q + cnt]")
+            with w.block("for k in range(cnt):"):
+                self.emit_element(reds, outs, refs, "s", "k")
 
-    def emit_element(self, reds, outs, refs, lane: str, index: str) -> None:
-        exprs = self.emit_lane(refs, lane, index, set())
+    def emit_element(self, reds, outs, refs, prefix: str, index: str) -> None:
+        exprs = self.emit_lane(refs, "", index, set(), prefix)
         for n in reds:
             node = self.spec.nodes[n]
             combine = REDUCERS[node.op].combine
-            acc = f"a{n}_{lane}"
             val = exprs[node.args[0]]
             if self.acc_dtype(n) != node.in_dtypes[0]:
                 val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
-            self.w(f"{acc} = {combine(acc, val, self.acc_dtype(n))}")
+            self.w(f"acc{n}[k] = {combine(f'acc{n}[k]', val, self.acc_dtype(n))}")
         for k in outs:
-            target = f"t_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
+            target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
             self.w(f"{target} = {exprs[self.spec.results[k]]}")
 
     def inputs_of(self, refs) -> set[int]:
@@ -378,10 +388,16 @@ class _Reduction(_Kernel):
             walk(r)
         return found
 
+    def alloc_lanes(self) -> None:
+        """Per block: one array of `lanes` accumulators per reduction."""
+        for n in self.reductions:
+            self.w(f"acc{n} = np.empty(lanes, {NP_NAME[self.acc_dtype(n)]})")
+
     def init_lanes(self, reds) -> None:
         for n in reds:
             ident = REDUCERS[self.spec.nodes[n].op].identity(self.acc_dtype(n))
-            self.w(" = ".join(f"a{n}_{lane}" for lane in range(LANES)) + f" = {ident}")
+            with self.w.block("for k in range(lanes):"):
+                self.w(f"acc{n}[k] = {ident}")
 
     def write_reduced_outputs(self, phase: int) -> None:
         spec = self.spec
@@ -419,6 +435,7 @@ class _Rows(_Reduction):
             m = self.dims[self.inner]
             with w.block(self.emit_grid_header(units)):
                 self.emit_block_span()
+                self.alloc_lanes()
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for p in range(t0, min(t0 + tile, stop)):"):
                         self.emit_unit_start("p")
@@ -445,7 +462,8 @@ class _Rows(_Reduction):
             self.emit_offsets(bufs, {}, None)
             self.emit_sweep(reds, outs, refs, m)
         for n in reds:
-            w(f"u{n} = {self.cast_result(n, self.finish_lanes(n))}")
+            self.emit_finish_lanes(n, f"r{n}")
+            w(f"u{n} = {self.cast_result(n, f'r{n}')}")
             self.have_unit.add(n)
         self.write_reduced_outputs(j + 1)
 
@@ -467,6 +485,7 @@ class _Split(_Reduction):
                 w(f"part{n} = np.empty({units} * nch, {NP_NAME[self.acc_dtype(n)]})")
             with w.block(self.emit_grid_header(f"{units} * nch")):
                 self.emit_block_span()
+                self.alloc_lanes()
                 with w.block("for u in range(start, stop):"):
                     w("p = u // nch")
                     w("q0 = (u - p * nch) * tile")
@@ -476,7 +495,7 @@ class _Split(_Reduction):
                     self.emit_offsets(self.pass_buffers(refs, outs), {}, "q0")
                     self.emit_sweep(reds, outs, refs, "qn")
                     for n in reds:
-                        w(f"part{n}[u] = {self.finish_lanes(n)}")
+                        self.emit_finish_lanes(n, f"part{n}[u]")
             with w.block(f"for p in range({units}):"):
                 self.emit_unit_start("p")
                 for n in reds:

@@ -27,7 +27,7 @@ from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, evaluate, get
 from kernels import aicore
 from kernels.cache import get_kernel
-from kernels.codegen import render, split_supported
+from kernels.codegen import LANES, render, split_supported
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS
 from kernels.executor import KernelInfo, Program, Step, Storage
@@ -188,13 +188,13 @@ class _Builder:
         parallel = block_dim > 1
         name, source = render(spec, variant, parallel)
         fn = get_kernel(name, name, source, parallel,
-                        signature(dtypes, len(sizes) + 2), self.cfg.cache_mode, self.cfg.cache_dir)
+                        signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
         info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in ext), node.types,
                           "device", source, variant)
         return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node),
-                    extra=tuple(sizes) + (block_dim, tile), parallel=parallel,
+                    extra=tuple(sizes) + (block_dim, tile, LANES), parallel=parallel,
                     values_in=tuple(ext), values_out=node.outputs)
 
     # --- outputs -------------------------------------------------------------------------

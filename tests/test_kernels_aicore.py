@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kernels import aicore
-from kernels.codegen import render
+from kernels.codegen import LANES, render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
 from kernels.lower import choose_launch
@@ -73,7 +73,7 @@ def run_in_python(graph, arrays, block_dim, tile):
     counts = [np.zeros(o.size, np.int64) for o in outs]
     ins = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     tile = default_tile if variant == "split" else tile  # the split chunk is fixed by design
-    namespace[name](*ins, *[Counting(o, c) for o, c in zip(outs, counts)], *sizes, block_dim, tile)
+    namespace[name](*ins, *[Counting(o, c) for o, c in zip(outs, counts)], *sizes, block_dim, tile, LANES)
     return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)], counts, variant
 
 
