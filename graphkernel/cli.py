@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     demo.add_argument("--repeat", type=int, default=200, help="calls timed per net (median reported)")
     demo.set_defaults(run=_demo)
+    from graphkernel.onnx.run import add_run_parser
+    add_run_parser(sub)
     return parser
 
 

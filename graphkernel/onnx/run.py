@@ -1,0 +1,156 @@
+"""`graphkernel run MODEL.onnx`: compile an ONNX model, run it, print outputs, kernels and step time.
+
+    graphkernel run model.onnx --random                 random inputs of the declared shapes
+    graphkernel run model.onnx --inputs in.npz          inputs by name (or arr_0, arr_1, ... in order)
+    graphkernel run model.onnx --no-graph-kernel --device-target CPU --repeat 50
+    graphkernel run model.onnx --dim batch=4            a size for a dynamic dim, for --random
+    graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile
+
+Prints each output's name, dtype, shape and checksum (the float64 sum and the mean of |x|), the kernel
+table (name, op types, block_dim, shapes) and the median step time of --repeat calls after a warm-up
+call that compiles. Errors a user can cause exit with status 2 and one line on stderr (cli.main).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from graphkernel.onnx.types import OnnxInputError
+
+
+def add_run_parser(sub) -> None:
+    p = sub.add_parser("run", help="compile and run an ONNX model: outputs, kernel table, step time",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (or arr_0, ...)")
+    source.add_argument("--random", action="store_true", help="random inputs (the default)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                   help="size of a named dynamic dim for --random (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--no-graph-kernel", action="store_true", help="run with graph-kernel fusion off")
+    p.add_argument("--save-graphs", metavar="DIR", help="write the stage dumps (.dot) into DIR")
+    p.add_argument("--flags", default="", metavar='"--key=value ..."', help="graph_kernel_flags")
+    p.add_argument("--profile", action="store_true", help="time every kernel of the timed calls")
+    p.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls (median reported)")
+    p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
+    p.set_defaults(run=run_command)
+
+
+def _dims(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        name, _, size = pair.partition("=")
+        if not name or not size.isdigit():
+            raise OnnxInputError(f"--dim {pair!r}: expected NAME=SIZE with a non-negative integer size")
+        out[name] = int(size)
+    return out
+
+
+def read_inputs(path: str, cell) -> list:
+    """Tensors for the model's inputs from an .npz file: by input name, else arr_0, arr_1, ... in order."""
+    from graphkernel.tensor import Tensor
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError) as e:
+        raise OnnxInputError(f"cannot read inputs from {path!r}: {e}") from None
+    names = cell.input_names
+    positional = [f"arr_{i}" for i in range(len(names))]
+    keys = names if set(names) <= set(arrays) else positional if set(positional) <= set(arrays) else None
+    if keys is None:
+        missing = [n for n in names if n not in arrays]
+        raise OnnxInputError(f"{path}: no array for input(s) {', '.join(map(repr, missing))} "
+                             f"(the file has {', '.join(map(repr, arrays)) or 'no arrays'})")
+    extra = sorted(set(arrays) - set(keys))
+    if extra:
+        raise OnnxInputError(f"{path}: array(s) {', '.join(map(repr, extra))} match no model input "
+                             f"(inputs: {', '.join(map(repr, names))})")
+    try:
+        return [Tensor(arrays[k]) for k in keys]
+    except Exception as e:  # a dtype we lack: name the input
+        raise OnnxInputError(f"{path}: {e}") from None
+
+
+class KernelTimes:
+    """Receives (kernel, seconds) from the executor's timed runner (Program.profiler)."""
+
+    def __init__(self):
+        self.rows: dict[int, list] = {}   # per launch (several launches may share a kernel)
+
+    def record(self, info, seconds: float) -> None:
+        row = self.rows.setdefault(id(info), [info, 0, 0.0])
+        row[1] += 1
+        row[2] += seconds
+
+
+def _shape(types) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def run_command(args) -> int:
+    from graphkernel import context
+    import graphkernel.onnx as gx
+    if args.repeat < 1:
+        raise OnnxInputError(f"--repeat {args.repeat}: needs at least 1")
+    context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
+                        graph_kernel_flags=args.flags)
+    if args.save_graphs:
+        context.set_context(save_graphs=True, save_graphs_path=args.save_graphs)
+    cell = gx.load(args.model)
+    inputs = read_inputs(args.inputs, cell) if args.inputs else cell.random_inputs(args.seed, _dims(args.dim))
+    start = time.perf_counter()
+    outputs = cell(*inputs)
+    compile_s = time.perf_counter() - start
+    compiled = cell.compile(*inputs)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+
+    spec = cell.spec
+    print(f"model {args.model}: graph {spec.name!r}, opset {spec.opset}, {len(spec.nodes)} nodes; "
+          f"target {args.device_target}, graph kernel {'off' if args.no_graph_kernel else 'on'}")
+    print("inputs:")
+    for name, t in zip(cell.input_names, inputs):
+        print(f"  {name}  {t.dtype.value}{list(t.shape)}")
+    print("outputs:")
+    for name, t in zip(cell.output_names, outputs):
+        a = t.asnumpy()
+        mean_abs = float(np.mean(np.abs(a.astype(np.float64)))) if a.size else 0.0
+        print(f"  {name}  {a.dtype}{list(a.shape)}  checksum sum={float(np.sum(a, dtype=np.float64)):.9g} "
+              f"mean|x|={mean_abs:.9g}")
+    print(f"kernels ({len(compiled.kernels)}):")
+    for k, info in enumerate(compiled.kernels):
+        block = "-" if info.block_dim is None else info.block_dim
+        print(f"  {k:3d}  {info.name}  [{' '.join(info.op_types)}]  block_dim={block}  "
+              f"({_shape(info.inputs)}) -> ({_shape(info.outputs)})")
+
+    times = KernelTimes() if args.profile and compiled.program is not None else None
+    if compiled.program is not None:
+        compiled.program.profiler = times
+    steps = []
+    try:
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            cell(*inputs)
+            steps.append(time.perf_counter() - t0)
+    finally:
+        if compiled.program is not None:
+            compiled.program.profiler = None
+    print(f"step time: median {statistics.median(steps) * 1e3:.3f} ms over {args.repeat} calls "
+          f"(first call, with compile: {compile_s:.2f} s)")
+    if args.profile:
+        _print_profile(times, args.repeat)
+    if compiled.dump_files:
+        print(f"dumps: {len(compiled.dump_files)} files in {args.save_graphs}")
+    return 0
+
+
+def _print_profile(times: KernelTimes | None, repeat: int) -> None:
+    if times is None:
+        print("profile: per-kernel times need the Ascend target (CPU runs the numpy reference op by op)")
+        return
+    print("profile (per kernel, summed over the timed calls):")
+    for info, calls, total in sorted(times.rows.values(), key=lambda row: -row[2]):
+        print(f"  {total / repeat * 1e6:10.1f} us/step  {calls:6d} calls  {info.name}  [{' '.join(info.op_types)}]")
+

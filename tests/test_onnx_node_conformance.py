@@ -1,0 +1,201 @@
+"""Conformance: every ONNX backend node test case (onnx.backend.test.case.node.collect_testcases) whose
+ops graphkernel supports, run with graph-kernel fusion on, against the outputs the case ships.
+
+A case passes when every output has the expected dtype and shape and is within the case's own rtol/atol.
+The cases that cannot pass are listed below, each with its reason: a tensor type graphkernel does not
+support (the test then checks that loading or running it fails with an OnnxImportError naming the type),
+or a non-tensor (sequence, optional) graph input. The module prints "ONNX node conformance: N passed of M"
+at the end; README: "passes N of the M ONNX node tests whose ops graphkernel supports".
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import numpy_helper  # noqa: E402
+
+from graphkernel import Tensor, context  # noqa: E402
+import graphkernel.onnx as gx  # noqa: E402
+
+# case name -> what the rejection names: each case here uses a type graphkernel does not have.
+_UNSUPPORTED = {
+    "INT8": (
+        "test_add_int8", "test_clip_default_int8_min_expanded", "test_clip_default_int8_max_expanded",
+        "test_clip_default_int8_inbounds_expanded", "test_div_int8", "test_equal_int8", "test_greater_int8",
+        "test_less_int8", "test_max_int8", "test_min_int8", "test_mul_int8", "test_sub_int8",
+    ),
+    "INT16": (
+        "test_add_int16", "test_div_int16", "test_equal_int16", "test_greater_int16", "test_less_int16",
+        "test_max_int16", "test_min_int16", "test_mul_int16", "test_sub_int16",
+    ),
+    "UINT8": (
+        "test_add_uint8", "test_div_uint8", "test_equal_uint8", "test_greater_uint8", "test_less_uint8",
+        "test_max_uint8", "test_min_uint8", "test_mul_uint8", "test_sub_uint8",
+    ),
+    "UINT16": (
+        "test_add_uint16", "test_div_uint16", "test_equal_uint16", "test_greater_uint16", "test_less_uint16",
+        "test_max_uint16", "test_min_uint16", "test_mul_uint16", "test_sub_uint16",
+    ),
+    "UINT32": (
+        "test_add_uint32", "test_div_uint32", "test_equal_uint32", "test_greater_uint32", "test_less_uint32",
+        "test_max_uint32", "test_min_uint32", "test_mul_uint32", "test_pow_types_float32_uint32",
+        "test_sub_uint32",
+    ),
+    "UINT64": (
+        "test_add_uint64", "test_div_uint64", "test_equal_uint64", "test_greater_uint64", "test_less_uint64",
+        "test_max_uint64", "test_min_uint64", "test_mul_uint64", "test_pow_types_float32_uint64",
+        "test_sub_uint64",
+    ),
+    "BFLOAT16": (
+        "test_cast_FLOAT_to_BFLOAT16", "test_cast_BFLOAT16_to_FLOAT",
+        "test_castlike_FLOAT_to_BFLOAT16_expanded", "test_castlike_BFLOAT16_to_FLOAT_expanded",
+    ),
+    "FLOAT8E4M3FN": (
+        "test_cast_FLOAT_to_FLOAT8E4M3FN", "test_cast_FLOAT16_to_FLOAT8E4M3FN",
+        "test_cast_FLOAT8E4M3FN_to_FLOAT", "test_cast_FLOAT8E4M3FN_to_FLOAT16",
+        "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN",
+        "test_castlike_FLOAT_to_FLOAT8E4M3FN_expanded", "test_castlike_FLOAT16_to_FLOAT8E4M3FN_expanded",
+        "test_castlike_FLOAT8E4M3FN_to_FLOAT_expanded", "test_castlike_FLOAT8E4M3FN_to_FLOAT16_expanded",
+        "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_expanded",
+        "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_expanded",
+    ),
+    "FLOAT8E4M3FNUZ": (
+        "test_cast_FLOAT_to_FLOAT8E4M3FNUZ", "test_cast_FLOAT16_to_FLOAT8E4M3FNUZ",
+        "test_cast_FLOAT8E4M3FNUZ_to_FLOAT", "test_cast_FLOAT8E4M3FNUZ_to_FLOAT16",
+        "test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FNUZ", "test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FNUZ",
+        "test_castlike_FLOAT_to_FLOAT8E4M3FNUZ_expanded", "test_castlike_FLOAT16_to_FLOAT8E4M3FNUZ_expanded",
+        "test_castlike_FLOAT8E4M3FNUZ_to_FLOAT_expanded", "test_castlike_FLOAT8E4M3FNUZ_to_FLOAT16_expanded",
+        "test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FNUZ_expanded",
+        "test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FNUZ_expanded",
+    ),
+    "FLOAT8E5M2": (
+        "test_cast_FLOAT_to_FLOAT8E5M2", "test_cast_FLOAT16_to_FLOAT8E5M2", "test_cast_FLOAT8E5M2_to_FLOAT",
+        "test_cast_FLOAT8E5M2_to_FLOAT16", "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2",
+        "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2", "test_castlike_FLOAT_to_FLOAT8E5M2_expanded",
+        "test_castlike_FLOAT16_to_FLOAT8E5M2_expanded", "test_castlike_FLOAT8E5M2_to_FLOAT_expanded",
+        "test_castlike_FLOAT8E5M2_to_FLOAT16_expanded",
+        "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2_expanded",
+        "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2_expanded",
+    ),
+    "FLOAT8E5M2FNUZ": (
+        "test_cast_FLOAT_to_FLOAT8E5M2FNUZ", "test_cast_FLOAT16_to_FLOAT8E5M2FNUZ",
+        "test_cast_FLOAT8E5M2FNUZ_to_FLOAT", "test_cast_FLOAT8E5M2FNUZ_to_FLOAT16",
+        "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2FNUZ", "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2FNUZ",
+        "test_castlike_FLOAT_to_FLOAT8E5M2FNUZ_expanded", "test_castlike_FLOAT16_to_FLOAT8E5M2FNUZ_expanded",
+        "test_castlike_FLOAT8E5M2FNUZ_to_FLOAT_expanded", "test_castlike_FLOAT8E5M2FNUZ_to_FLOAT16_expanded",
+        "test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2FNUZ_expanded",
+        "test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2FNUZ_expanded",
+    ),
+    "UINT4": (
+        "test_cast_FLOAT_to_UINT4", "test_cast_FLOAT16_to_UINT4", "test_cast_UINT4_to_FLOAT",
+        "test_cast_UINT4_to_FLOAT16", "test_cast_UINT4_to_UINT8", "test_castlike_FLOAT_to_UINT4_expanded",
+        "test_castlike_FLOAT16_to_UINT4_expanded", "test_castlike_UINT4_to_FLOAT_expanded",
+        "test_castlike_UINT4_to_FLOAT16_expanded", "test_castlike_UINT4_to_UINT8_expanded",
+    ),
+    "INT4": (
+        "test_cast_FLOAT_to_INT4", "test_cast_FLOAT16_to_INT4", "test_cast_INT4_to_FLOAT",
+        "test_cast_INT4_to_FLOAT16", "test_cast_INT4_to_INT8", "test_castlike_FLOAT_to_INT4_expanded",
+        "test_castlike_FLOAT16_to_INT4_expanded", "test_castlike_INT4_to_FLOAT_expanded",
+        "test_castlike_INT4_to_FLOAT16_expanded", "test_castlike_INT4_to_INT8_expanded",
+    ),
+    "FLOAT4E2M1": (
+        "test_cast_FLOAT4E2M1_to_FLOAT", "test_cast_FLOAT4E2M1_to_FLOAT16", "test_cast_FLOAT_to_FLOAT4E2M1",
+        "test_cast_FLOAT16_to_FLOAT4E2M1", "test_castlike_FLOAT4E2M1_to_FLOAT_expanded",
+        "test_castlike_FLOAT4E2M1_to_FLOAT16_expanded", "test_castlike_FLOAT_to_FLOAT4E2M1_expanded",
+        "test_castlike_FLOAT16_to_FLOAT4E2M1_expanded",
+    ),
+    "UINT2": (
+        "test_cast_FLOAT_to_UINT2", "test_cast_FLOAT16_to_UINT2", "test_cast_UINT2_to_FLOAT",
+        "test_cast_UINT2_to_FLOAT16", "test_cast_UINT2_to_UINT8", "test_castlike_FLOAT_to_UINT2_expanded",
+        "test_castlike_FLOAT16_to_UINT2_expanded", "test_castlike_UINT2_to_FLOAT_expanded",
+        "test_castlike_UINT2_to_FLOAT16_expanded", "test_castlike_UINT2_to_UINT8_expanded",
+    ),
+    "INT2": (
+        "test_cast_FLOAT_to_INT2", "test_cast_FLOAT16_to_INT2", "test_cast_INT2_to_FLOAT",
+        "test_cast_INT2_to_FLOAT16", "test_cast_INT2_to_INT8", "test_castlike_FLOAT_to_INT2_expanded",
+        "test_castlike_FLOAT16_to_INT2_expanded", "test_castlike_INT2_to_FLOAT_expanded",
+        "test_castlike_INT2_to_FLOAT16_expanded", "test_castlike_INT2_to_INT8_expanded",
+    ),
+    "FLOAT8E8M0": (
+        "test_cast_e8m0_FLOAT_to_FLOAT8E8M0", "test_cast_e8m0_FLOAT16_to_FLOAT8E8M0",
+        "test_cast_e8m0_FLOAT8E8M0_to_FLOAT", "test_cast_e8m0_FLOAT8E8M0_to_FLOAT16",
+    ),
+    "STRING": (
+        "test_equal_string", "test_equal_string_broadcast",
+    ),
+    "sequence_type": (
+        "test_identity_sequence",
+    ),
+    "optional_type": (
+        "test_identity_opt",
+    ),
+}
+EXPECTED_REJECTION = {name: what for what, names in _UNSUPPORTED.items() for name in names}
+
+
+def _collect():
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the case generators warn about overflows they mean
+        cases = collect_testcases()
+    ops = set(gx.supported_ops())
+    return [c for c in cases if all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in c.model.graph.node)]
+
+
+CASES = _collect()
+RESULTS = {"passed": 0, "rejected": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary(request):
+    yield
+    line = (f"ONNX node conformance: {RESULTS['passed']} passed of {len(CASES)} cases whose ops graphkernel "
+            f"supports ({RESULTS['rejected']} rejected for their types, as listed)")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + line)
+
+
+def _array(a):
+    return numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else np.asarray(a)
+
+
+def _run(case):
+    cell = gx.load(case.model)
+    for inputs, expected in case.data_sets:
+        got = cell(*[Tensor(_array(a)) for a in inputs])
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
+        for name, g, e in zip(cell.output_names, got, expected):
+            g, e = g.asnumpy(), _array(e)
+            assert g.dtype == e.dtype, f"output {name}: dtype {g.dtype}, expected {e.dtype}"
+            assert g.shape == e.shape, f"output {name}: shape {g.shape}, expected {e.shape}"
+            np.testing.assert_allclose(g, e, rtol=case.rtol, atol=case.atol, equal_nan=True,
+                                       err_msg=f"output {name}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_node_case(case, cpu):
+    context.set_context(enable_graph_kernel=True)
+    what = EXPECTED_REJECTION.get(case.name)
+    if what is not None:
+        with pytest.raises(gx.OnnxImportError, match=what):
+            _run(case)
+        RESULTS["rejected"] += 1
+        return
+    _run(case)
+    RESULTS["passed"] += 1
+
+
+def test_every_listed_case_exists():
+    """The expected-rejection list names real cases only (it cannot hide a typo'd or vanished case)."""
+    names = {c.name for c in CASES}
+    assert not sorted(set(EXPECTED_REJECTION) - names)
+
+
+def test_enough_cases_run():
+    """Most supported cases pass: a broken filter or collector cannot make this suite vacuous."""
+    assert len(CASES) >= 400
+    assert len(CASES) - len(EXPECTED_REJECTION) >= 300
