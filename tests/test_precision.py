@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from ir.errors import GraphKernelError
+from ir.ops import OPS
 from graphkernel import Tensor, context
 from graphkernel.compiler import options_from_context
 from graphkernel.context import ContextError
+from graphkernel.expanders import expand
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from graphkernel.options import CompileOptions
@@ -21,7 +23,7 @@ from graphkernel.precision import (PrecisionConfigError, read_customize_dtypes, 
                                    resolve)
 from graphkernel.precision.lists import table
 from graphkernel.precision.mixlist import strip_line_comments
-from ir.ops import OPS
+from fusion_helpers import bert_layer
 from pass_helpers import F16, F32, F64, I32, GraphBuilder, interpret, random_inputs, tt, verify
 from tolerance import assert_close
 
@@ -141,6 +143,19 @@ def test_results_within_float16_tolerance_of_float32_reference(mode):
         assert a.dtype == np.float32
         # a chain of four float16 roundings (inputs, MatMul, Add, Exp/ReduceSum): 4 float16 ulps
         assert_close(a.astype(np.float16), e.astype(np.float16), rtol_scale=4)
+
+
+@pytest.mark.parametrize("mode", ["allow_fp32_to_fp16", "allow_mix_precision"])
+def test_bert_layer_within_float16_tolerance(mode):
+    """A BERT encoder layer, expanded: the black LayerNorm and Softmax keep their expansions float32
+    (unnamed nodes too: the expander names their primitives `LayerNorm/...`), so nothing overflows."""
+    g = expand(bert_layer(), CompileOptions())
+    arrays = random_inputs(g, seed=0)
+    out = run_pass(g, mode)
+    assert {n.name.split("/")[0] for n in out.nodes if n.op == "ReduceSum" and n.inputs[0].dtype == F16} == set()
+    assert dtype_of(out, "BatchMatMul") == [F16, F16]
+    assert_close(interpret(out, arrays)[0].astype(np.float16), interpret(g, arrays)[0].astype(np.float16),
+                 rtol_scale=4)
 
 
 def test_cast_reads_its_input_as_it_is_under_force_fp16():

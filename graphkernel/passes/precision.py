@@ -17,9 +17,10 @@ Every original value keeps its representations {dtype: value} and a state:
 Reading a value in a dtype it lacks emits one Cast, shared by every reader; graph outputs are read in
 their original dtype.
 
-A primitive an expander made from a composite op (named `.../Softmax-op3/Exp-1`) is governed by that
-composite op's list or customize_dtypes entry when it has one (outermost first): black-listing LayerNorm
-keeps its whole expansion float32. The Cast pairs left where a float16 op feeds a float32 one are plain
+A primitive an expander made from a composite op (named `.../Softmax-op3/Exp-1`, or `Softmax/Exp-1`
+when the composite had no name) is governed by that composite op's list or customize_dtypes entry when
+it has one (outermost first): the black LayerNorm keeps its whole expansion float32, where float16 would
+overflow the sum of squares of a row above 65504. The Cast pairs left where a float16 op feeds a float32 one are plain
 ops: simplify removes the exact ones and fusion fuses the rest.
 """
 from __future__ import annotations
@@ -32,14 +33,14 @@ from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS, make_node
 from graphkernel.options import CompileOptions
-from graphkernel.precision import (ALLOW_FP32_TO_FP16, ALLOW_MIX, BLACK, FORCE_FP16, WHITE, PrecisionConfigError,
-                                   default_list, lacks_fp32, pass_runs)
+from graphkernel.precision import (ALLOW_FP32_TO_FP16, ALLOW_MIX, BLACK, FORCE_FP16, GRAY, WHITE,
+                                   PrecisionConfigError, default_list, lacks_fp32, pass_runs)
 from graphkernel.precision.lists import default_lists
 
 F16, F32 = DType.float16, DType.float32
 LOWERED, KEPT, NEUTRAL = "lowered", "kept", "neutral"
 F16_DECISION, KEEP, FOLLOW, AS_IS = "f16", "keep", "follow", "as-is"
-_SCOPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)-(?:op)?\d+$")
+_SCOPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:-(?:op)?\d+)?$")
 
 
 def expanded_from(node: Node) -> tuple[tuple[str, str], ...]:
@@ -78,10 +79,11 @@ class _Lowering:
         return node.out
 
     def list_of(self, node: Node) -> str:
-        for op, _ in expanded_from(node):
-            if self.lists.get(op, default_list(op)) in (WHITE, BLACK):
-                return self.lists[op]
-        return self.lists.get(node.op, default_list(node.op))
+        """The node's list, or the list of the outermost black or white composite it was expanded from."""
+        for op in [op for op, _ in expanded_from(node)] + [node.op]:
+            lst = self.lists.get(op, default_list(op))
+            if lst != GRAY or op == node.op:
+                return lst
 
     def decide(self, node: Node) -> str:
         if node.subgraph is not None or not node.inputs:
@@ -93,10 +95,12 @@ class _Lowering:
             ops = [op for op, _ in expanded_from(node)] + [node.op]
             return F16_DECISION if any(lacks_fp32(op) for op in ops) else AS_IS if fixed_dtype else KEEP
         lst = self.list_of(node)
-        if lst != WHITE and lst != BLACK:
-            states = {self.state[v] for v in node.inputs if v.dtype.is_float}
-            return KEEP if KEPT in states else F16_DECISION if LOWERED in states else FOLLOW
-        return F16_DECISION if lst == WHITE else KEEP
+        if lst == WHITE:
+            return F16_DECISION
+        if lst == BLACK:
+            return KEEP
+        states = {self.state[v] for v in node.inputs if v.dtype.is_float}
+        return KEEP if KEPT in states else F16_DECISION if LOWERED in states else FOLLOW
 
     def rule_for(self, node: Node):
         if self.rules is None:
