@@ -296,6 +296,53 @@ def test_seed_002_case_04_a_cast_to_float32_keeps_reduce_sum_float32():
     assert dtype_of(out, "ReduceSum") == [F32]
 
 
+class MatMulReduceSum(Cell):
+    def __init__(self):
+        super().__init__()
+        self.mm, self.sum = P.MatMul(), P.ReduceSum()
+
+    def construct(self, x, w):
+        return self.sum(self.mm(x, w) * 2.0, 0)
+
+
+def reduce_sum_input_dtypes(graph):
+    nodes = [m for n in graph.nodes for m in (n.subgraph.nodes if n.subgraph is not None else (n,))]
+    return [n.inputs[0].dtype for n in nodes if n.op == "ReduceSum"]
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_seed_002_case_04_through_the_pipeline(cpu, tmp_path, fusion):
+    context.set_context(precision_mode="allow_mix_precision", enable_graph_kernel=fusion)
+    compiled, args = compile_net(MatMulReduceSum(), (8, 32), (32, 64))
+    assert reduce_sum_input_dtypes(compiled.graph) == [F16]
+    float16_sum = compiled(*args).asnumpy()
+    context.set_context(modify_mixlist=write(tmp_path, "ops_info.json",
+                                             '{ "black-list": { "to-add": ["ReduceSumD"] } }'))
+    compiled, _ = compile_net(MatMulReduceSum(), (8, 32), (32, 64))
+    assert reduce_sum_input_dtypes(compiled.graph) == [F32]
+    float32_sum = compiled(*args).asnumpy()
+    assert float16_sum.dtype == float32_sum.dtype == np.float32
+    assert_close(float16_sum.astype(np.float16), float32_sum.astype(np.float16), rtol_scale=4)
+
+
+class MatMulGeLUSoftmax(Cell):
+    def __init__(self):
+        super().__init__()
+        self.mm, self.gelu, self.softmax = P.MatMul(), P.GeLU(), P.Softmax()
+
+    def construct(self, x, w, b):
+        return self.softmax(self.gelu(self.mm(x, w) + b))
+
+
+def test_casts_fuse_like_any_op(cpu):
+    context.set_context(precision_mode="allow_mix_precision", enable_graph_kernel=True)
+    compiled, _ = compile_net(MatMulGeLUSoftmax(), (4, 8), (8, 16), (16,))
+    alone = [k.name for k in compiled.kernels if k.op_types == ("Cast",)]
+    assert alone == ["x/Cast-to-float16", "w/Cast-to-float16"]   # MatMul's operands: MatMul is opaque
+    fused = [k for k in compiled.kernels if len(k.op_types) > 1 and "Cast" in k.op_types]
+    assert fused and fused[0].op_types.count("Cast") == 2           # the bias down, GeLU's result back up
+
+
 # ---- composite ops govern their expansion -------------------------------------------------------------
 
 class MatMulSoftmax(Cell):
