@@ -112,14 +112,14 @@ class Program:
         self.storages = storages
         self.kernels = [s.info for s in steps]
         self.profiler = None
-        self._inputs = [(storages[i].dtype, tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
+        self._inputs = [(np.dtype(storages[i].dtype), tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
         self._input_ids = input_ids
         self._output_ids = output_ids
         self._blocks, self._placed = plan_arena(steps, storages)
         self._local = threading.local()
+        self._lock = _launch_lock() if any(s.parallel for s in steps) else None
         self._runner = self._make_runner(timed=False)
         self._timed_runner = self._make_runner(timed=True)
-        self._lock = _launch_lock() if any(s.parallel for s in steps) else None
 
     # --- planning ------------------------------------------------------------------------
     @property
@@ -128,9 +128,9 @@ class Program:
         return sum(self._blocks)
 
     def _make_runner(self, timed: bool):
+        """Generated Python for one call: check and flatten the inputs, pick the output buffers,
+        launch every kernel with its arguments spelled out, return the outputs."""
         temps = sorted(self._placed)
-        args = [f"i{k}" for k in range(len(self._input_ids))] + \
-               [f"o{k}" for k in range(len(self._output_ids))]
         names = {}
         for k, s in enumerate(self._input_ids):
             names.setdefault(s, f"i{k}")
@@ -138,25 +138,45 @@ class Program:
             names.setdefault(s, f"o{k}")
         for s in temps:
             names[s] = f"t{s}"
-        env: dict = {"perf_counter": time.perf_counter}
+        env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
+                     "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
+                     "lock": self._lock}
         for s, st in enumerate(self.storages):
             if st.kind == "const":
                 names[s] = f"c{s}"
                 env[f"c{s}"] = st.array
-        lines = [f"def run({', '.join(args + ['temps', 'prof'])}):"]
+        n_in = len(self._input_ids)
+        lines = ["def run(arrays, state, prof):"]
+        if n_in:
+            lines.append(f"    {', '.join(f'a{k}' for k in range(n_in))}, = arrays")
+        for k, (dtype, shape) in enumerate(self._inputs):
+            env[f"D{k}"], env[f"S{k}"] = dtype, shape
+            lines += [f"    if a{k}.__class__ is not ndarray or a{k}.dtype is not D{k} or a{k}.shape != S{k}:",
+                      f"        a{k} = checked({k}, a{k})",
+                      f"    i{k} = a{k}.reshape(-1)"]
         if temps:
-            lines.append(f"    {', '.join(names[s] for s in temps)}, = temps")
+            lines.append(f"    {', '.join(names[s] for s in temps)}, = state.temps")
+        lines.append("    outs = state.outs")
+        for k, s in enumerate(self._output_ids):
+            # the owner is referenced by our list, its flat view and getrefcount's argument: 3;
+            # more means the caller still holds the array we returned in it
+            lines += [f"    p{k} = outs[{k}]", f"    if getrefcount(p{k}[0]) > 3:",
+                      f"        p{k} = outs[{k}] = new_output({s})", f"    o{k} = p{k}[1]"]
+        indent = "    "
+        if self._lock is not None:
+            lines.append("    with lock:")
+            indent = "        "
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             env[f"info{k}"] = step.info
             call_args = [names[s] for s in step.ins + step.outs] + [repr(x) for x in step.extra]
             call = f"k{k}({', '.join(call_args)})"
             if timed:
-                lines += ["    t_ = perf_counter()", f"    {call}",
-                          f"    prof.record(info{k}, perf_counter() - t_)"]
+                lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",
+                          f"{indent}prof.record(info{k}, perf_counter() - t_)"]
             else:
-                lines.append(f"    {call}")
-        lines.append("    return None")
+                lines.append(f"{indent}{call}")
+        lines.append(f"    return [{', '.join(f'p{k}[0]' for k in range(len(self._output_ids)))}]")
         source = "\n".join(lines) + "\n"
         exec(compile(source, "<graphkernel:runner>", "exec"), env)
         if not timed:
@@ -164,13 +184,12 @@ class Program:
         return env["run"]
 
     # --- per thread state ----------------------------------------------------------------
-    def _thread_state(self):
+    def _new_thread_state(self):
         st = self._local
-        if not hasattr(st, "temps"):
-            raw = [np.empty(n, np.uint8) for n in self._blocks]
-            st.temps = tuple(raw[b][:nbytes].view(self.storages[s].dtype)
-                             for s, (b, nbytes) in sorted(self._placed.items()))
-            st.outs = [self._new_output(s) for s in self._output_ids]
+        raw = [np.empty(n, np.uint8) for n in self._blocks]
+        st.temps = tuple(raw[b][:nbytes].view(self.storages[s].dtype)
+                         for s, (b, nbytes) in sorted(self._placed.items()))
+        st.outs = [self._new_output(s) for s in self._output_ids]
         return st
 
     def _new_output(self, s: int):
@@ -179,35 +198,30 @@ class Program:
         return [owner, owner.reshape(-1)]
 
     # --- a call ----------------------------------------------------------------------------
-    def _flat_input(self, k: int, a) -> np.ndarray:
+    def _checked_input(self, k: int, a) -> np.ndarray:
+        """The slow path of an input that is not exactly an ndarray of the compiled dtype/shape."""
         dtype, shape = self._inputs[k]
-        if not isinstance(a, np.ndarray):
-            a = np.asarray(a)
+        a = np.asarray(a)
         if a.dtype != dtype or a.shape != shape:
             raise InputMismatchError(
                 f"input {k}: got {a.dtype}{list(a.shape)}, the program was compiled for "
                 f"{dtype}{list(shape)}")
-        flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
-        return flat if flat.flags.writeable else flat.copy()  # numba's signature wants writable
+        return a.astype(dtype, copy=False)
 
     def run(self, arrays) -> list[np.ndarray]:
         if len(arrays) != len(self._inputs):
             raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
-        st = self._thread_state()
-        flats = [self._flat_input(k, a) for k, a in enumerate(arrays)]
-        outs = st.outs
-        for k, pair in enumerate(outs):
-            if sys.getrefcount(pair[0]) > 3:  # our list, the flat view's base, this call: 3
-                outs[k] = pair = self._new_output(self._output_ids[k])
-        args = flats + [pair[1] for pair in outs]
-        prof = self.profiler
-        runner = self._runner if prof is None else self._timed_runner
-        if self._lock is None:
-            runner(*args, st.temps, prof)
-        else:
-            with self._lock:
-                runner(*args, st.temps, prof)
-        return [pair[0] for pair in outs]
+        state = self._local
+        if not hasattr(state, "outs"):
+            self._new_thread_state()
+        runner = self._runner if self.profiler is None else self._timed_runner
+        try:
+            return runner(arrays, state, self.profiler)
+        except TypeError:
+            # numba's kernels are compiled for writable arrays: copy read-only inputs and retry
+            if not any(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays):
+                raise
+            return runner([np.array(a) for a in arrays], state, self.profiler)
 
 
 def _launch_lock():
