@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ir.errors import GraphKernelError
 from ir.ops import OPS
@@ -164,6 +165,52 @@ def test_cast_reads_its_input_as_it_is_under_force_fp16():
     out = run_pass(g.graph(g.op("Cast", x, dtype=I32)), "force_fp16")
     (cast,) = out.nodes                # no float16 detour: it would only lose bits
     assert cast.inputs == (x,) and cast.attr("dtype") == I32
+
+
+@st.composite
+def float32_graphs(draw):
+    """Random graphs of 4x4 float32 values: MatMul (white), Exp (black), gray elementwise ops,
+    keep-dims reductions, comparisons with Select, Casts to float16 and back."""
+    g = GraphBuilder(tt(F32, 4, 4), tt(F32, 4, 4))
+    values = list(g.inputs)
+    for _ in range(draw(st.integers(1, 10))):
+        op = draw(st.sampled_from(["MatMul", "Exp", "Add", "Mul", "Neg", "ReduceSum", "Select", "Cast"]))
+        a, b = draw(st.sampled_from(values)), draw(st.sampled_from(values))
+        try:
+            if op in ("Exp", "Neg"):
+                values.append(g.op(op, a))
+            elif op == "ReduceSum":
+                values.append(g.op(op, a, axis=(1,), keep_dims=True))
+            elif op == "Select":
+                values.append(g.op("Select", g.op("Greater", a, b), a, b))
+            elif op == "Cast":
+                values.append(g.op("Cast", a, dtype=draw(st.sampled_from([F16, F32]))))
+            else:
+                values.append(g.op(op, a, b))
+        except GraphKernelError:
+            continue
+    return g.graph(*draw(st.lists(st.sampled_from(values[2:] or values), min_size=1, max_size=3)))
+
+
+def inserted_casts(graph):
+    return [n for n in graph.nodes if n.op == "Cast" and "/Cast-to-" in n.name]
+
+
+@settings(deadline=None, max_examples=60)
+@given(float32_graphs(), st.sampled_from(MODES))
+def test_random_graphs_keep_interface_and_place_casts_once(graph, mode):
+    out = run_pass(graph, mode)
+    assert [v.type for v in out.outputs] == [v.type for v in graph.outputs]
+    casts_made = inserted_casts(out)
+    assert not any(c.inputs[0].node in casts_made for c in casts_made), "a Cast of a Cast the pass made"
+    assert len({(c.inputs[0], c.attr("dtype")) for c in casts_made}) == len(casts_made), "a Cast made twice"
+    has_white = any(n.op == "MatMul" for n in graph.nodes)
+    if mode == "must_keep_origin_dtype" or (not has_white and mode != "force_fp16"):
+        assert out == graph
+    if mode == "force_fp16":
+        for n in out.nodes:
+            if n.op not in ("Cast", "Const"):
+                assert all(v.dtype != F32 for v in n.inputs + n.outputs), n
 
 
 # ---- lists and the data file -------------------------------------------------------------------------
