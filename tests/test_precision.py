@@ -305,6 +305,11 @@ def test_removing_an_op_from_a_list_it_is_not_on_warns(tmp_path):
         assert read_mixlist(write(tmp_path, "m.json", '{"black-list": {"to-remove": ["MatMul"]}}')).lists() == {}
 
 
+def test_one_string_may_name_several_ops_separated_by_commas(tmp_path):
+    mixlist = read_mixlist(write(tmp_path, "m.json", '{"black-list": {"to-add": ["Matmul, ReduceSumD"]}}'))
+    assert mixlist.lists() == {"MatMul": "black", "ReduceSum": "black"}
+
+
 def test_line_comments_are_stripped_outside_strings_only():
     text = '{"a": "http://x", // comment\n "b": "\\"//\\""} // end'
     assert json.loads(strip_line_comments(text)) == {"a": "http://x", "b": '"//"'}

@@ -16,7 +16,8 @@ Rules (seed 001's worked examples, op A white by default):
     {"black-list": {"to-add": ["A"]}, "white-list": {"to-remove": ["A"]}} -> A black
     {"white-list": {"to-remove": ["A"]}}                                -> A gray
 i.e. removals apply first (an op removed from the list it is on goes gray), then additions (an op added
-to a list leaves the other one). `//` line comments are accepted. Op names are ours or CANN's (through
+to a list leaves the other one). `//` line comments are accepted, and so is one string naming several
+ops separated by commas ("Matmul, Cast"), as seed 004 words it. Op names are ours or CANN's (through
 the alias table of lists.py); a name that is neither warns and is ignored, as the seed's Conv2D, Bias and
 Xlog1py do. A missing file, bad JSON, an unknown key, a non-string name or a contradiction (one op added
 to both lists, or added to and removed from one) is a PrecisionConfigError naming the file, line or key.
@@ -100,12 +101,13 @@ def _entries(path: str, doc: dict) -> dict[tuple[str, str], dict[str, str]]:
                 if not isinstance(name, str):
                     raise PrecisionConfigError(f"{KEY} file {path!r}: {where}[{i}] is {name!r}, not an op "
                                                "name")
-                op = resolve(name)
-                if op is None:
-                    warnings.warn(f"{KEY} file {path!r}: {where}[{i}] {name!r} is neither a graphkernel op "
-                                  "nor a known CANN alias (ignored)", UserWarning, stacklevel=2)
-                    continue
-                ops[op] = f"{where}[{i}] {name!r}"
+                for one in filter(None, (n.strip() for n in name.split(","))):  # "Matmul, Cast" too
+                    op = resolve(one)
+                    if op is None:
+                        warnings.warn(f"{KEY} file {path!r}: {where}[{i}] {one!r} is neither a graphkernel op "
+                                      "nor a known CANN alias (ignored)", UserWarning, stacklevel=2)
+                        continue
+                    ops[op] = f"{where}[{i}] {one!r}"
     return entries
 
 
