@@ -18,7 +18,6 @@ import heapq
 from typing import Iterable, Mapping, Sequence
 
 from ir.graph import Graph, Node, Value, input_node
-from ir.ops import Pattern, pattern_of
 
 COMPOSITE = "Composite"
 NAME_OPS_LIMIT = 8      # longer composites are named after their first ops, then "etc"
@@ -53,11 +52,11 @@ def escaping_values(graph: Graph, group: Iterable[Node]) -> set[Value]:
     return out
 
 
-def build_composite(members: Sequence[Node], escaping: set[Value],
-                    number: int = 0) -> tuple[Node, list[Value]]:
+def build_composite(members: Sequence[Node], escaping: set[Value]) -> tuple[Node, list[Value]]:
     """One Composite node computing `members` (top-level nodes in a valid order).
 
-    Returns the node and the outer values its outputs stand for, in output order.
+    Returns the node and the outer values its outputs stand for, in output order. It is numbered 0;
+    `fuse_groups` and `renumber_composites` number composites within their graph.
     """
     local: dict[Value, Value] = {}        # outer value (or inner value of a member) -> new inner value
     externals: list[Value] = []
@@ -68,32 +67,32 @@ def build_composite(members: Sequence[Node], escaping: set[Value],
         if v in local:
             return local[v]
         if is_scalar_const(v.node):
-            local[v] = sub_nodes_append(v.node.replace()).out
+            local[v] = add(v.node.replace()).out
         else:
             local[v] = input_node(len(sub_inputs), v.type).out
             sub_inputs.append(local[v])
             externals.append(v)
         return local[v]
 
-    def sub_nodes_append(node: Node) -> Node:
+    def add(node: Node) -> Node:
         sub_nodes.append(node)
         return node
 
     for member in members:
         if member.subgraph is None:
-            new = sub_nodes_append(member.replace(inputs=tuple(resolve(v) for v in member.inputs)))
+            new = add(member.replace(inputs=tuple(resolve(v) for v in member.inputs)))
             local.update(zip(member.outputs, new.outputs))
             continue
         inner: dict[Value, Value] = {sv: resolve(v) for sv, v in zip(member.subgraph.inputs, member.inputs)}
         for node in member.subgraph.nodes:
-            new = sub_nodes_append(node.replace(inputs=tuple(inner[v] for v in node.inputs)))
+            new = add(node.replace(inputs=tuple(inner[v] for v in node.inputs)))
             inner.update(zip(node.outputs, new.outputs))
         for outer, sv in zip(member.outputs, member.subgraph.outputs):
             local[outer] = inner[sv]
 
     outer_outputs = [v for m in members for v in m.outputs if v in escaping]
     subgraph = Graph(sub_inputs, sub_nodes, [local[v] for v in outer_outputs])
-    name = composite_name([n.op for n in sub_nodes if n.op != "Const"], number)
+    name = composite_name([n.op for n in sub_nodes if n.op != "Const"], 0)
     node = Node(COMPOSITE, externals, (), [v.type for v in outer_outputs], name, subgraph)
     return node, outer_outputs
 
@@ -243,12 +242,6 @@ def live_set(graph: Graph) -> set[Node]:
 def kernel_count(graph: Graph) -> int:
     """Launches of the top level: every node but Consts (buffers) and Reshapes (views)."""
     return sum(1 for n in graph.nodes if n.op not in ("Const", "Reshape"))
-
-
-def is_fusible_kind(node: Node) -> bool:
-    """A primitive a generated kernel may hold at all (before flags and the cost model have a say)."""
-    return node.op != "Const" and (node.subgraph is not None or pattern_of(node) in (
-        Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.REDUCE))
 
 
 def restrict(node: Node, indices: Sequence[int]) -> tuple[Node, dict[Value, Value]]:
