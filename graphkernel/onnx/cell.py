@@ -91,6 +91,7 @@ class OnnxCell(Cell):
         return variant.construct(*dynamic)
 
     def _variant(self, args, kwargs):
+        self._check_count(args)
         if active_trace() is None:
             self._check_args(args, kwargs)
         self.check_inputs(args)
@@ -110,10 +111,18 @@ class OnnxCell(Cell):
         return variant, dynamic
 
     # -- inputs -------------------------------------------------------------------------------------
+    def _check_count(self, inputs) -> None:
+        specs = self.spec.inputs
+        if len(inputs) < len(specs):
+            missing = ", ".join(repr(s.name) for s in specs[len(inputs):])
+            raise OnnxInputError(f"missing input(s) {missing}: the model takes {len(specs)} "
+                                 f"({', '.join(map(str, specs))}), got {len(inputs)}")
+        if len(inputs) > len(specs):
+            raise OnnxInputError(f"the model takes {len(specs)} input(s) ({', '.join(map(str, specs))}), "
+                                 f"got {len(inputs)}")
+
     def check_inputs(self, inputs) -> None:
-        if len(inputs) != len(self.spec.inputs):
-            raise OnnxInputError(f"the model takes {len(self.spec.inputs)} input(s) "
-                                 f"({', '.join(map(str, self.spec.inputs))}), got {len(inputs)}")
+        self._check_count(inputs)
         bound: dict[str, tuple[int, str]] = {}
         for x, spec in zip(inputs, self.spec.inputs):
             if x.dtype != spec.dtype:
