@@ -32,7 +32,8 @@ def add_run_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--no-graph-kernel", action="store_true", help="run with graph-kernel fusion off")
     p.add_argument("--save-graphs", metavar="DIR", help="write the stage dumps (.dot) into DIR")
-    p.add_argument("--flags", default="", metavar='"--key=value ..."', help="graph_kernel_flags")
+    p.add_argument("--flags", default="", metavar='"--key=value ..."',
+                   help='graph_kernel_flags; a single flag needs the = form: --flags=--opt_level=3')
     p.add_argument("--profile", action="store_true", help="time every kernel of the timed calls")
     p.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls (median reported)")
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))

@@ -1,0 +1,93 @@
+"""`graphkernel run MODEL.onnx` from a shell: a subprocess `python -m graphkernel run ...` on models the
+tests write. Exit 0 with outputs, kernel table and step time; exit 2 with one line on stderr otherwise."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from graphkernel.onnx.examples import bert_layer_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def graphkernel(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "graphkernel", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd or ROOT, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def bert_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("onnx") / "bert.onnx"
+    onnx.save(bert_layer_model(hidden=32, heads=4, seq=8, batch=2), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def dynamic_path(tmp_path_factory):
+    graph = helper.make_graph([helper.make_node("Tanh", ["x"], ["y"])], "tanh",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    path = tmp_path_factory.mktemp("onnx") / "tanh.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _kernel_count(stdout: str) -> int:
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("kernels ("))
+    return int(line[len("kernels ("):].split(")")[0])
+
+
+def test_run_random_inputs_fused_and_unfused(bert_path, tmp_path):
+    fused = graphkernel("run", bert_path, "--random", "--device-target", "CPU", "--repeat", "3",
+                        "--save-graphs", tmp_path / "dumps")
+    assert fused.returncode == 0, fused.stderr
+    out = fused.stdout
+    assert "y  float32[2, 8, 32]  checksum sum=" in out
+    assert "step time: median" in out and "Fused_" in out
+    assert (tmp_path / "dumps" / "6_validate.dot").exists()
+    unfused = graphkernel("run", bert_path, "--no-graph-kernel", "--device-target", "CPU", "--repeat", "2")
+    assert unfused.returncode == 0, unfused.stderr
+    assert _kernel_count(unfused.stdout) > _kernel_count(out)
+
+
+def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
+    x = np.linspace(-1, 3, 12, dtype=np.float32).reshape(3, 4)
+    np.savez(tmp_path / "in.npz", x=x)
+    res = graphkernel("run", dynamic_path, "--inputs", tmp_path / "in.npz", "--profile", "--repeat", "2")
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("y  float32[3, 4]"))
+    checksum = float(line.split("checksum sum=")[1].split()[0])
+    assert checksum == pytest.approx(float(np.tanh(x).sum(dtype=np.float64)), rel=1e-5)
+    assert "block_dim=" in res.stdout and "us/step" in res.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "missing.onnx"], "missing.onnx"),
+    (["run", "{dynamic}", "--random"], "dim 0 is dynamic"),
+    (["run", "{dynamic}", "--inputs", "{bad_npz}"], "no array for input"),
+    (["run", "{not_onnx}"], "not an ONNX model"),
+    (["run", "{dynamic}", "--dim", "batch=two"], "NAME=SIZE"),
+    (["run", "{dynamic}", "--flags=--opt_levle=2", "--device-target", "CPU", "--dim", "batch=2"], "opt_levle"),
+])
+def test_errors_exit_2_with_one_line(dynamic_path, tmp_path, args, message):
+    np.savez(tmp_path / "bad.npz", z=np.zeros(3))
+    (tmp_path / "junk.onnx").write_bytes(b"\x00garbage, not a protobuf \xff" * 3)
+    paths = {"dynamic": dynamic_path, "bad_npz": tmp_path / "bad.npz", "not_onnx": tmp_path / "junk.onnx"}
+    res = graphkernel(*[a.format(**paths) for a in args], cwd=tmp_path)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_usage_error_exits_2():
+    res = graphkernel("run")
+    assert res.returncode == 2 and "usage" in res.stderr
