@@ -38,3 +38,7 @@ class ParseError(IRError):
     def __init__(self, message: str, line: int, col: int):
         super().__init__(f"line {line}, column {col}: {message}")
         self.line, self.col = line, col
+
+
+class ExecutionError(IRError):
+    """A node failed while the reference interpreter ran it (the original error is chained)."""

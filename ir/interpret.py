@@ -1,0 +1,101 @@
+"""`interpret(graph, arrays)`: the numpy reference interpreter, the oracle every kernel is checked against.
+
+Runs the nodes in order with each op's numpy reference (`ir.ops.evaluate`); a composite runs by
+interpreting its subgraph. The last use of every value is computed once up front and a value is
+dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
+arrays are never written (nodes see read-only views of them) and the results are always fresh,
+writable arrays, even when an output is an input or a constant. numpy floating-point warnings are
+silenced: NaN and Inf propagate as numpy computes them. A failing node raises ExecutionError,
+"While executing <op> (<name>): ...", chained to the original error.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ir.errors import DTypeError, ExecutionError, IRError, ShapeError
+from ir.graph import Graph, Value
+from ir.ops import evaluate
+from ir.printer import describe, quote
+
+
+def _check_arrays(graph: Graph, arrays: Sequence, where: str = "") -> list[np.ndarray]:
+    """The arrays as read-only views, after checking their number, shapes and dtypes."""
+    if len(arrays) != len(graph.inputs):
+        raise IRError(f"{where}graph takes {len(graph.inputs)} input(s), got {len(arrays)}")
+    views = []
+    for i, (v, a) in enumerate(zip(graph.inputs, arrays)):
+        arr = np.asarray(a)
+        label = f"{where}input {i}" + (f" ({quote(v.node.name)[1:-1][:200]})" if v.node.name else "")
+        if arr.dtype != v.dtype.np:
+            raise DTypeError(f"{label}: expected {v.type} ({v.dtype}), got an array of dtype {arr.dtype}")
+        if arr.shape != v.shape:
+            raise ShapeError(f"{label}: expected {v.type}, got an array of shape {arr.shape}")
+        view = arr.view()
+        view.flags.writeable = False
+        views.append(view)
+    return views
+
+
+def _last_uses(graph: Graph) -> list[list[Value]]:
+    """For each node position, the values to drop after it runs (graph outputs are kept)."""
+    last: dict[Value, int] = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            last[v] = i
+    drops: list[list[Value]] = [[] for _ in graph.nodes]
+    keep = set(graph.outputs)
+    for v, i in last.items():
+        if v not in keep:
+            drops[i].append(v)
+    return drops
+
+
+def _run(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    drops = _last_uses(graph)
+    wanted = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
+    env: dict[Value, np.ndarray] = {v: a for v, a in zip(graph.inputs, arrays) if v in wanted}
+    del arrays
+    for i, node in enumerate(graph.nodes):
+        try:
+            args = [env[v] for v in node.inputs]
+        except KeyError:
+            raise ExecutionError(f"While executing {describe(node)}: it reads a value not computed before it "
+                                 "(ir.verify tells which)") from None
+        try:
+            if node.subgraph is not None:
+                results = _run(node.subgraph, _check_arrays(node.subgraph, args, "subgraph "))
+            else:
+                results = evaluate(node, args)
+            if len(results) != len(node.outputs):
+                raise IRError(f"gave {len(results)} result(s), the node has {len(node.outputs)}")
+        except Exception as e:
+            cause = str(e) if isinstance(e, ExecutionError) else f"{type(e).__name__}: {e}"
+            raise ExecutionError(f"While executing {describe(node)}: {cause}") from e
+        del args
+        for v, r in zip(node.outputs, results):
+            if v in wanted:
+                env[v] = r
+        del results
+        for v in drops[i]:
+            env.pop(v, None)
+    try:
+        return [env[v] for v in graph.outputs]
+    except KeyError:
+        raise ExecutionError("a graph output is not computed by the graph (ir.verify tells which)") from None
+
+
+def interpret(graph: Graph, arrays: Sequence) -> list[np.ndarray]:
+    """The graph's outputs for the given input arrays, computed by the numpy references."""
+    views = _check_arrays(graph, list(arrays))
+    with np.errstate(all="ignore"):
+        results = _run(graph, views)
+    del views
+    out, seen = [], set()
+    for r in results:
+        if not (r.flags.writeable and r.flags.owndata) or id(r) in seen:
+            r = r.copy()
+        seen.add(id(r))
+        out.append(r)
+    return out

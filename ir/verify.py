@@ -1,0 +1,130 @@
+"""`verify(graph)`: the IR's well-formedness checker, run after every pass in tests.
+
+Checks, in one pass over the nodes (no recursion per node; a composite's subgraph is checked as a
+graph of its own, and composites may not nest):
+  - graph inputs are distinct results of "Input" nodes, which do not appear among the nodes;
+  - every node appears once, and reads only graph inputs and results of earlier nodes of this graph
+    (not later ones: use before def; not another graph's: foreign values);
+  - graph outputs are defined;
+  - every op is registered under its canonical name, its attrs are exactly what `make_node` makes of
+    them (checked and canonical) and its result types exactly what `make_node` infers;
+  - a Composite holds a verified subgraph whose input types are the composite's input types and whose
+    output types are the composite's result types.
+Errors are VerifyError naming the node by position, op and name.
+"""
+from __future__ import annotations
+
+from ir.errors import IRError, VerifyError
+from ir.graph import Graph, Node, TensorType, Value
+from ir.ops import canonical_name, get, make_node
+from ir.printer import describe
+
+COMPOSITE = "Composite"
+
+
+def _where(node: Node, position: int, context: str) -> str:
+    return f"{context}node {position} {describe(node)}"
+
+
+def _types(values) -> str:
+    return "(" + ", ".join(str(v.type) for v in values) + ")"
+
+
+def _check_inputs(graph: Graph, context: str) -> set[Value]:
+    defined: set[Value] = set()
+    for i, v in enumerate(graph.inputs):
+        if not isinstance(v, Value):
+            raise VerifyError(f"{context}graph input {i} is {v!r}, not an IR Value")
+        if v.node.op != "Input" or v.node.inputs or len(v.node.outputs) != 1:
+            raise VerifyError(f"{context}graph input {i} is a result of {describe(v.node)}, not of an Input node")
+        if v in defined:
+            raise VerifyError(f"{context}graph input {i} appears twice among the graph inputs")
+        if not isinstance(v.type, TensorType):
+            raise VerifyError(f"{context}graph input {i} has type {v.type!r}, not a TensorType")
+        defined.add(v)
+    return defined
+
+
+def _explain_undefined(v, position_of: dict[Node, int]) -> str:
+    if not isinstance(v, Value):
+        return f"is {v!r}, not an IR Value"
+    if v.node in position_of:
+        if not 0 <= v.index < len(v.node.outputs):
+            return f"refers to result {v.index} of node {position_of[v.node]}, which has no such result"
+        return (f"is result {v.index} of node {position_of[v.node]} {describe(v.node)}, "
+                "which does not come before this use (use before def)")
+    return f"is a value from another graph (a result of {describe(v.node)} that this graph does not define)"
+
+
+def _check_primitive(node: Node, where: str) -> None:
+    try:
+        opdef = get(node.op)
+    except IRError as e:
+        raise VerifyError(f"{where}: {e}") from None
+    if node.op != opdef.name:
+        raise VerifyError(f"{where}: op {node.op} is an alias; the IR spells it {canonical_name(node.op)}")
+    if node.subgraph is not None:
+        raise VerifyError(f"{where}: only a {COMPOSITE} node may hold a subgraph")
+    try:
+        expected = make_node(node.op, node.inputs, node.attr_dict)
+    except Exception as e:  # a bad attr may make a check or an inference fail in any way
+        raise VerifyError(f"{where}: {type(e).__name__}: {e}") from e
+    if expected.attrs != node.attrs:
+        raise VerifyError(f"{where}: attrs {dict(node.attrs)} are not what the op makes of them: "
+                          f"{dict(expected.attrs)} (checked, with defaults and canonical axes)")
+    if expected.types != node.types:
+        raise VerifyError(f"{where}: result types ({', '.join(map(str, node.types))}) differ from the "
+                          f"inferred ({', '.join(map(str, expected.types))}) for inputs {_types(node.inputs)}")
+
+
+def _check_composite(node: Node, where: str, inside_composite: bool) -> None:
+    sub = node.subgraph
+    if inside_composite:
+        raise VerifyError(f"{where}: a {COMPOSITE} may not be nested inside another composite's subgraph")
+    if not isinstance(sub, Graph):
+        raise VerifyError(f"{where}: a {COMPOSITE} node needs a subgraph, has {sub!r}")
+    _verify(sub, f"{where}: in its subgraph: ", inside_composite=True)
+    if tuple(v.type for v in node.inputs) != tuple(v.type for v in sub.inputs):
+        raise VerifyError(f"{where}: input types {_types(node.inputs)} differ from its subgraph's input "
+                          f"types {_types(sub.inputs)}")
+    if node.types != tuple(v.type for v in sub.outputs):
+        raise VerifyError(f"{where}: result types ({', '.join(map(str, node.types))}) differ from its "
+                          f"subgraph's output types {_types(sub.outputs)}")
+
+
+def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
+    if not isinstance(graph, Graph):
+        raise VerifyError(f"{context}expected a Graph, got {type(graph).__name__}")
+    defined = _check_inputs(graph, context)
+    input_nodes = {v.node for v in graph.inputs}
+    position_of: dict[Node, int] = {}
+    for i, node in enumerate(graph.nodes):
+        if not isinstance(node, Node):
+            raise VerifyError(f"{context}node {i} is {node!r}, not a Node")
+        if node in position_of:
+            raise VerifyError(f"{_where(node, i, context)}: the same node already appears as node "
+                              f"{position_of[node]} (each value must be defined once)")
+        position_of[node] = i
+    for i, node in enumerate(graph.nodes):
+        where = _where(node, i, context)
+        if node.op == "Input" or node in input_nodes:
+            raise VerifyError(f"{where}: Input nodes belong in graph.inputs, not among the nodes")
+        if not all(isinstance(t, TensorType) for t in node.types):
+            raise VerifyError(f"{where}: result types {node.types!r} are not all TensorTypes")
+        for k, v in enumerate(node.inputs):
+            if not isinstance(v, Value) or v not in defined:
+                raise VerifyError(f"{where}: input {k} {_explain_undefined(v, position_of)}")
+        if node.op == COMPOSITE:
+            _check_composite(node, where, inside_composite)
+        else:
+            _check_primitive(node, where)
+        defined.update(node.outputs)
+    for k, v in enumerate(graph.outputs):
+        if not isinstance(v, Value) or v not in defined:
+            raise VerifyError(f"{context}graph output {k} {_explain_undefined(v, position_of)}")
+
+
+def verify(graph: Graph) -> Graph:
+    """Raise VerifyError if the graph breaks a rule of the IR; return it unchanged otherwise."""
+    _verify(graph, "verify: ", inside_composite=False)
+    return graph
