@@ -11,6 +11,7 @@ A composite node (op "Composite") holds the subgraph it runs; its inputs feed th
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -77,6 +78,18 @@ def _freeze(value):
     if isinstance(value, np.floating):
         return float(value)
     return value
+
+
+def _float_bits(v):
+    if isinstance(v, float):
+        return ("f", struct.pack("<d", v))
+    if isinstance(v, tuple):
+        return tuple(_float_bits(x) for x in v)
+    return v
+
+
+def _attrs_key(attrs: tuple) -> tuple:
+    return tuple((k, _float_bits(v)) for k, v in attrs)
 
 
 def freeze_attrs(attrs: Mapping | Iterable | None) -> tuple:
@@ -184,16 +197,20 @@ class Graph:
         return [input_node(i, t, names[i] if i < len(names) else "").out for i, t in enumerate(types)]
 
     def key(self) -> tuple:
-        """A canonical, hashable form: equal keys mean structurally equal graphs (names ignored)."""
+        """A canonical, hashable form: equal keys mean structurally equal graphs (names ignored).
+
+        Float attributes compare by their bits (so a NaN equals itself); a value from outside the graph
+        compares by identity."""
         ids: dict[Value, tuple] = {v: ("in", i) for i, v in enumerate(self.inputs)}
+        foreign = lambda v: ("?", id(v.node), v.index)  # noqa: E731
         rows = []
         for n, node in enumerate(self.nodes):
-            args = tuple(ids.get(v, ("?", v.node.op)) for v in node.inputs)
+            args = tuple(ids.get(v) or foreign(v) for v in node.inputs)
             sub = node.subgraph.key() if node.subgraph is not None else None
-            rows.append((node.op, args, node.attrs, node.types, sub))
+            rows.append((node.op, args, _attrs_key(node.attrs), node.types, sub))
             for v in node.outputs:
                 ids[v] = (n, v.index)
-        outs = tuple(ids.get(v, ("?", v.node.op)) for v in self.outputs)
+        outs = tuple(ids.get(v) or foreign(v) for v in self.outputs)
         return (tuple(v.type for v in self.inputs), tuple(rows), outs)
 
     def __eq__(self, other):

@@ -42,7 +42,7 @@ def normalize_axes(axes, rank: int, *, empty_means_all: bool = True) -> tuple[in
         return tuple(range(rank))
     out = set()
     for a in axes:
-        if not -rank <= a < max(rank, 1):
+        if not -rank <= a < rank:
             raise ShapeError(f"axis {a} out of range for rank {rank} (valid: {-rank}..{rank - 1})")
         out.add(a % rank if rank else 0)
     if len(out) != len(axes):
