@@ -199,3 +199,24 @@ def test_enough_cases_run():
     """Most supported cases pass: a broken filter or collector cannot make this suite vacuous."""
     assert len(CASES) >= 400
     assert len(CASES) - len(EXPECTED_REJECTION) >= 300
+
+
+# A cross-section of the cases on the numba kernels (device_target Ascend), fusion on and off: every op
+# family once or twice (the whole list on the numpy reference above; compiling kernels for all 339
+# passing cases would take minutes; the kernels' own tests cover the rest).
+NUMBA_CASES = (
+    "test_add_bcast", "test_cast_FLOAT_to_FLOAT16", "test_div_int32_trunc", "test_erf", "test_sigmoid",
+    "test_tanh", "test_expand_dim_changed", "test_gather_2d_indices", "test_gelu_default_2", "test_gelu_tanh_2",
+    "test_gemm_all_attributes", "test_layer_normalization_4d_axis1", "test_logsoftmax_axis_1",
+    "test_matmul_bcast", "test_max_float16", "test_pow_types_int64_float32", "test_reduce_max_keepdims_random",
+    "test_reduce_mean_do_not_keepdims_random", "test_reduce_sum_default_axes_keepdims_random",
+    "test_slice_neg_steps", "test_softmax_axis_0", "test_split_2d_uneven_split_opset18",
+    "test_concat_3d_axis_1", "test_where_long_example", "test_mvn_expanded",
+)
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("name", NUMBA_CASES)
+def test_node_case_on_numba_kernels(name, fuse):
+    context.set_context(device_target="Ascend", enable_graph_kernel=fuse)
+    _run(next(c for c in CASES if c.name == name))
