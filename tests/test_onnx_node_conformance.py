@@ -202,8 +202,9 @@ def test_enough_cases_run():
 
 
 # A cross-section of the cases on the numba kernels (device_target Ascend), fusion on and off: every op
-# family once or twice (the whole list on the numpy reference above; compiling kernels for all 339
-# passing cases would take minutes; the kernels' own tests cover the rest).
+# family once (every case runs on the numpy reference above; compiling numba kernels for all of them
+# would take many minutes of the CI budget). On a full run (scripts, not CI), all pass but the rotary
+# embedding cases, which hit an executor bug with zero-size temporaries (see shared notes).
 NUMBA_CASES = (
     "test_add_bcast", "test_cast_FLOAT_to_FLOAT16", "test_div_int32_trunc", "test_erf", "test_sigmoid",
     "test_tanh", "test_expand_dim_changed", "test_gather_2d_indices", "test_gelu_default_2", "test_gelu_tanh_2",
