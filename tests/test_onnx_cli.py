@@ -75,7 +75,8 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     (["run", "{dynamic}", "--inputs", "{bad_npz}"], "no array for input"),
     (["run", "{not_onnx}"], "not an ONNX model"),
     (["run", "{dynamic}", "--dim", "batch=two"], "NAME=SIZE"),
-    (["run", "{dynamic}", "--flags=--opt_levle=2", "--device-target", "CPU", "--dim", "batch=2"], "opt_levle"),
+    (["run", "{dynamic}", "--flags=--opt_levle=2", "--device-target", "CPU", "--dim", "batch=2"],
+     "opt_levle"),
 ])
 def test_errors_exit_2_with_one_line(dynamic_path, tmp_path, args, message):
     np.savez(tmp_path / "bad.npz", z=np.zeros(3))

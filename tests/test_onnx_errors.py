@@ -87,7 +87,8 @@ def test_unsupported_input_and_initializer_types():
     with pytest.raises(OnnxImportError, match="'x'.*UINT8"):
         gx.load(m)
     w = helper.make_tensor("w_bf16", TensorProto.BFLOAT16, [2], [1.0, 2.0])
-    m = model([helper.make_node("Identity", ["w_bf16"], ["y"])], [], [vi("y", [2], TensorProto.BFLOAT16)], [w])
+    m = model([helper.make_node("Identity", ["w_bf16"], ["y"])], [], [vi("y", [2], TensorProto.BFLOAT16)],
+              [w])
     with pytest.raises(OnnxImportError, match="w_bf16.*BFLOAT16"):
         gx.load(m)
 

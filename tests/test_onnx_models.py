@@ -83,7 +83,8 @@ def test_matmul_ranks(cpu, sa, sb):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     out_shape = np.matmul(a, b).shape
-    m = model([helper.make_node("MatMul", ["a", "b"], ["y"])], [vi("a", sa), vi("b", sb)], [vi("y", out_shape)])
+    m = model([helper.make_node("MatMul", ["a", "b"], ["y"])], [vi("a", sa), vi("b", sb)],
+              [vi("y", out_shape)])
     (got,) = run(m, {"a": a, "b": b})
     assert_close(got, np.matmul(a, b))
 
@@ -127,7 +128,8 @@ def test_parameter_set_data_changes_result_without_retrace(cpu):
 
 
 def test_dynamic_dims_compile_per_signature(cpu):
-    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", ["batch", 5])], [vi("y", ["batch", 5])])
+    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", ["batch", 5])],
+              [vi("y", ["batch", 5])])
     cell = gx.load(m)
     for batch in (2, 3):
         x = np.random.default_rng(batch).standard_normal((batch, 5)).astype(np.float32)

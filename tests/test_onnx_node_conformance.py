@@ -141,7 +141,8 @@ def _collect():
         warnings.simplefilter("ignore")  # the case generators warn about overflows they mean
         cases = collect_testcases()
     ops = set(gx.supported_ops())
-    return [c for c in cases if all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in c.model.graph.node)]
+    return [c for c in cases
+            if all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in c.model.graph.node)]
 
 
 CASES = _collect()
@@ -207,9 +208,10 @@ def test_enough_cases_run():
 # embedding cases, which hit an executor bug with zero-size temporaries (see shared notes).
 NUMBA_CASES = (
     "test_add_bcast", "test_cast_FLOAT_to_FLOAT16", "test_div_int32_trunc", "test_erf", "test_sigmoid",
-    "test_tanh", "test_expand_dim_changed", "test_gather_2d_indices", "test_gelu_default_2", "test_gelu_tanh_2",
-    "test_gemm_all_attributes", "test_layer_normalization_4d_axis1", "test_logsoftmax_axis_1",
-    "test_matmul_bcast", "test_max_float16", "test_pow_types_int64_float32", "test_reduce_max_keepdims_random",
+    "test_tanh", "test_expand_dim_changed", "test_gather_2d_indices", "test_gelu_default_2",
+    "test_gelu_tanh_2", "test_gemm_all_attributes", "test_layer_normalization_4d_axis1",
+    "test_logsoftmax_axis_1", "test_matmul_bcast", "test_max_float16", "test_pow_types_int64_float32",
+    "test_reduce_max_keepdims_random",
     "test_reduce_mean_do_not_keepdims_random", "test_reduce_sum_default_axes_keepdims_random",
     "test_slice_neg_steps", "test_softmax_axis_0", "test_split_2d_uneven_split_opset18",
     "test_concat_3d_axis_1", "test_where_long_example", "test_mvn_expanded",

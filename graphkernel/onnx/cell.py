@@ -48,7 +48,8 @@ def _set_construct(cell: Cell, specs: list[InputSpec], fn) -> None:
     def construct(*inputs):
         return fn(*inputs)
     construct.__signature__ = inspect.Signature(
-        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in _identifiers([s.name for s in specs])])
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY)
+         for p in _identifiers([s.name for s in specs])])
     object.__setattr__(cell, "construct", construct)
 
 
@@ -185,7 +186,7 @@ class _Variant(Cell):
 
 
 def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, params: dict):
-    """Convert every node of the model inside the active trace; the graph outputs as construct returns them."""
+    """Convert every node of the model inside the active trace; returns what construct returns."""
     trace = active_trace()
     env: dict = dict(spec.constants)
     env.update(static)

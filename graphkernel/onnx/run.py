@@ -153,5 +153,6 @@ def _print_profile(times: KernelTimes | None, repeat: int) -> None:
         return
     print("profile (per kernel, summed over the timed calls):")
     for info, calls, total in sorted(times.rows.values(), key=lambda row: -row[2]):
-        print(f"  {total / repeat * 1e6:10.1f} us/step  {calls:6d} calls  {info.name}  [{' '.join(info.op_types)}]")
+        print(f"  {total / repeat * 1e6:10.1f} us/step  {calls:6d} calls  {info.name}  "
+              f"[{' '.join(info.op_types)}]")
 
