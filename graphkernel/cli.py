@@ -9,7 +9,13 @@ from ir.errors import GraphKernelError
 
 def _demo(args) -> int:
     from graphkernel.demo import run_demo
-    run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target, repeat=args.repeat)
+    from graphkernel.dump import render
+    results = run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target,
+                       repeat=args.repeat)
+    if args.render:
+        pictures = [render(path, "png") for r in results.values() for path in r.get("dump_files", ())
+                    if path.endswith(".dot")]
+        print(f"rendered {len(pictures)} PNG files next to the dumps")
     return 0
 
 
@@ -22,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     demo.add_argument("--repeat", type=int, default=200, help="calls timed per net (median reported)")
+    demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
+                      "(needs Graphviz's dot)")
     demo.set_defaults(run=_demo)
     from graphkernel.onnx.run import add_run_parser
     add_run_parser(sub)

@@ -51,8 +51,11 @@ def _median_call_us(fn, x, repeat: int) -> float:
     return float(np.median(times)) * 1e6
 
 
+LARGE = (4096, 1024)
+
+
 def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", repeat: int = 200,
-             seed: int = 0, out=print) -> dict:
+             seed: int = 0, out=print, large: tuple[int, int] | None = LARGE) -> dict:
     """Run both nets with fusion off and on; returns what it printed as data (for tests)."""
     rng = np.random.default_rng(seed)
     x = Tensor(rng.standard_normal((4, 4)).astype(np.float32))
@@ -85,4 +88,20 @@ def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", r
             out(f"compile {compile_ms:.1f} ms, step {call_us:.1f} us (median of {repeat})")
             out("dumps: " + ", ".join(compiled.dump_files))
     context.set_context(save_graphs=False, enable_graph_kernel=False)
+    out("================ summary: fusion off -> on ================")
+    for net_cls in (NetBasicFuse, NetCompositeFuse):
+        off, on = results[(net_cls.__name__, False)], results[(net_cls.__name__, True)]
+        line = (f"{net_cls.__name__:18s} kernels {len(off['kernels'])} -> {len(on['kernels'])}; "
+                f"4x4 step {off['call_us']:.1f} -> {on['call_us']:.1f} us")
+        if large is not None:
+            big = Tensor(rng.standard_normal(large).astype(np.float32))
+            steps = {}
+            for fusion in (False, True):
+                context.set_context(enable_graph_kernel=fusion)
+                steps[fusion] = _median_call_us(net_cls(), big, max(5, repeat // 20))
+            context.set_context(enable_graph_kernel=False)
+            results[(net_cls.__name__, "large")] = steps
+            line += (f"; {large[0]}x{large[1]} step {steps[False] / 1e3:.2f} -> {steps[True] / 1e3:.2f} ms "
+                     f"({steps[True] / steps[False]:.2f}x)")
+        out(line + f"; same result: {bool(np.allclose(off['result'], on['result'], rtol=1e-5, atol=1e-6))}")
     return results

@@ -74,7 +74,7 @@ def render(path: str, fmt: str = "png") -> str:
     if not os.path.isfile(path):
         raise DumpError(f"no such .dot file: {path!r}")
     try:
-        return graphviz.render("dot", fmt, path)
+        return graphviz.render("dot", fmt, path, outfile=os.path.splitext(path)[0] + "." + fmt)
     except graphviz.ExecutableNotFound:
         raise DumpError("Graphviz's `dot` program is not installed (Debian: apt-get install graphviz); "
                         f"cannot render {path!r}") from None
