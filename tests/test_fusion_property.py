@@ -7,7 +7,7 @@ one kernel by the codegen's contract, and every refused candidate in the log has
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion_helpers import Builder, composites, interpret, kernel_count, options, random_inputs, t, verify
+from fusion_helpers import F16, F32, Builder, composites, interpret, kernel_count, options, random_inputs, t, verify
 from tolerance import assert_close
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
@@ -22,9 +22,11 @@ BINARY = ["Add", "Sub", "Mul", "Maximum", "Minimum", "RealDiv"]
 
 
 @st.composite
-def random_graph(draw):
+def random_graph(draw, dtype=F32):
     n_inputs = draw(st.integers(1, 3))
-    g = Builder(*(t(*INPUT_SHAPES[draw(st.integers(0, len(INPUT_SHAPES) - 1))]) for _ in range(n_inputs)))
+    g = Builder(*(t(*INPUT_SHAPES[draw(st.integers(0, len(INPUT_SHAPES) - 1))], dtype=dtype)
+                  for _ in range(n_inputs)))
+    other = "float32" if dtype == F16 else "float16"
     pool = list(g.inputs)
     pick = lambda: pool[draw(st.integers(0, len(pool) - 1))]  # noqa: E731
     for _ in range(draw(st.integers(1, 12))):
@@ -32,11 +34,12 @@ def random_graph(draw):
         x = pick()
         if kind == "unary":
             op = draw(st.sampled_from(UNARY))
-            y = g.op("Cast", g.op("Cast", x, dtype="float16"), dtype="float32") if op == "Cast" else g.op(op, x)
+            y = g.op("Cast", g.op("Cast", x, dtype=other), dtype=dtype) if op == "Cast" else g.op(op, x)
         elif kind == "binary":
             y = g.op(draw(st.sampled_from(BINARY)), x, pick())
         elif kind == "scalar":
-            y = g.op(draw(st.sampled_from(["Mul", "Add", "Sub"])), x, g.const(draw(st.sampled_from([0.5, 2.0, -1.0]))))
+            y = g.op(draw(st.sampled_from(["Mul", "Add", "Sub"])), x,
+                     g.const(draw(st.sampled_from([0.5, 2.0, -1.0])), dtype))
         elif kind == "reduce":
             if not x.shape:
                 continue
@@ -55,7 +58,8 @@ def random_graph(draw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_graph(), st.sampled_from(["", "--opt_level=3", "--opt_level=1 --composite_op_limit_size=3"]))
+@given(st.one_of(random_graph(), random_graph(F16)),
+       st.sampled_from(["", "--opt_level=3", "--opt_level=1 --composite_op_limit_size=3"]))
 def test_fusion_preserves_values_and_never_adds_kernels(graph, flags):
     opts = options(flags)
     arrays = random_inputs(graph, seed=1)

@@ -123,3 +123,18 @@ def test_parallel_fusion_refuses_dependent_kernels():
     out = parallel_fusion(graph, opts)
     assert kernel_count(out) == 2
     assert any("not independent" in r.reason for r in opts.log)
+
+
+def test_recompute_leaves_values_read_by_dead_nodes_alone():
+    g = Builder(t(4, 8))
+    (x,) = g.inputs
+    a = g.op("Neg", x)
+    b = g.op("Add", x, a)
+    c = g.op("Neg", a)
+    g.op("Neg", b)  # dead: no output depends on it
+    graph = g.graph(g.op("Neg", b), c)
+    opts = options("--composite_op_limit_size=3")
+    _, final = fuse_all(graph, opts)
+    out = recompute(final, opts)
+    verify(out)
+    same_values(graph, out)

@@ -33,7 +33,8 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
     for _ in range(MAX_ROUNDS):
         readers = graph.users()
         live = live_set(graph)
-        readers = {v: [u for u in us if u in live] for v, us in readers.items()}
+        # values some dead node reads are left alone: rewriting their readers is DCE's business
+        readers = {v: us for v, us in readers.items() if all(u in live for u in us)}
         for producer in graph.nodes:
             new = _first_accepted(graph, producer, readers, decided, opts) if producer in live else None
             if new is not None:
