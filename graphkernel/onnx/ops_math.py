@@ -139,3 +139,49 @@ def gemm(b: Builder, n: NodeInfo):
             c = b.binary("Mul", b.const(beta, c), c)
         y = b.op("Add", [y, c])
     return [y]
+
+
+converter("Sum")(_variadic("Add"))
+
+
+@converter("Mean")
+def mean(b: Builder, n: NodeInfo):
+    (total,) = _variadic("Add")(b, n)
+    args = [x for x in n.inputs if x is not None]
+    return [total if len(args) == 1 else b.binary("RealDiv", total, len(args))]
+
+
+@converter("CastLike", min_version=15)
+def cast_like(b: Builder, n: NodeInfo):
+    return [b.cast(n.inputs[0], dtype_of(n.inputs[1]))]
+
+
+def _not(b: Builder, x):
+    return b.binary("Equal", x, False)
+
+
+@converter("Not", min_version=1)
+def not_(b: Builder, n: NodeInfo):
+    return [_not(b, n.inputs[0])]
+
+
+def _or_equal(strict: str):
+    def convert(b: Builder, n: NodeInfo):
+        x, y = n.inputs[:2]
+        # Select(x > y, true, x == y), not Not(x < y): a NaN compares false either way
+        return [b.op("Select", [b.op(strict, [x, y]), np.asarray(True), b.op("Equal", [x, y])])]
+    return convert
+
+
+converter("GreaterOrEqual", min_version=12)(_or_equal("Greater"))
+converter("LessOrEqual", min_version=12)(_or_equal("Less"))
+
+
+@converter("Clip")
+def clip(b: Builder, n: NodeInfo):
+    x, low, high = n.inputs[0], n.input(1), n.input(2)
+    if low is not None:
+        x = b.op("Maximum", [x, low])
+    if high is not None:  # after Maximum: min > max gives max everywhere, as numpy.clip does
+        x = b.op("Minimum", [x, high])
+    return [x]

@@ -110,3 +110,23 @@ def gelu(b: Builder, n: NodeInfo):
         raise n.error(f"attribute approximate={approximate!r}; expected 'none' or 'tanh'")
     phi = b.binary("Add", b.op("Erf", [b.binary("RealDiv", x, math.sqrt(2))]), 1)
     return [b.op("Mul", [b.binary("Mul", x, 0.5), phi])]
+
+
+@converter("LeakyRelu", min_version=6)
+def leaky_relu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [b.op("Select", [b.binary("Greater", x, 0), x, b.binary("Mul", x, n.attr("alpha", 0.01))])]
+
+
+@converter("Softplus", min_version=1)
+def softplus(b: Builder, n: NodeInfo):
+    return [b.op("Log", [b.binary("Add", b.op("Exp", n.inputs[:1]), 1)])]
+
+
+@converter("Dropout", static=(1, 2))
+def dropout(b: Builder, n: NodeInfo):
+    """Inference: the identity, and a mask of ones; training mode is not supported."""
+    x, training = n.inputs[0], n.input(2)
+    if training is not None and bool(b.static(training, "training_mode")):
+        raise n.error("training_mode=True is not supported (graphkernel runs inference graphs)")
+    return [x, np.ones(shape_of(x), np.bool_)][: max(n.num_outputs, 1)]

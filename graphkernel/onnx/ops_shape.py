@@ -200,3 +200,40 @@ def gather(b: Builder, n: NodeInfo):
     if not dtype_of(indices).is_int:
         raise n.error(f"indices must be int32 or int64, got {dtype_of(indices)}")
     return [b.op("Gather", [data, indices], axis=axis)]
+
+
+@converter("Size")
+def size(b: Builder, n: NodeInfo):
+    return [np.asarray(int(np.prod(shape_of(n.inputs[0]), dtype=np.int64)), np.int64)]
+
+
+@converter("Flatten")
+def flatten(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    dims = shape_of(x)
+    axis = n.attr("axis", 1)
+    if not -len(dims) <= axis <= len(dims):
+        raise n.error(f"axis {axis} is out of range for rank {len(dims)}")
+    axis += len(dims) if axis < 0 else 0
+    rows, cols = (int(np.prod(part, dtype=np.int64)) for part in (dims[:axis], dims[axis:]))
+    return [b.reshape(x, (rows, cols))]
+
+
+@converter("ConstantOfShape", static=(0,), min_version=9)
+def constant_of_shape(b: Builder, n: NodeInfo):
+    shape = b.ints(n.inputs[0], "input")
+    value = n.attr("value")
+    fill = to_array(value, f"{n.where()}: attribute 'value'").reshape(-1) if value is not None else \
+        np.zeros(1, np.float32)
+    if fill.size != 1:
+        raise n.error(f"attribute 'value' must hold one element, it holds {fill.size}")
+    return [np.full(shape, fill[0], dtype=fill.dtype)]
+
+
+@converter("Range", static=(0, 1, 2), min_version=11)
+def range_(b: Builder, n: NodeInfo):
+    start, limit, delta = (b.static(n.input(i), what) for i, what in enumerate(("start", "limit", "delta")))
+    if delta == 0:
+        raise n.error("delta is 0")
+    count = max(int(np.ceil((limit.item() - start.item()) / delta.item())), 0)
+    return [(start + np.arange(count, dtype=start.dtype) * delta).astype(start.dtype)]
