@@ -81,6 +81,8 @@ class _Kernel:
         self.pres = dict(self.buffers)
         self.dims = [f"d{a}" for a in range(spec.rank)]
         self.consts = {n: node for n, node in enumerate(spec.nodes) if node.op == "Const"}
+        self.stash_load: set = set()    # refs read back from the block's row scratch in this pass
+        self.stash_store: set = set()   # refs computed in this pass and kept for later passes
 
     # --- layout arithmetic ---------------------------------------------------------------
     def stride(self, buf: str, axis: int) -> str:
@@ -172,11 +174,16 @@ class _Kernel:
                 name = f"c{ref[1]}"
             elif self.unit_level(ref):
                 name = f"u{ref[1]}"
+            elif ref in self.stash_load:
+                name = f"v{ref[1]}_{lane}"
+                self.w(f"{name} = {prefix}_w{ref[1]}[{index}]")
             else:
                 n = ref[1]
                 args = [expr(a) for a in self.spec.nodes[n].args]
                 name = f"v{n}_{lane}"
                 self.w(f"{name} = {self.node_expr(n, args)}")
+                if ref in self.stash_store:
+                    self.w(f"{prefix}_w{n}[{index}] = {name}")
             exprs[ref] = name
             return name
 
@@ -348,6 +355,9 @@ class _Reduction(_Kernel):
                     sliced.append(buf)
                 elif buf.startswith("in"):
                     w(f"x{buf[2:]} = {buf}[o_{buf}]")
+        for ref in sorted(self.stash_load | self.stash_store):
+            w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
+            sliced.append(f"w{ref[1]}")
         if not reds:
             with w.block(f"for j in range({length}):"):
                 self.emit_element(reds, outs, refs, "t", "j")
@@ -424,7 +434,37 @@ class _Reduction(_Kernel):
         return {f"in{i}" for i in self.inputs_of(refs)} | {f"out{k}" for k in outs}
 
 
+EXPENSIVE = {"Exp", "Log", "Tanh", "Erf", "Pow"}
+
+
 class _Rows(_Reduction):
+    """A unit's passes run back to back; a costly value one pass computes and a later pass needs
+    (Softmax's exp(x - max)) is kept in a per-block scratch row (the UB) instead of recomputed."""
+
+    def closure(self, refs) -> set:
+        seen = set()
+
+        def walk(ref):
+            if ref in seen or ref[0] == "in" or ref[1] in self.consts or self.unit_level(ref):
+                return
+            seen.add(ref)
+            for a in self.spec.nodes[ref[1]].args:
+                walk(a)
+        for r in refs:
+            walk(r)
+        return seen
+
+    def plan_stash(self) -> dict:
+        """ref -> the first pass computing it, for costly values used by two passes or more."""
+        if self.outer_red:
+            return {}
+        first, count = {}, {}
+        for j in range(self.spec.num_passes):
+            for ref in self.closure(self.pass_targets(j)[2]):
+                first.setdefault(ref, j)
+                count[ref] = count.get(ref, 0) + 1
+        return {r: first[r] for r in first if count[r] > 1 and self.spec.nodes[r[1]].op in EXPENSIVE}
+
     def render(self, name: str) -> str:
         w, spec = self.w, self.spec
         with w.block(self.signature(name)):
@@ -436,6 +476,9 @@ class _Rows(_Reduction):
             with w.block(self.emit_grid_header(units)):
                 self.emit_block_span()
                 self.alloc_lanes()
+                self.stash = self.plan_stash()
+                for ref in sorted(self.stash):
+                    w(f"w{ref[1]} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for p in range(t0, min(t0 + tile, stop)):"):
                         self.emit_unit_start("p")
@@ -452,6 +495,9 @@ class _Rows(_Reduction):
         for ref in self.unit_refs(refs):
             self.ensure_unit(ref)
         self.init_lanes(reds)
+        used = self.closure(refs)
+        self.stash_store = {r for r, first in self.stash.items() if first == j and r in used}
+        self.stash_load = {r for r, first in self.stash.items() if first < j and r in used}
         bufs = self.pass_buffers(refs, outs)
         if self.outer_red:
             outer = _product(self.dims[a] for a in self.outer_red)

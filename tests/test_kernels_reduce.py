@@ -131,3 +131,12 @@ def test_block_dim_does_not_change_bits(core_num):
     outs = lower(g, DeviceConfig(core_num=core_num)).run(arrays)
     for a, b in zip(outs, base):
         assert_close(a, b, bitwise=True)
+
+
+@pytest.mark.parametrize("label", ["softmax", "layer_norm"])
+def test_fused_reductions_equal_unfused_bitwise(label):
+    """Reductions sum in the same lanes fused or not, and a stashed exp is the computed one."""
+    g = softmax((6, 130), (1,)) if label == "softmax" else layer_norm((6, 130))
+    arrays = [random_array(v.shape, seed=k) for k, v in enumerate(g.inputs)]
+    for a, b in zip(lower(fused(g), CFG).run(arrays), lower(g, CFG).run(arrays)):
+        assert_close(a, b, bitwise=True)
