@@ -2,6 +2,7 @@
 follows the kernel contract (keepdims reductions); the expand flags are respected."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
@@ -219,3 +220,31 @@ def test_a_bert_block_expands_and_verifies():
     assert ops(expanded).count("MatMul") == 1
     arrays = random_inputs(graph, 3)
     assert_close(interpret(expanded, arrays)[0], interpret(graph, arrays)[0])
+
+
+@st.composite
+def reduction_cases(draw):
+    """A composite op that reduces, on a random small shape, with axes spelled positive or negative."""
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    rank = len(shape)
+    axes = sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1)))
+    spelled = tuple(a - rank if draw(st.booleans()) else a for a in axes)
+    op = draw(st.sampled_from(["ReduceMean", "Softmax", "LogSoftmax", "LayerNorm"]))
+    if op == "ReduceMean":
+        return op, [shape], dict(axis=spelled, keep_dims=draw(st.booleans()))
+    if op == "LayerNorm":
+        begin = axes[0] - rank if draw(st.booleans()) else axes[0]
+        return op, [shape, shape[axes[0]:], shape[axes[0]:]], dict(begin_norm_axis=begin,
+                                                                   begin_params_axis=begin)
+    return op, [shape], dict(axis=spelled)
+
+
+@settings(max_examples=40, deadline=None)
+@given(reduction_cases(), st.sampled_from(FLOATS))
+def test_random_reductions_expand_to_their_reference(case, dtype):
+    op, shapes, attrs = case
+    graph = single_op_graph(op, shapes, attrs, dtype)
+    expanded = verify(expand(graph, CompileOptions()))
+    arrays = scaled_inputs(graph, seed=len(shapes[0]))
+    for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
+        assert_close(got, want, err_msg=f"{op} {shapes} {attrs} {dtype}")
