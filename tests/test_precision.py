@@ -501,6 +501,12 @@ def test_customize_dtypes_bad_lines_name_file_and_line(tmp_path, text, message):
         read_customize_dtypes(path)
 
 
+def test_customize_dtypes_that_cannot_apply_name_file_line_and_node(tmp_path):
+    rules = read_customize_dtypes(write(tmp_path, "c.cfg", "\nOpType::Add:InputDtype:float16,float32\n"))
+    with pytest.raises(PrecisionConfigError, match=r"c\.cfg', line 2: cannot apply to Add: .*different dtypes"):
+        run_pass(mm_graph(), "allow_mix_precision", customize=rules)
+
+
 def test_customize_dtypes_unknown_type_warns(tmp_path):
     with pytest.warns(UserWarning, match=r"line 1: op type 'Conv2D' is neither"):
         rules = read_customize_dtypes(write(tmp_path, "c.cfg", "OpType::Conv2D:InputDtype:float16\n"))
