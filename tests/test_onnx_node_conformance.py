@@ -259,7 +259,8 @@ NUMBA_CASES = (
     "test_reduce_max_keepdims_random",
     "test_reduce_mean_do_not_keepdims_random", "test_reduce_sum_default_axes_keepdims_random",
     "test_slice_neg_steps", "test_softmax_axis_0", "test_split_2d_uneven_split_opset18",
-    "test_concat_3d_axis_1", "test_where_long_example", "test_mvn_expanded",
+    "test_concat_3d_axis_1", "test_where_long_example", "test_mvn_expanded", "test_clip_splitbounds",
+    "test_leakyrelu", "test_softplus", "test_greater_equal_bcast", "test_mean_example",
 )
 
 
