@@ -205,3 +205,19 @@ def test_pynative_mode_runs_the_model_compiled(cpu):
     m = model([helper.make_node("Sigmoid", ["x"], ["y"])], [vi("x", [3])], [vi("y", [3])])
     x = np.array([-1, 0, 2], np.float32)
     assert_close(run(m, {"x": x})[0], reference(m, {"x": x})[0])
+
+
+@pytest.mark.parametrize("opset,node,inits,out", [
+    (13, helper.make_node("ReduceMean", ["x"], ["y"], axes=[0, -1], keepdims=0), [], [3]),
+    (17, helper.make_node("ReduceMax", ["x"], ["y"], axes=[1]), [], [2, 1, 4]),
+    (18, helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0), [("axes", [1, 2])], [2]),
+    (13, helper.make_node("ReduceSum", ["x", "axes"], ["y"], noop_with_empty_axes=1), [("axes", [])], [2, 3, 4]),
+    (13, helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0), [], []),
+])
+def test_reduction_axes_as_attribute_or_input(cpu, opset, node, inits, out):
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32)
+    tensors = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in inits]
+    m = model([node], [vi("x", [2, 3, 4])], [vi("y", out)], tensors, opset)
+    expected = reference(m, {"x": x})[0]
+    assert expected.shape == tuple(out)
+    assert_close(run(m, {"x": x})[0], expected)
