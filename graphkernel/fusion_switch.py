@@ -10,27 +10,24 @@ from __future__ import annotations
 import json
 import warnings
 
-from ir.errors import GraphKernelError
+from graphkernel.config_file import ConfigFileError, parsed_once, read_text
 
 # Our pass names per CANN group: GraphFusion = graph-level passes, UBFusion = fusion inside the UB.
 PASS_GROUPS = {
-    "GraphFusion": ("expand", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
+    "GraphFusion": ("expand", "precision", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
                     "composite_fusion", "recompute", "parallel_fusion"),
     "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion"),
 }
 
 
-class FusionSwitchError(GraphKernelError, ValueError):
+class FusionSwitchError(ConfigFileError):
     """A fusion_switch_file that cannot be read or has a bad key or value."""
 
 
+@parsed_once
 def read_fusion_switch(path: str) -> frozenset[str]:
-    """The set of pass names the file turns off."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise FusionSwitchError(f"fusion_switch_file {path!r}: cannot read it ({e.strerror})") from None
+    """The set of pass names the file turns off (parsed, and warned about, once per file version)."""
+    text = read_text(path, "fusion_switch_file", FusionSwitchError)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

@@ -7,7 +7,7 @@ files that edit them (modify_mixlist) or override single ops (customize_dtypes).
     customize_dtypes.py  customize_dtypes file -> per-name / per-type dtype rules
 The pass that inserts the Casts is graphkernel/passes/precision.py.
 """
-from graphkernel.precision.config_file import PrecisionConfigError
+from graphkernel.config_file import PrecisionConfigError
 from graphkernel.precision.customize_dtypes import CustomizeDtypes, DtypeRule, read_customize_dtypes
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, lacks_fp32, render_table, resolve
 from graphkernel.precision.mixlist import Mixlist, read_mixlist

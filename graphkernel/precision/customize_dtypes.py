@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 
 from ir.dtypes import DType
-from graphkernel.precision.config_file import PrecisionConfigError, parsed_once, read_text
+from graphkernel.config_file import PrecisionConfigError, parsed_once, read_text
 from graphkernel.precision.lists import resolve
 
 KEY = "customize_dtypes"
@@ -94,7 +94,7 @@ def parse_rule(path: str, lineno: int, spec: str) -> DtypeRule:
 def read_customize_dtypes(path: str) -> CustomizeDtypes:
     by_name: dict[str, DtypeRule] = {}
     by_type: dict[str, DtypeRule] = {}
-    for lineno, raw in enumerate(read_text(path, KEY).splitlines(), start=1):
+    for lineno, raw in enumerate(read_text(path, KEY, PrecisionConfigError).splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

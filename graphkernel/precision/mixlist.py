@@ -28,7 +28,7 @@ import json
 import warnings
 from dataclasses import dataclass
 
-from graphkernel.precision.config_file import PrecisionConfigError, parsed_once, read_text
+from graphkernel.config_file import PrecisionConfigError, parsed_once, read_text
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, resolve
 
 KEY = "modify_mixlist"
@@ -69,7 +69,7 @@ def strip_line_comments(text: str) -> str:
 
 def _load(path: str) -> dict:
     try:
-        doc = json.loads(strip_line_comments(read_text(path, KEY)))
+        doc = json.loads(strip_line_comments(read_text(path, KEY, PrecisionConfigError)))
     except json.JSONDecodeError as e:
         raise PrecisionConfigError(f"{KEY} file {path!r}: not valid JSON: {e.msg} at line {e.lineno}, "
                                    f"column {e.colno}") from None

@@ -1,0 +1,144 @@
+"""The pipeline's stages and dumps, and the options that steer it: graph_kernel_flags (and
+MS_DEV_GRAPH_KERNEL_FLAGS), fusion_switch_file, save_graphs_path, --dump_as_text."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from graphkernel import GraphKernelError, Tensor, context
+from graphkernel.demo import NetCompositeFuse
+from graphkernel.nn import Cell
+from graphkernel.ops import operations as P
+
+
+@pytest.fixture
+def x():
+    return Tensor(np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32))
+
+
+class TwoBranches(Cell):
+    """exp(x) and tanh(x): two independent composites reading the same input."""
+
+    def construct(self, x):
+        return P.Exp()(x) * 2.0, P.Tanh()(x) + 1.0
+
+
+def stems(compiled):
+    return [os.path.basename(f) for f in compiled.dump_files]
+
+
+def test_stage_dumps_follow_the_stage_table(cpu, x, tmp_path):
+    context.set_context(save_graphs=True, save_graphs_path=str(tmp_path / "off"))
+    assert stems(NetCompositeFuse().compile(x)) == [
+        "6_validate.dot", "hwopt_d_expand_end_graph_0.dot", "hwopt_d_simplify_end_graph_0.dot"]
+    context.set_context(enable_graph_kernel=True, save_graphs_path=str(tmp_path / "on"))
+    assert stems(NetCompositeFuse().compile(x)) == [
+        "6_validate_1.dot", "hwopt_d_expand_end_graph_1.dot", "hwopt_d_simplify_end_graph_1.dot",
+        "hwopt_d_fuse_basic_opt_end_graph_1.dot", "hwopt_d_composite_opt_end_graph_1.dot"]
+
+
+def test_device_target_adds_the_kernel_graph_dump(x, tmp_path):
+    context.set_context(enable_graph_kernel=True, save_graphs=True, save_graphs_path=str(tmp_path))
+    compiled = NetCompositeFuse().compile(x)
+    assert stems(compiled)[-1] == "kernel_graph_0.dot"
+    text = (tmp_path / "kernel_graph_0.dot").read_text()
+    assert "block_dim=1" in text and "Fused_Mul_Add_Pow" in text
+
+
+def test_dumps_are_deterministic(cpu, x, tmp_path):
+    context.set_context(enable_graph_kernel=True, save_graphs=True)
+    for run in ("a", "b"):
+        context.reset_graph_id()
+        context.set_context(save_graphs_path=str(tmp_path / run))
+        NetCompositeFuse().compile(x)
+    for name in os.listdir(tmp_path / "a"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_unwritable_save_graphs_path_is_named(cpu, x, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    context.set_context(save_graphs=True, save_graphs_path=str(blocker / "dumps"))
+    with pytest.raises(GraphKernelError, match=r"save_graphs_path '.*a_file/dumps' cannot be created"):
+        NetCompositeFuse().compile(x)
+
+
+def test_dump_as_text_writes_ir_and_a_fusion_log_with_reasons(cpu, x, tmp_path):
+    context.set_context(enable_graph_kernel=True, save_graphs=True, save_graphs_path=str(tmp_path),
+                        graph_kernel_flags="--dump_as_text")
+    compiled = NetCompositeFuse().compile(x)
+    assert (tmp_path / "hwopt_d_composite_opt_end_graph_0.ir").read_text().startswith("graph(")
+    log = (tmp_path / "fusion_log_0.ir").read_text().splitlines()
+    assert len(log) == len(compiled.log) >= 2
+    assert any(line.startswith("[fuse_basic] refuse") and "Pow is not an op of basic fusion" in line
+               for line in log)
+    assert all(": " in line and line.split(": ", 1)[1] for line in log)   # every decision has a reason
+    assert any(line.startswith("[composite] fuse") and "saved_us=" in line for line in log)
+
+
+def test_env_flags_are_read_after_the_context_flags(cpu, x, monkeypatch):
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags="--opt_level=2")
+    monkeypatch.setenv("MS_DEV_GRAPH_KERNEL_FLAGS", "--opt_level=0")
+    assert NetCompositeFuse().compile(x).kernel_count == 3
+    monkeypatch.setenv("MS_DEV_GRAPH_KERNEL_FLAGS", "--opt_levl=0")
+    with pytest.raises(GraphKernelError, match=r"MS_DEV_GRAPH_KERNEL_FLAGS: unknown flag --opt_levl; did "
+                                                r"you mean --opt_level\?"):
+        NetCompositeFuse().compile(x)
+
+
+def test_enable_and_disable_pass_by_stage_name(cpu, x):
+    context.set_context(enable_graph_kernel=True)
+    assert TwoBranches().compile(x).kernel_count == 2
+    context.set_context(graph_kernel_flags="--enable_pass=composite.parallel_fusion")
+    assert TwoBranches().compile(x).kernel_count == 1
+    context.set_context(graph_kernel_flags="--disable_pass=fuse_basic.basic_fusion")
+    compiled = NetCompositeFuse().compile(x)
+    assert "fuse_basic" in compiled.stages
+    assert not any(n.subgraph for n in compiled.stages["fuse_basic"].nodes)
+    assert compiled.kernel_count == 1    # composite fusion still fuses Mul, Add, Pow
+
+
+def test_expand_flags_apply_with_fusion_off(cpu, x):
+    class Soft(Cell):
+        def construct(self, x):
+            return P.Softmax()(x)
+    assert [n.op for n in Soft().compile(x).graph.nodes if n.op != "Const"] != ["Softmax"]
+    context.set_context(graph_kernel_flags="--disable_expand_ops=Softmax")
+    assert [n.op for n in Soft().compile(x).graph.nodes if n.op != "Const"] == ["Softmax"]
+
+
+def write_switch(tmp_path, doc) -> str:
+    path = tmp_path / "fusion_switch.cfg"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+def test_fusion_switch_turns_passes_off(cpu, x, tmp_path):
+    context.set_context(enable_graph_kernel=True, fusion_switch_file=write_switch(
+        tmp_path, {"Switch": {"GraphFusion": {"composite_fusion": "off"}}}))
+    assert NetCompositeFuse().compile(x).kernel_count == 2
+    context.set_context(fusion_switch_file=write_switch(
+        tmp_path, {"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}}))
+    assert NetCompositeFuse().compile(x).kernel_count == 3
+
+
+def test_fusion_switch_cann_pass_we_lack_warns(cpu, tmp_path):
+    path = write_switch(tmp_path, {"Switch": {"GraphFusion": {"RequantFusionPass": "on"},
+                                              "UBFusion": {"TbePool2dQuantFusionPass": "on"}}})
+    with pytest.warns(UserWarning, match="RequantFusionPass is not a graphkernel pass"):
+        context.set_context(fusion_switch_file=path)
+
+
+@pytest.mark.parametrize("doc, message", [
+    ('{"Switch": {"GraphFusion": {', r"not valid JSON: .* at line 1"),
+    ({"Switch": {"VectorFusion": {}}}, r"unknown group 'VectorFusion'; accepted: GraphFusion, UBFusion"),
+    ({"Switch": {"GraphFusion": {"cse": "maybe"}}}, r"Switch.GraphFusion.cse is 'maybe'; accepted"),
+    ({"switch": {}}, r'expected \{"Switch"'),
+])
+def test_fusion_switch_bad_files_are_named(tmp_path, doc, message):
+    path = write_switch(tmp_path, doc)
+    with pytest.raises(GraphKernelError, match=message):
+        context.set_context(fusion_switch_file=path)
+    with pytest.raises(GraphKernelError, match="cannot read it"):
+        context.set_context(fusion_switch_file=str(tmp_path / "missing.cfg"))
