@@ -107,3 +107,28 @@ def log_f32(x):
     y = y if x < _INF else x
     y = -_INF if x == f32(0.0) else y
     return _NAN if x < f32(0.0) else y
+
+
+# ---------------------------------------------------------------- tanh
+
+_SIGN_BIT = np.int32(-2147483648)
+_TANH_POLY_END = f32(0.625)                 # below: a + a**3 * P(a**2); above: 1 - 2 / (e**2a + 1)
+_TANH_C0, _TANH_C1, _TANH_C2, _TANH_C3, _TANH_C4 = (f32(-0.3333328068256378), f32(0.13331441581249237),
+                                                    f32(-0.05373971536755562), f32(0.0206390880048275),
+                                                    f32(-0.005704987328499556))
+
+
+@register_jitable
+def copysign_f32(magnitude, sign_of):
+    """`magnitude` (sign bit clear) with the sign bit of `sign_of`: keeps -0.0 and the sign of nan."""
+    return bits_f32(f32_bits(magnitude) | (f32_bits(sign_of) & _SIGN_BIT))
+
+
+@register_jitable
+def tanh_f32(x):
+    a = abs(x)
+    a2 = a * a
+    p = fma_f32(fma_f32(fma_f32(fma_f32(_TANH_C4, a2, _TANH_C3), a2, _TANH_C2), a2, _TANH_C1), a2, _TANH_C0)
+    near0 = fma_f32(a * a2, p, a)
+    far = f32(1.0) - f32(2.0) / (exp_f32(f32(2.0) * a) + f32(1.0))   # 1 for a > 9.01, inf and beyond
+    return copysign_f32(near0 if a < _TANH_POLY_END else far, x)
