@@ -2,11 +2,12 @@
 
 Note on the fusing algorithm
 ----------------------------
-Every computing top-level node starts as a cluster of its own. We walk the nodes in graph order
+Every computing top-level node starts as a cluster of its own (dead nodes and Consts stay out: DCE
+and the composite builder deal with them). We walk the nodes in graph order
 (a topological order); for each node we look at the clusters producing its inputs and try to merge
 each into the node's cluster:
 
-        p1   p2          legality   admit(every node), can_fuse(merged subgraph)      -> reason
+        p1   p2          legality   can_fuse(p, c, merged subgraph)                     -> reason
           \\ /            cycles     creates_cycle(p, c): a path p -> outside -> c       -> refuse
            c             profit     cost_model.score(parts, merged) > 0                 -> fuse
 
