@@ -71,17 +71,12 @@ def _arith(symbol: str) -> Callable[[Operands], str]:
 
 
 def _maximum(o: Operands) -> str:
-    a, b = o.args
-    if o.in_dtypes[0].is_float:  # numpy: NaN in either operand gives NaN
-        return f"({a} if ({a} >= {b} or {a} != {a}) else {b})"
-    return f"({a} if {a} >= {b} else {b})"
+    """numpy's rule (a NaN operand gives NaN; a >= b gives a), as numba's np.maximum: selects only."""
+    return f"np.maximum({o.args[0]}, {o.args[1]})"
 
 
 def _minimum(o: Operands) -> str:
-    a, b = o.args
-    if o.in_dtypes[0].is_float:
-        return f"({a} if ({a} <= {b} or {a} != {a}) else {b})"
-    return f"({a} if {a} <= {b} else {b})"
+    return f"np.minimum({o.args[0]}, {o.args[1]})"
 
 
 def _float_fn(mathfn_name: str | None, libm: str) -> Callable[[Operands], str]:
