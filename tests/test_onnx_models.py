@@ -221,3 +221,33 @@ def test_reduction_axes_as_attribute_or_input(cpu, opset, node, inits, out):
     expected = reference(m, {"x": x})[0]
     assert expected.shape == tuple(out)
     assert_close(run(m, {"x": x})[0], expected)
+
+
+def test_layer_norm_float16_computes_in_float32_with_float32_statistics(cpu):
+    """stash_type=1 (the default): mean and variance in float32; Mean and InvStdDev are float32."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((3, 16)) * 4 + 2).astype(np.float16)
+    scale = rng.standard_normal(16).astype(np.float16)
+    m = model([helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv"], epsilon=1e-3)],
+              [vi("x", [3, 16], TensorProto.FLOAT16)],
+              [vi("y", [3, 16], TensorProto.FLOAT16), vi("mean", [3, 1]), vi("inv", [3, 1])],
+              [numpy_helper.from_array(scale, "scale")])
+    y, mean, inv = run(m, {"x": x})
+    x32 = x.astype(np.float32)
+    mu = x32.mean(axis=-1, keepdims=True)
+    istd = 1 / np.sqrt(((x32 - mu) ** 2).mean(axis=-1, keepdims=True) + np.float32(1e-3))
+    assert_close(mean, mu)
+    assert_close(inv, istd.astype(np.float32))
+    assert_close(y, ((x32 - mu) * istd).astype(np.float16) * scale)
+
+
+def test_model_with_external_data(cpu, tmp_path):
+    w = np.arange(24, dtype=np.float32).reshape(4, 6) / 10
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"])], [vi("x", [2, 4])], [vi("y", [2, 6])],
+              [numpy_helper.from_array(w, "w")])
+    path = tmp_path / "ext.onnx"
+    onnx.save(m, path, save_as_external_data=True, location="ext.bin", size_threshold=0)
+    assert (tmp_path / "ext.bin").exists()
+    x = np.ones((2, 4), np.float32)
+    cell = gx.load(path)
+    assert_close(cell(Tensor(x)).asnumpy(), x @ w)

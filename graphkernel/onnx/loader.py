@@ -95,10 +95,11 @@ def _parse(data: bytes, what: str):
     return model
 
 
-def check_model(model) -> None:
+def check_model(model, path: str | None = None) -> None:
+    """onnx.checker on the model (on its file when there is one: external data resolve next to it)."""
     import onnx
     try:
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(path if path is not None else model)
     except Exception as e:  # ValidationError, or protobuf errors on malformed fields
         lines = [ln for ln in str(e).splitlines() if ln.strip()]
         raise OnnxImportError(f"the model fails onnx.checker: {' '.join(lines[:3])}") from None
@@ -163,5 +164,5 @@ def load(source):
     """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto)."""
     from graphkernel.onnx.cell import OnnxCell
     model, base_dir = read_model(source)
-    check_model(model)
+    check_model(model, os.fspath(source) if base_dir is not None else None)
     return OnnxCell(model_spec(model, base_dir))
