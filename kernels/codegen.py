@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from ir.dtypes import DType
 from ir.ops import Pattern, get
-from kernels.emitters import EMITTERS, NP_NAME, REDUCERS, Operands, const_literal, math_functions
+from kernels.emitters import NP_NAME, REDUCERS, Operands, const_literal, emit, f16_round, math_functions
 from kernels.layout import KernelSpec
 
 LANES = 64  # accumulator lanes of a reduction: a fixed power of two (never from block_dim)
@@ -147,8 +147,20 @@ class _Kernel:
 
     def node_expr(self, n: int, args: list[str]) -> str:
         node = self.spec.nodes[n]
-        return EMITTERS[node.op](Operands(args, node.in_dtypes, node.dtypes, dict(node.attrs),
-                                          self.operand_consts(node)))
+        return emit(node.op, Operands(args, node.in_dtypes, node.dtypes, dict(node.attrs),
+                                      self.operand_consts(node)))
+
+    # --- memory: float16 buffers hold uint16 bits, converted exactly on load and store ----------
+    def dtype_of(self, buf: str) -> DType:
+        if buf.startswith("in"):
+            return self.spec.inputs[int(buf[2:])][0]
+        return self.spec.outputs[int(buf[3:])][0]
+
+    def load(self, buf: str, element: str) -> str:
+        return f"f16_bits_to_f32({element})" if self.dtype_of(buf) == DType.float16 else element
+
+    def store(self, buf: str, value: str) -> str:
+        return f"f32_to_f16_bits({value})" if self.dtype_of(buf) == DType.float16 else value
 
     def unit_level(self, ref) -> bool:
         """A value computed once per unit (reduced, after a reduction), not per element."""
@@ -166,7 +178,7 @@ class _Kernel:
                 i = ref[1]
                 if self.inner_present(f"in{i}"):
                     name = f"x{i}_{lane}"
-                    self.w(f"{name} = {prefix}_in{i}[{index}]")
+                    self.w(f"{name} = {self.load(f'in{i}', f'{prefix}_in{i}[{index}]')}")
                 else:
                     loaded.add(i)
                     name = f"x{i}"
@@ -248,15 +260,15 @@ class _Elementwise(_Kernel):
         outer_outs = [k for k, (_, p) in enumerate(spec.outputs) if not p[-1]]
         for i, (_, pres) in enumerate(spec.inputs):
             if not pres[-1]:
-                w(f"x{i} = in{i}[o_in{i}]")
+                w(f"x{i} = {self.load(f'in{i}', f'in{i}[o_in{i}]')}")
         with w.block("for j in range(n):"):
             exprs = self.emit_lane([spec.results[k] for k in inner_outs], "", "j", set())
             for k in inner_outs:
-                w(f"t_out{k}[j] = {exprs[spec.results[k]]}")
+                w(f"t_out{k}[j] = {self.store(f'out{k}', exprs[spec.results[k]])}")
         if outer_outs:  # outputs constant along the segment: their operands are too
             exprs = self.emit_lane([spec.results[k] for k in outer_outs], "s", "0", set())
             for k in outer_outs:
-                w(f"out{k}[o_out{k}] = {exprs[spec.results[k]]}")
+                w(f"out{k}[o_out{k}] = {self.store(f'out{k}', exprs[spec.results[k]])}")
 
 
 class _Reduction(_Kernel):
@@ -296,12 +308,15 @@ class _Reduction(_Kernel):
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
+        if node.dtypes[0] == DType.float16:  # float16 accumulates in float32 and rounds once
+            return f16_round(expr)
         return f"{NP_NAME[node.dtypes[0]]}({expr})" if self.acc_dtype(n) != node.dtypes[0] else expr
 
     def ensure_unit(self, ref) -> str:
         """Emit (once) the unit-level computation of a reduced value; returns its expression."""
         if ref[0] == "in":
-            return f"in{ref[1]}[{self.offset(f'in{ref[1]}', self.kept_index, None) if self.kept else '0'}]"
+            buf = f"in{ref[1]}"
+            return self.load(buf, f"{buf}[{self.offset(buf, self.kept_index, None) if self.kept else '0'}]")
         n = ref[1]
         if n in self.consts:
             return f"c{n}"
@@ -354,7 +369,7 @@ class _Reduction(_Kernel):
                     w(f"t_{buf} = {self.slice_expr(buf, length)}")
                     sliced.append(buf)
                 elif buf.startswith("in"):
-                    w(f"x{buf[2:]} = {buf}[o_{buf}]")
+                    w(f"x{buf[2:]} = {self.load(buf, f'{buf}[o_{buf}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
             w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
             sliced.append(f"w{ref[1]}")
@@ -380,7 +395,7 @@ class _Reduction(_Kernel):
             self.w(f"acc{n}[k] = {combine(f'acc{n}[k]', val, self.acc_dtype(n))}")
         for k in outs:
             target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
-            self.w(f"{target} = {exprs[self.spec.results[k]]}")
+            self.w(f"{target} = {self.store(f'out{k}', exprs[self.spec.results[k]])}")
 
     def inputs_of(self, refs) -> set[int]:
         found, seen = set(), set()
@@ -415,7 +430,7 @@ class _Reduction(_Kernel):
             ref = spec.results[k]
             if not spec.full_buffer(pres) and spec.phase_of(ref) == phase:
                 self.w(f"out{k}[{self.offset(f'out{k}', self.kept_index) if self.kept else '0'}] = "
-                       f"{self.ensure_unit(ref)}")
+                       f"{self.store(f'out{k}', self.ensure_unit(ref))}")
 
     def emit_unit_start(self, flat: str) -> None:
         self.kept_index = self.decompose(flat, self.kept, "i")

@@ -27,11 +27,26 @@ NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float
            DType.int32: "np.int32", DType.int64: "np.int64", DType.bool: "np.bool_"}
 
 
+def float16_supported() -> bool:
+    """float16 kernels need kernels.mathfn's exact float16 <-> float32 conversions."""
+    names = math_functions()
+    return "f16_bits_to_f32" in names and "f32_to_f16_bits" in names
+
+
+def f16_round(expr: str) -> str:
+    """A float32 expression rounded to the nearest float16 (kept as float32)."""
+    return f"f16_bits_to_f32(f32_to_f16_bits({expr}))"
+
+
+# results of these ops on float16 operands are float16 values already: no rounding needed
+F16_EXACT = {"Neg", "Abs", "Maximum", "Minimum", "Select", "BroadcastTo", "Greater", "Less", "Equal"}
+
+
 def math_functions() -> dict[str, object]:
     """Names the emitted expressions may call, for the kernel module's globals."""
     names = {}
     if _mathfn is not None:
-        for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32"):
+        for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32", "f16_bits_to_f32", "f32_to_f16_bits"):
             if hasattr(_mathfn, fn):
                 names[fn] = getattr(_mathfn, fn)
     return names
@@ -81,7 +96,7 @@ def _minimum(o: Operands) -> str:
 
 def _float_fn(mathfn_name: str | None, libm: str) -> Callable[[Operands], str]:
     def emit(o: Operands) -> str:
-        if o.dtype == DType.float32 and mathfn_name and mathfn_name in math_functions():
+        if o.dtype in (DType.float32, DType.float16) and mathfn_name and mathfn_name in math_functions():
             return f"{mathfn_name}({o.args[0]})"
         return f"{NP_NAME[o.dtype]}(math.{libm}({o.args[0]}))"
     return emit
@@ -166,11 +181,17 @@ def _extremum(emit):
 REDUCERS: dict[str, Reducer] = {
     # int32 sums accumulate in int64 and wrap once at the end: the same bits as int32 wrap-around
     "ReduceSum": Reducer(lambda d: const_literal(0, d), lambda acc, x, d: f"({acc} + {x})",
-                         lambda d: DType.int64 if d == DType.int32 else d),
+                         lambda d: {DType.int32: DType.int64, DType.float16: DType.float32}.get(d, d)),
     "ReduceMax": Reducer(_lowest, _extremum(_maximum), lambda d: d),
     "ReduceMin": Reducer(_highest, _extremum(_minimum), lambda d: d),
 }
 
 
 def emit(op: str, operands: Operands) -> str:
-    return EMITTERS[op](operands)
+    """The result expression, rounded to float16 when the result is float16 (SPEC §6: every
+    primitive's float16 result is rounded, so results match numpy's float16 op by op)."""
+    expr = EMITTERS[op](operands)
+    if operands.dtypes[0] == DType.float16 and op not in F16_EXACT and not (
+            op == "Cast" and operands.in_dtypes[0] == DType.float16):
+        expr = f16_round(expr)
+    return expr

@@ -26,6 +26,9 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 
 
+GENERATED = ("elementwise", "rows", "split")   # KernelInfo.variant of generated kernels
+
+
 class InputMismatchError(GraphKernelError, TypeError):
     """An input whose shape or dtype is not what the program was compiled for."""
 
@@ -140,7 +143,7 @@ class Program:
             names[s] = f"t{s}"
         env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
                      "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
-                     "lock": self._lock}
+                     "lock": self._lock, "U16": np.uint16}
         for s, st in enumerate(self.storages):
             if st.kind == "const":
                 names[s] = f"c{s}"
@@ -169,7 +172,11 @@ class Program:
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             env[f"info{k}"] = step.info
-            call_args = [names[s] for s in step.ins + step.outs] + [repr(x) for x in step.extra]
+            call_args = [names[s] for s in step.ins + step.outs]
+            if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
+                call_args = [f"{a}.view(U16)" if self.storages[s].dtype == np.float16 else a
+                             for a, s in zip(call_args, step.ins + step.outs)]
+            call_args += [repr(x) for x in step.extra]
             call = f"k{k}({', '.join(call_args)})"
             if timed:
                 lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",

@@ -1,0 +1,86 @@
+"""float16 kernels: uint16 bits in memory, exact conversions, every primitive's result rounded to
+float16, reductions accumulated in float32 and rounded once, ReduceSum with block_dim 1.
+
+The generated source is checked in pure Python (numpy's float16 conversions stand in for
+kernels.mathfn's) whatever the tree holds; the compiled kernels once kernels.mathfn provides them.
+"""
+import sys
+
+import numpy as np
+import pytest
+
+from kernels import DeviceConfig, lower
+from kernels.codegen import LANES, render
+from kernels.compile import kernel_globals
+from kernels.emitters import float16_supported
+from kernels.layout import describe
+from kernels.lower import choose_launch
+from tests.kernel_graphs import Builder, random_array, reference
+from tests.test_kernels_aicore import PURE_PYTHON_MATH
+from tests.tolerance import assert_close
+
+NUMPY_F16 = {"f16_bits_to_f32": lambda h: np.float32(np.uint16(h).view(np.float16)),
+             "f32_to_f16_bits": lambda x: np.float16(np.float32(x)).view(np.uint16)}
+
+
+def run_in_python(graph, arrays, block_dim=3):
+    spec, sizes = describe(graph)
+    variant, _, tile = choose_launch(spec, sizes, 32)
+    name, source = render(spec, variant, parallel=False)
+    namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH, **NUMPY_F16}
+    exec("\n".join(line for line in source.splitlines() if not line.startswith("from kernels.mathfn")),
+         namespace)
+    outs = [np.empty(v.type.size, v.dtype.np) for v in graph.outputs]
+
+    def bits(a):
+        a = a.reshape(-1)
+        return a.view(np.uint16) if a.dtype == np.float16 else a
+    namespace[name](*map(bits, arrays), *map(bits, outs), *sizes, block_dim, tile, LANES)
+    return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)]
+
+
+def mixed_graph():
+    b = Builder("float16")
+    x, y = b.input((3, 10)), b.input((10,))
+    h = b.op("Add", b.op("Mul", x, y), b.const(1.5))
+    return b.graph(b.op("RealDiv", h, b.op("Abs", y)), b.op("ReduceSum", h, axis=(1,)),
+                   b.op("Cast", h, dtype="float32"), b.op("ReduceMax", h, axis=(1,), keep_dims=True))
+
+
+def test_generated_source_matches_numpy_float16_op_by_op():
+    g = mixed_graph()
+    arrays = [random_array((3, 10), "float16"), random_array((10,), "float16", seed=1)]
+    outs = run_in_python(g, arrays)
+    want = reference(g, arrays)
+    for k in (0, 2, 3):  # elementwise results and a max: bit for bit
+        assert_close(outs[k], want[k], bitwise=True)
+    assert_close(outs[1], want[1])  # a sum: float32 accumulation, one rounding
+
+
+def test_float16_reduce_sum_runs_in_one_block():
+    def block_dim(op):
+        b = Builder("float16")
+        x = b.input((4096, 64))
+        return choose_launch(*describe(b.graph(b.op(op, x, axis=(1,)))), 32)[1]
+    assert block_dim("ReduceSum") == 1 and block_dim("ReduceMax") > 1
+
+
+@pytest.mark.skipif(not float16_supported(), reason="kernels.mathfn has no float16 conversions yet")
+def test_compiled_float16_kernels():
+    g = mixed_graph()
+    arrays = [random_array((3, 10), "float16"), random_array((10,), "float16", seed=1)]
+    program = lower(g, DeviceConfig())
+    assert all(k.variant != "reference" for k in program.kernels)
+    for got, want in zip(program.run(arrays), reference(g, arrays)):
+        assert_close(got, want)
+
+
+def test_float16_without_conversions_runs_on_the_reference(monkeypatch):
+    lower_module = sys.modules["kernels.lower"]  # `kernels.lower` the attribute is the function
+    monkeypatch.setattr(lower_module, "float16_supported", lambda: False)
+    g = mixed_graph()
+    arrays = [random_array((3, 10), "float16"), random_array((10,), "float16", seed=1)]
+    program = lower(g, DeviceConfig())
+    assert {k.variant for k in program.kernels} == {"reference"}
+    for got, want in zip(program.run(arrays), reference(g, arrays)):
+        assert_close(got, want, bitwise=True)
