@@ -28,7 +28,17 @@ from ir.ops import Pattern, get
 from kernels.emitters import NP_NAME, REDUCERS, Operands, const_literal, emit, f16_round, math_functions
 from kernels.layout import KernelSpec
 
-LANES = 64  # accumulator lanes of a reduction: a fixed power of two (never from block_dim)
+LANES = 64  # accumulator lanes of a reduction over a long row (a power of two)
+
+
+def lanes_for(row: int) -> int:
+    """Accumulator lanes for reduced rows of `row` elements: 64, fewer for short rows (a 16-element
+    row would spend more on 64 lanes than on its data). Depends on the shape only, never on block_dim
+    or threads, so results stay bitwise stable; a kernel fused or alone sees the same row."""
+    lanes = LANES
+    while lanes > 1 and lanes * 4 > row:
+        lanes //= 2
+    return lanes
 VARIANTS = ("elementwise", "rows", "split")
 
 

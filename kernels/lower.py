@@ -27,7 +27,7 @@ from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, evaluate, get
 from kernels import aicore
 from kernels.cache import get_kernel
-from kernels.codegen import LANES, render, split_supported
+from kernels.codegen import lanes_for, render, split_supported
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import KernelInfo, Program, Step, Storage
@@ -49,9 +49,14 @@ class KernelBuildWarning(RuntimeWarning):
     """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
 
 
-def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int]:
-    """(variant, block_dim, tile) of a kernel at these sizes. The tile keeps a tile's live data,
-    inputs, outputs and one temporary per op, inside the UB."""
+def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int, int]:
+    """(variant, block_dim, tile, lanes) of a kernel at these sizes. The tile keeps a tile's live
+    data, inputs, outputs and one temporary per op, inside the UB."""
+    variant, block_dim, tile = _launch(spec, sizes, core_num)
+    return variant, block_dim, tile, _lanes(spec, sizes, variant, tile)
+
+
+def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int]:
     itemsizes = [d.itemsize for d, _ in spec.inputs + spec.outputs]
     live = sum(itemsizes) + 4 * len(spec.op_names)
     if not spec.has_reduce:
@@ -69,6 +74,14 @@ def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tu
         return "split", aicore.block_dim_for(chunks, core_num, elements_per_item=chunk), chunk
     block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
     return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
+
+
+def _lanes(spec: KernelSpec, sizes: tuple[int, ...], variant: str, tile: int) -> int:
+    """Lanes of the reductions: from the length of the swept row (a chunk in the split variant)."""
+    if not spec.has_reduce:
+        return 1
+    inner = sizes[max(a for a, r in enumerate(spec.reduce_axes) if r)]
+    return lanes_for(min(inner, tile) if variant == "split" else inner)
 
 
 def _inline_scalar_consts(sub: Graph, ext: tuple[Value, ...]) -> tuple[Graph, tuple[Value, ...]]:
@@ -191,7 +204,7 @@ class _Builder:
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
         spec, sizes = describe(sub)
         dtypes = [d for d, _ in spec.inputs + spec.outputs]
-        variant, block_dim, tile = choose_launch(spec, sizes, self.cfg.core_num)
+        variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
         parallel = block_dim > 1
         name, source = render(spec, variant, parallel)
         fn = get_kernel(name, name, source, parallel,
@@ -201,7 +214,7 @@ class _Builder:
         info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in ext), node.types,
                           "device", source, variant)
         return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node),
-                    extra=tuple(sizes) + (block_dim, tile, LANES), parallel=parallel,
+                    extra=tuple(sizes) + (block_dim, tile, lanes), parallel=parallel,
                     values_in=tuple(ext), values_out=node.outputs)
 
     # --- outputs -------------------------------------------------------------------------

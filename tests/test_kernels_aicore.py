@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kernels import aicore
-from kernels.codegen import LANES, render
+from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
 from kernels.lower import choose_launch
@@ -64,7 +64,7 @@ class Counting:
 
 def run_in_python(graph, arrays, block_dim, tile):
     spec, sizes = describe(graph)
-    variant, _, default_tile = choose_launch(spec, sizes, 32)
+    variant, _, default_tile, lanes = choose_launch(spec, sizes, 32)
     name, source = render(spec, variant, parallel=True)
     namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH}
     source = "\n".join(line for line in source.splitlines() if not line.startswith("from kernels.mathfn"))
@@ -73,7 +73,7 @@ def run_in_python(graph, arrays, block_dim, tile):
     counts = [np.zeros(o.size, np.int64) for o in outs]
     ins = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     tile = default_tile if variant == "split" else tile  # the split chunk is fixed by design
-    namespace[name](*ins, *[Counting(o, c) for o, c in zip(outs, counts)], *sizes, block_dim, tile, LANES)
+    namespace[name](*ins, *[Counting(o, c) for o, c in zip(outs, counts)], *sizes, block_dim, tile, lanes)
     return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)], counts, variant
 
 
@@ -116,7 +116,7 @@ def test_tiles_with_live_data_fit_the_ub(label, scale):
     graph = GRAPHS[label]()
     spec, sizes = describe(graph)
     sizes = tuple(s * scale for s in sizes)
-    variant, block_dim, tile = choose_launch(spec, sizes, 32)
+    variant, block_dim, tile, _ = choose_launch(spec, sizes, 32)
     live = sum(d.itemsize for d, _ in spec.inputs + spec.outputs) + 4 * len(spec.op_names)
     row = math.prod(s for s, r in zip(sizes, spec.reduce_axes) if r) if spec.has_reduce else 1
     elements = tile if variant != "rows" else tile * row

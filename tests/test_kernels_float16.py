@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kernels import DeviceConfig, lower
-from kernels.codegen import LANES, render
+from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.emitters import float16_supported
 from kernels.layout import describe
@@ -25,7 +25,7 @@ NUMPY_F16 = {"f16_bits_to_f32": lambda h: np.float32(np.uint16(h).view(np.float1
 
 def run_in_python(graph, arrays, block_dim=3):
     spec, sizes = describe(graph)
-    variant, _, tile = choose_launch(spec, sizes, 32)
+    variant, _, tile, lanes = choose_launch(spec, sizes, 32)
     name, source = render(spec, variant, parallel=False)
     namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH, **NUMPY_F16}
     exec("\n".join(line for line in source.splitlines() if not line.startswith("from kernels.mathfn")),
@@ -35,7 +35,7 @@ def run_in_python(graph, arrays, block_dim=3):
     def bits(a):
         a = a.reshape(-1)
         return a.view(np.uint16) if a.dtype == np.float16 else a
-    namespace[name](*map(bits, arrays), *map(bits, outs), *sizes, block_dim, tile, LANES)
+    namespace[name](*map(bits, arrays), *map(bits, outs), *sizes, block_dim, tile, lanes)
     return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)]
 
 
