@@ -5,8 +5,8 @@ draft
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.core.extending import intrinsic, register_jitable
+from numba import njit, types
+from numba.core.extending import intrinsic
 
 f32 = np.float32
 
@@ -47,6 +47,17 @@ def fma_f32(typingctx, a, b, c):
     return types.float32(types.float32, types.float32, types.float32), codegen
 
 
+@intrinsic
+def div_f32(typingctx, a, b):
+    """a / b as a bare IEEE division: numba's `/` adds a zero-divisor branch that stops vectorization."""
+    if not (a == b == types.float32):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fdiv(*args)
+    return types.float32(types.float32, types.float32), codegen
+
+
 # ---------------------------------------------------------------- exp
 
 _LOG2E = f32(1.4426950408889634)
@@ -58,7 +69,7 @@ _EXP_C2, _EXP_C3, _EXP_C4, _EXP_C5, _EXP_C6 = (f32(0.4999999403953552), f32(0.16
                                                f32(0.001381461275741458))
 
 
-@register_jitable
+@njit(inline="always")
 def exp_f32(x):
     xc = x if x < f32(89.0) else f32(89.0)              # exp(89) is inf, exp(-104) is 0: clamping keeps n small
     xc = xc if xc > f32(-104.0) else f32(-104.0)
@@ -90,7 +101,7 @@ _INF = f32(np.inf)
 _NAN = f32(np.nan)
 
 
-@register_jitable
+@njit(inline="always")
 def log_f32(x):
     subnormal = x < _MIN_NORMAL
     xs = x * _TWO_23 if subnormal else x
@@ -118,17 +129,53 @@ _TANH_C0, _TANH_C1, _TANH_C2, _TANH_C3, _TANH_C4 = (f32(-0.3333328068256378), f3
                                                     f32(-0.005704987328499556))
 
 
-@register_jitable
+@njit(inline="always")
 def copysign_f32(magnitude, sign_of):
     """`magnitude` (sign bit clear) with the sign bit of `sign_of`: keeps -0.0 and the sign of nan."""
     return bits_f32(f32_bits(magnitude) | (f32_bits(sign_of) & _SIGN_BIT))
 
 
-@register_jitable
+@njit(inline="always")
 def tanh_f32(x):
     a = abs(x)
     a2 = a * a
     p = fma_f32(fma_f32(fma_f32(fma_f32(_TANH_C4, a2, _TANH_C3), a2, _TANH_C2), a2, _TANH_C1), a2, _TANH_C0)
     near0 = fma_f32(a * a2, p, a)
-    far = f32(1.0) - f32(2.0) / (exp_f32(f32(2.0) * a) + f32(1.0))   # 1 for a > 9.01, inf and beyond
+    far = f32(1.0) - div_f32(f32(2.0), exp_f32(f32(2.0) * a) + f32(1.0))   # 1 for a > 9.01, inf and beyond
     return copysign_f32(near0 if a < _TANH_POLY_END else far, x)
+
+
+# ---------------------------------------------------------------- erf
+
+_ERF_POLY_END = f32(1.0)                    # below: a + a * P(a**2); above: 1 - e**-a**2 * R(1 / a)
+_ERF_ONE_FROM = f32(3.9375)                 # erf rounds to 1 from 3.9192 on
+_ERF_P = tuple(f32(c) for c in (0.12837916612625122, -0.3761262595653534, 0.1128358542919159,
+                                -0.026853812858462334, 0.005188329145312309, -0.0008010203600861132,
+                                7.853891293052584e-05))
+_ERF_P0, _ERF_P1, _ERF_P2, _ERF_P3, _ERF_P4, _ERF_P5, _ERF_P6 = _ERF_P
+_ERF_R = tuple(f32(c) for c in (0.0001282141456613317, 0.5616435408592224, 0.021472547203302383,
+                                -0.3798619210720062, 0.24107162654399872, 0.21982616186141968,
+                                -0.5160919427871704, 0.42348670959472656, -0.17376023530960083,
+                                0.029668837785720825))
+_ERF_R0, _ERF_R1, _ERF_R2, _ERF_R3, _ERF_R4, _ERF_R5, _ERF_R6, _ERF_R7, _ERF_R8, _ERF_R9 = _ERF_R
+
+
+@njit(inline="always")
+def erf_f32(x):
+    a = abs(x)
+    a2 = a * a
+    p = fma_f32(fma_f32(fma_f32(_ERF_P6, a2, _ERF_P5), a2, _ERF_P4), a2, _ERF_P3)
+    p = fma_f32(fma_f32(fma_f32(p, a2, _ERF_P2), a2, _ERF_P1), a2, _ERF_P0)
+    near0 = fma_f32(a, p, a)
+    b = a if a < _ERF_ONE_FROM else _ERF_ONE_FROM
+    b2 = b * b
+    b2_err = fma_f32(b, b, -b2)                        # b*b = b2 + b2_err exactly
+    gauss = exp_f32(-b2)
+    gauss = fma_f32(-gauss, b2_err, gauss)             # e**-(b2 + b2_err)
+    t = div_f32(f32(1.0), b)
+    r = fma_f32(fma_f32(fma_f32(fma_f32(_ERF_R9, t, _ERF_R8), t, _ERF_R7), t, _ERF_R6), t, _ERF_R5)
+    r = fma_f32(fma_f32(fma_f32(fma_f32(fma_f32(r, t, _ERF_R4), t, _ERF_R3), t, _ERF_R2), t, _ERF_R1), t, _ERF_R0)
+    far = f32(1.0) - gauss * r                         # r ~ erfc(b) * e**b**2
+    y = near0 if a < _ERF_POLY_END else far
+    y = y if a < _ERF_ONE_FROM else f32(1.0)
+    return copysign_f32(y if a == a else a, x)
