@@ -179,3 +179,44 @@ def erf_f32(x):
     y = near0 if a < _ERF_POLY_END else far
     y = y if a < _ERF_ONE_FROM else f32(1.0)
     return copysign_f32(y if a == a else a, x)
+
+
+# ---------------------------------------------------------------- float16 <-> float32, exact
+
+_F16_TO_F32_REBIAS = (127 - 15) << 23       # half exponent bias to float32 bias, at float32's exponent field
+_F16_SUBNORMAL_BIAS = f32(6.103515625e-05)  # 2**-14: a half subnormal m * 2**-24 is (2**-14 + m * 2**-24) - 2**-14
+_F32_INF_BITS = 0x7F800000
+_F16_EXPONENT_AT_F32 = np.int32(0x1F << 23)         # the half exponent field, shifted to float32 place
+_ZERO_I32 = np.int32(0)
+_F16_ROUNDS_TO_INF = (127 + 16) << 23      # float32 bits of 65536.0; 65520 and above round to inf on the normal path
+_F16_NORMAL_FROM = 113 << 23                # float32 bits of 2**-14, the smallest normal half
+_HALF_BITS = 126 << 23                      # float32 bits of 0.5: adding 0.5 rounds to a multiple of 2**-24 (RNE)
+
+
+@njit(inline="always")
+def f16_bits_to_f32(u):
+    """The float32 of the half whose bits are `u` (uint16), exactly; nan payloads kept, quiet."""
+    h = np.int32(u)
+    magnitude = np.int32((h & 0x7FFF) << 13)
+    exponent = np.int32(magnitude & _F16_EXPONENT_AT_F32)
+    o = np.int32(magnitude + _F16_TO_F32_REBIAS)
+    o = np.int32(o + _F16_TO_F32_REBIAS) if exponent == _F16_EXPONENT_AT_F32 else o   # inf, nan: exponent 255
+    y = bits_f32(o + (1 << 23)) - _F16_SUBNORMAL_BIAS if exponent == _ZERO_I32 else bits_f32(o)
+    return bits_f32(f32_bits(y) | np.int32((h & 0x8000) << 16))
+
+
+@njit(inline="always")
+def f32_to_f16_bits(x):
+    """The bits (uint16) of the half nearest to float32 `x`, ties to even; overflow to inf, nan to a quiet nan.
+
+    Integer steps are wrapped in np.int32: numba computes in int64, which halves the vector width.
+    """
+    bits = f32_bits(x)
+    magnitude = np.int32(bits & 0x7FFFFFFF)
+    rounded = np.int32(magnitude - _F16_TO_F32_REBIAS + 0xFFF + ((magnitude >> 13) & 1))  # RNE, low 13 bits
+    normal = np.int32(rounded >> 13)
+    subnormal = np.int32(f32_bits(bits_f32(magnitude) + bits_f32(_HALF_BITS)) - _HALF_BITS)
+    special = np.int32(0x7E00) if magnitude > _F32_INF_BITS else np.int32(0x7C00)
+    o = subnormal if magnitude < _F16_NORMAL_FROM else normal
+    o = special if magnitude >= _F16_ROUNDS_TO_INF else o
+    return np.uint16(o | ((bits >> 16) & 0x8000))
