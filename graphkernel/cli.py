@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
     from graphkernel.onnx.run import add_run_parser
     add_run_parser(sub)
+    from graphkernel.bench.cli import add_bench_parser
+    add_bench_parser(sub)
     return parser
 
 

@@ -1,0 +1,9 @@
+"""`graphkernel bench`: step-time benchmarks of fusion on against off (SPEC §11).
+
+    workloads.py     the seed nets, W1..W6, the BERT layer (bert.py) and their ONNX forms (onnx_models.py)
+    harness.py       one workload: reference, compile, verify, memory, interleaved timing, profile
+    timing.py        medians and IQR of interleaved rounds, per-kernel profiles, copy bandwidth, progress
+    peers.py         jax.jit and ONNX Runtime on the same computation (optional imports)
+    report.py        JSON, the README's markdown table, a PNG chart
+    cli.py           the `graphkernel bench` subcommand
+"""

@@ -1,0 +1,252 @@
+"""Measure a workload, all in one process: the reference, then fusion off and on on the emulated device,
+the numpy baseline and the peers, each verified before it is timed, then timed interleaved.
+
+    reference   the Cell on device_target="CPU", fusion off (ir.interpret, the numpy reference)
+    compile     cold:   kernels.cache.clear_memory() and an empty kernel cache directory: numba builds
+                        every kernel (measured once per family: kernels are shape-generic)
+                cached: clear_memory() again, same directory, a fresh Cell: every kernel comes from
+                        numba's disk cache (in-process; what a second process would load)
+                first:  without --cold (quick runs): the first compile against the default cache,
+                        whatever it holds; `kernels_from` says where each kernel came from
+    memory      tracemalloc's peak during the first call after compile: numpy allocations (the
+                executor's temporaries arena, the outputs, anything transient); numba allocates none
+    verify      every implementation's result against the reference, with the rule of
+                tests/tolerance.py: float32 |a - e| <= 1e-5 |e| + 1e-6 max(1, max|e|)
+    time        timing.interleaved: unfused, fused, numpy, jax, onnxruntime in rotating order
+    profile     per-kernel times through Program.profiler: time in opaque (MatMul) kernels and outside
+"""
+from __future__ import annotations
+
+import os
+import time
+import tracemalloc
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphkernel import Tensor, context
+from graphkernel.bench import peers, timing
+from graphkernel.bench.timing import Impl
+
+RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+ATOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
+
+
+@dataclass(frozen=True)
+class Settings:
+    mode: str                                   # full | quick | tiny
+    w_rows: tuple[int, ...]                     # W1..W6 at rows x 1024
+    seed_shapes: tuple[tuple[int, int], ...]
+    bert: dict | None                           # bert() arguments; None: no BERT layer
+    warmup: int = 2
+    per_round: int = 3
+    min_rounds: int = 3
+    max_rounds: int = 15
+    budget_s: float = 4.0                       # timed seconds per workload, every implementation together
+    profile_calls: int = 5
+    cold_compile: bool = True
+    peers: bool = True
+    progress: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+BERT_LARGE = dict(hidden=1024, heads=16, seq=128, batch=2)
+FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE)
+QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), BERT_LARGE, warmup=1, per_round=2,
+                 min_rounds=2, max_rounds=6, budget_s=1.0, profile_calls=2, cold_compile=False)
+TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2), warmup=1, per_round=1,
+                min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
+MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
+
+
+def verify(actual, expected) -> dict:
+    """tests/tolerance.py's rule, reporting rather than asserting: ok, max error, worst error/limit."""
+    worst, max_err = 0.0, 0.0
+    for a, e in zip(actual, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        if a.size != e.size:
+            return {"ok": False, "reason": f"shape {list(a.shape)} != {list(e.shape)}"}
+        a = a.reshape(e.shape).astype(e.dtype, copy=False)
+        if e.dtype not in RTOL:
+            same = bool(np.array_equal(a, e))
+            worst = max(worst, 0.0 if same else np.inf)
+            continue
+        finite = np.isfinite(e)
+        scale = max(1.0, float(np.max(np.abs(e[finite]), initial=1.0)))
+        err = np.abs(a.astype(np.float64) - e.astype(np.float64))
+        err = np.where(np.isnan(a) & np.isnan(e), 0.0, err)
+        limit = RTOL[e.dtype] * np.abs(e.astype(np.float64)) + ATOL[e.dtype] * scale
+        max_err = max(max_err, float(np.nanmax(err, initial=0.0)))
+        worst = max(worst, float(np.nanmax(err / limit, initial=0.0)) if err.size else 0.0)
+    return {"ok": bool(worst <= 1.0) and len(actual) == len(expected), "max_abs_err": max_err,
+            "worst_err_over_limit": worst}
+
+
+def arrays_of(result) -> list[np.ndarray]:
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return [np.asarray(t.asnumpy() if isinstance(t, Tensor) else t) for t in items]
+
+
+def first_call(call):
+    """(result, tracemalloc peak bytes) of one call."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        result = call()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    return result, peak
+
+
+def _compile(workload, tensors, ctx: dict, cold_dir: str | None) -> tuple[dict, object, object]:
+    """Compile figures, and the Cell and CompiledGraph the timing uses."""
+    from kernels import CACHE_STATS
+    from kernels.cache import clear_memory
+    context.set_context(**ctx)
+    figures = {}
+    kinds = ("cold", "cached") if cold_dir is not None else ("first",)
+    for kind in kinds:
+        if kind != "first":
+            clear_memory()
+        cell = workload.make_cell()
+        before = Counter(CACHE_STATS)
+        t0 = time.perf_counter()
+        compiled = cell.compile(*tensors)
+        figures[f"{kind}_s"] = time.perf_counter() - t0
+        figures[f"{kind}_kernels_from"] = dict(Counter(CACHE_STATS) - before)
+    return figures, cell, compiled
+
+
+class Runner:
+    """Runs workloads one after another in this process; remembers which families were compiled cold
+    and the copy bandwidth per size."""
+
+    def __init__(self, settings: Settings, scratch_dir: str, progress: timing.Progress):
+        self.settings, self.scratch_dir, self.progress = settings, scratch_dir, progress
+        self.cold_families: set[str] = set()
+        self.bandwidth: dict[int, float] = {}
+
+    def measure(self, workload) -> dict:
+        s, show = self.settings, self.progress.show
+        arrays = workload.inputs(np.random.default_rng(0))
+        tensors = [Tensor(a) for a in arrays]
+        entry = {"name": workload.name, "family": workload.family,
+                 "inputs": [f"{a.dtype}{list(a.shape)}" for a in arrays], "impls": {}}
+        show("reference")
+        context.set_context(device_target="CPU", enable_graph_kernel=False, op_compiler_cache_dir=None)
+        reference = arrays_of(workload.make_cell()(*tensors))
+        impls, programs = [], {}
+        cold_dir = None
+        if s.cold_compile and workload.family not in self.cold_families:
+            self.cold_families.add(workload.family)
+            cold_dir = os.path.join(self.scratch_dir, workload.family.replace(" ", "_"))
+        for name, fuse in (("unfused", False), ("fused", True)):
+            show(f"compile {name}")
+            mode_dir = os.path.join(cold_dir, name) if cold_dir else None
+            ctx = dict(device_target="Ascend", enable_graph_kernel=fuse, op_compiler_cache_dir=mode_dir)
+            figures, cell, compiled = _compile(workload, tensors, ctx, mode_dir)
+            result, peak = first_call(lambda: cell(*tensors))
+            kernels = compiled.kernels
+            entry["impls"][name] = {
+                "compile": figures, "peak_bytes": peak, "verify": verify(arrays_of(result), reference),
+                "kernels": len(kernels), "opaque_kernels": sum(timing.is_opaque(k) for k in kernels),
+                "temp_bytes": getattr(compiled.program, "temp_bytes", None),
+                "kernel_list": [f"{k.name}[{'+'.join(k.op_types)}]" for k in kernels]}
+            impls.append(Impl(name, lambda cell=cell: cell(*tensors),
+                              before=lambda ctx=ctx: context.set_context(**ctx)))
+            programs[name] = (compiled.program, impls[-1])
+        numpy_impl = Impl("numpy", lambda: workload.arrays(np, workload.consts, *arrays))
+        result, peak = first_call(numpy_impl.call)
+        entry["impls"]["numpy"] = {"peak_bytes": peak, "verify": verify(arrays_of(result), reference)}
+        impls.append(numpy_impl)
+        if s.peers:
+            impls += self._peers(workload, arrays, reference, entry)
+        self._time(impls, entry)
+        for name, (program, impl) in programs.items():
+            if program is not None:
+                show(f"profile {name}")
+                impl.before()
+                entry["impls"][name]["profile"] = timing.profile(program, impl.call, s.profile_calls)
+        self._derive(workload, arrays, reference, entry)
+        context.set_context(enable_graph_kernel=False, op_compiler_cache_dir=None)
+        return entry
+
+    def _peers(self, workload, arrays, reference, entry) -> list[Impl]:
+        out = []
+        for name, make in (("jax", peers.jax_impl), ("onnxruntime", peers.ort_impl)):
+            self.progress.show(f"set up {name}")
+            try:
+                impl, setup_s = make(workload, arrays)
+            except peers.Unavailable as e:
+                entry["impls"][name] = {"unavailable": str(e)}
+                continue
+            except Exception as e:  # noqa: BLE001 - a peer that fails on this workload is reported, not fatal
+                entry["impls"][name] = {"unavailable": f"failed: {type(e).__name__}: {e}"}
+                continue
+            entry["impls"][name] = {"setup_s": setup_s, "verify": verify(arrays_of(impl.call()), reference)}
+            out.append(impl)
+        return out
+
+    def _time(self, impls: list[Impl], entry: dict) -> None:
+        s, show = self.settings, self.progress.show
+        show("warm-up")
+        cycle = sum(timing.estimate_call(impl, s.warmup) for impl in impls) * (s.per_round + 1)
+        rounds = int(min(s.max_rounds, max(s.min_rounds, s.budget_s // max(cycle, 1e-9))))
+        times = timing.interleaved(impls, rounds, s.per_round, tick=show)
+        for name, ts in times.items():
+            entry["impls"][name]["time"] = timing.summary(ts)
+
+    def _derive(self, workload, arrays, reference, entry) -> None:
+        impls = entry["impls"]
+        step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d}
+        fused = step["fused"]
+        entry["ratios"] = {f"fused/{n}": fused / t for n, t in step.items() if n != "fused"}
+        entry["memory_ok"] = impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
+        entry["verified"] = all(d["verify"]["ok"] for d in impls.values() if "verify" in d)
+        if workload.opaque:
+            entry["opaque"] = {}
+            for n in ("fused", "unfused"):
+                prof = impls[n].get("profile")
+                if prof:
+                    entry["opaque"][n] = {"step_s": step[n], "kernels_s": prof["kernels_s"],
+                                          "opaque_s": prof["opaque_s"], "outside_opaque_s": prof["outside_opaque_s"]}
+            o = entry["opaque"]
+            if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
+                entry["ratios"]["outside_opaque fused/unfused"] = (o["fused"]["outside_opaque_s"]
+                                                                   / o["unfused"]["outside_opaque_s"])
+        if workload.bound:
+            elements = max(a.size for a in arrays)
+            if elements not in self.bandwidth:
+                self.progress.show("copy bandwidth")
+                self.bandwidth[elements] = timing.copy_bandwidth(elements)
+            nbytes = sum(a.nbytes for a in arrays) + sum(r.nbytes for r in reference)
+            bound_s = nbytes / self.bandwidth[elements]
+            entry["bound"] = {"minimal_bytes": nbytes, "copy_GBps": self.bandwidth[elements] / 1e9,
+                              "bound_s": bound_s,
+                              "fraction": {n: bound_s / t for n, t in step.items()}}
+
+
+def environment() -> dict:
+    """What the figures depend on: the OpenBLAS variables (the run should have them unset), threads,
+    versions, load."""
+    import platform
+    import numba
+    import numpy
+    from numba.np.ufunc import parallel
+    parallel._launch_threads()
+    return {
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+        "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE"),
+        "openblas_vars_set": any(v in os.environ for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")),
+        "numba_threading_layer": numba.threading_layer(), "numba_threads": numba.get_num_threads(),
+        "cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
+        "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__,
+        "machine": platform.machine(), "processor": platform.processor(), **peers.versions(),
+        "utc_start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

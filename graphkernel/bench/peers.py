@@ -1,0 +1,75 @@
+"""The peers run in the same process as graphkernel, on the same computation: jax.jit on the workload's
+array code, ONNX Runtime on its ONNX model. Both are optional imports: a missing one is reported as
+unavailable (with the import error), never installed or required.
+
+    jax_impl(workload, arrays)  -> (Impl, compile seconds) | raises Unavailable
+    ort_impl(workload, arrays)  -> (Impl, session seconds) | raises Unavailable
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from graphkernel.bench.timing import Impl
+
+
+ORT_MAX_IR_VERSION = 10    # opsets 17 and 20 need no newer IR
+
+
+class Unavailable(Exception):
+    """A peer that is not installed or cannot run this workload."""
+
+
+def versions() -> dict:
+    out = {}
+    for name in ("jax", "onnxruntime", "matplotlib"):
+        try:
+            out[name] = __import__(name).__version__
+        except Exception as e:  # noqa: BLE001 - any import failure means "not available"
+            out[name] = f"unavailable ({type(e).__name__}: {e})"
+    return out
+
+
+def jax_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except Exception as e:  # noqa: BLE001
+        raise Unavailable(f"jax: {type(e).__name__}: {e}") from None
+    fn = jax.jit(lambda consts, *xs: workload.arrays(jnp, consts, *xs))
+    consts = {k: jax.device_put(v) for k, v in workload.consts.items()}
+    xs = [jax.device_put(a) for a in arrays]
+    t0 = time.perf_counter()
+    fn(consts, *xs).block_until_ready()
+    compile_s = time.perf_counter() - t0
+
+    def call():
+        return fn(consts, *xs).block_until_ready()
+    return Impl("jax", call), compile_s
+
+
+def ort_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
+    if workload.onnx_model is None:
+        raise Unavailable("no ONNX model for this workload")
+    try:
+        import onnxruntime as ort
+    except Exception as e:  # noqa: BLE001
+        raise Unavailable(f"onnxruntime: {type(e).__name__}: {e}") from None
+    model = workload.onnx_model()
+    if model.ir_version > ORT_MAX_IR_VERSION:  # the onnx package writes a newer IR than ORT reads
+        copy = type(model)()
+        copy.CopyFrom(model)
+        copy.ir_version, model = ORT_MAX_IR_VERSION, copy
+    t0 = time.perf_counter()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    feeds = {i.name: a for i, a in zip(session.get_inputs(), arrays)}
+    session.run(None, feeds)
+    setup_s = time.perf_counter() - t0
+
+    def call():
+        return session.run(None, feeds)[0]
+    return Impl("onnxruntime", call), setup_s

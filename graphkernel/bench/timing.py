@@ -1,0 +1,179 @@
+"""How the benchmark takes times: interleaved rounds, medians with the interquartile range, per-kernel
+profiles through the executor's hook, the copy bandwidth that bounds a memory-bound kernel, a progress line.
+
+    warm-up   every implementation called `warmup` times (first-call costs: output buffers, arenas)
+    rounds    round r runs every implementation in turn, the order rotated by r: one settling call
+              (untimed: lets the previous implementation's spinning threads go idle), then `per_round`
+              timed calls. Drift of a shared machine thus hits every side alike.
+    figures   median and the interquartile range (q25, q75) of all timed calls, in seconds
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+OPAQUE_OPS = ("MatMul", "BatchMatMul")
+
+
+@dataclass
+class Impl:
+    """One way of running a workload: `call()` runs a step and returns its result."""
+    name: str
+    call: Callable[[], object]
+    before: Callable[[], None] = lambda: None   # e.g. set the context this implementation runs under
+
+
+def summary(times: list[float]) -> dict:
+    q25, q50, q75 = np.percentile(times, [25, 50, 75])
+    return {"median_s": float(q50), "q25_s": float(q25), "q75_s": float(q75), "calls": len(times)}
+
+
+def estimate_call(impl: Impl, warmup: int) -> float:
+    """Warm up `impl` and return the time of its last warm-up call."""
+    impl.before()
+    t = 0.0
+    for _ in range(max(1, warmup)):
+        t0 = time.perf_counter()
+        impl.call()
+        t = time.perf_counter() - t0
+    return t
+
+
+def interleaved(impls: list[Impl], rounds: int, per_round: int, tick=None) -> dict[str, list[float]]:
+    """Timed calls of every implementation over `rounds` interleaved rounds."""
+    times: dict[str, list[float]] = {impl.name: [] for impl in impls}
+    for r in range(rounds):
+        for k in range(len(impls)):
+            impl = impls[(k + r) % len(impls)]
+            impl.before()
+            impl.call()
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                impl.call()
+                times[impl.name].append(time.perf_counter() - t0)
+        if tick is not None:
+            tick(f"round {r + 1}/{rounds}")
+    return times
+
+
+@dataclass
+class StepProfile:
+    """The executor's profiler hook: `record(kernel_info, seconds)` for each kernel call of a step."""
+    kernels: dict = field(default_factory=lambda: defaultdict(float))
+    infos: dict = field(default_factory=dict)
+
+    def record(self, info, seconds: float) -> None:
+        self.kernels[info.name] += seconds
+        self.infos[info.name] = info
+
+    def opaque_s(self) -> float:
+        return sum(t for name, t in self.kernels.items() if is_opaque(self.infos[name]))
+
+    def total_s(self) -> float:
+        return sum(self.kernels.values())
+
+
+def is_opaque(info) -> bool:
+    return any(op in OPAQUE_OPS for op in info.op_types)
+
+
+def profile(program, step: Callable[[], object], calls: int, top: int = 10) -> dict:
+    """Per-kernel times of `calls` steps of `program` (a kernels.Program): medians per step of the time in
+    all kernels, in opaque (MatMul) kernels and outside them, and the top kernels by time."""
+    steps = []
+    program.profiler = None
+    step()
+    try:
+        for _ in range(calls):
+            prof = StepProfile()
+            program.profiler = prof
+            step()
+            program.profiler = None
+            steps.append(prof)
+    finally:
+        program.profiler = None
+    per_kernel: dict[str, list[float]] = defaultdict(list)
+    for prof in steps:
+        for name, t in prof.kernels.items():
+            per_kernel[name].append(t)
+    infos = steps[0].infos
+    ranked = sorted(per_kernel, key=lambda n: -statistics.median(per_kernel[n]))
+    total = statistics.median(p.total_s() for p in steps)
+    return {
+        "calls": calls,
+        "kernels_s": total,
+        "opaque_s": statistics.median(p.opaque_s() for p in steps),
+        "outside_opaque_s": statistics.median(p.total_s() - p.opaque_s() for p in steps),
+        "top": [{"name": n, "op_types": list(infos[n].op_types), "variant": infos[n].variant,
+                 "block_dim": infos[n].block_dim, "opaque": is_opaque(infos[n]),
+                 "s": statistics.median(per_kernel[n]),
+                 "share": statistics.median(per_kernel[n]) / total if total else 0.0}
+                for n in ranked[:top]],
+    }
+
+
+_copy_kernel = None
+
+
+def copy_bandwidth(elements: int, repeat: int = 15) -> float:
+    """Bytes per second of a parallel float32 copy of `elements` into a preallocated output (numba, as
+    ../shared/ANCHORS.md measures it): the bound of a memory-bound kernel is its minimal bytes / this."""
+    global _copy_kernel
+    if _copy_kernel is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=False)
+        def copy(src, dst, blocks):
+            n = src.size
+            for b in prange(blocks):
+                lo, hi = b * n // blocks, (b + 1) * n // blocks
+                for i in range(lo, hi):
+                    dst[i] = src[i]
+        _copy_kernel = copy
+    src = np.random.default_rng(0).random(elements, np.float32)
+    dst = np.empty_like(src)
+    _copy_kernel(src, dst, 64)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        _copy_kernel(src, dst, 64)
+        times.append(time.perf_counter() - t0)
+    return 2 * src.nbytes / statistics.median(times)
+
+
+class Progress:
+    """A plain-text progress line on stderr: `[ 3/26] 0:42 W3 bias+GeLU 4096x1024: round 4/9`."""
+
+    def __init__(self, total: int, enabled: bool = True, stream=None):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+        self.label = ""
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+
+    def begin(self, label: str) -> None:
+        self.label = label
+        self.show("start")
+
+    def show(self, phase: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = int(time.perf_counter() - self.start)
+        line = f"[{self.done + 1:>2}/{self.total}] {elapsed // 60}:{elapsed % 60:02d} {self.label}: {phase}"
+        if self.tty:
+            self.stream.write("\r" + line[:119].ljust(119))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def end(self) -> None:
+        self.done += 1
+        if self.enabled and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
