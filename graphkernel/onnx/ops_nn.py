@@ -1,7 +1,5 @@
-"""ONNX reductions and the normalization/activation ops of a transformer layer.
+"""ONNX normalizations, Softmax and Gelu: the nn ops of a transformer layer (and BatchNormalization).
 
-    ReduceSum/Mean/Max/Min   axes as an attribute (before version 18; ReduceSum before 13) or as a
-                             second input; empty axes reduce everything unless noop_with_empty_axes=1
     Softmax, LogSoftmax      version 13 semantics: one axis (-1 by default)
     LayerNormalization       from primitives, as the ONNX reference computes it: mean = sum/n,
                              d = x - mean, inv = 1/sqrt(sum(d*d)/n + eps), Y = d*inv*Scale + B; computed in
@@ -18,47 +16,6 @@ import numpy as np
 from ir.dtypes import DType
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
 from graphkernel.onnx.registry import converter
-
-
-def _reduce(ir_name: str, axes_input_since: int):
-    def convert(b: Builder, n: NodeInfo):
-        x = n.inputs[0]
-        if n.version >= axes_input_since:
-            axes = b.ints(n.input(1), "axes") if n.input(1) is not None else []
-        else:
-            axes = list(n.attr("axes", []))
-        shape = shape_of(x)
-        if not axes:
-            if n.attr("noop_with_empty_axes", 0):
-                return [x]
-            axes = list(range(len(shape)))
-        keep = bool(n.attr("keepdims", 1))
-        dtype = dtype_of(x)
-        if any(shape[a] == 0 for a in axes):  # an empty reduction: the op's identity (ONNX >= 18)
-            out = [1 if i in {a % len(shape) for a in axes} else d for i, d in enumerate(shape)]
-            out = out if keep else [d for i, d in enumerate(shape) if i not in {a % len(shape) for a in axes}]
-            return [np.full(out, _identity(ir_name, dtype), dtype=dtype.np)]
-        if dtype == DType.bool and ir_name in ("ReduceMax", "ReduceMin"):  # any / all
-            y = b.op(ir_name, [b.cast(x, DType.int32)], axis=tuple(axes), keep_dims=keep)
-            return [b.cast(y, DType.bool)]
-        return [b.op(ir_name, [x], axis=tuple(axes), keep_dims=keep)]
-    return convert
-
-
-def _identity(ir_name: str, dtype: DType):
-    if ir_name in ("ReduceSum", "ReduceMean"):
-        return 0 if ir_name == "ReduceSum" else np.nan
-    if dtype == DType.bool:
-        return ir_name == "ReduceMin"
-    info = np.finfo(dtype.np) if dtype.is_float else np.iinfo(dtype.np)
-    low, high = (-np.inf, np.inf) if dtype.is_float else (info.min, info.max)
-    return low if ir_name == "ReduceMax" else high
-
-
-converter("ReduceSum", static=(1,))(_reduce("ReduceSum", 13))
-converter("ReduceMean", static=(1,))(_reduce("ReduceMean", 18))
-converter("ReduceMax", static=(1,))(_reduce("ReduceMax", 18))
-converter("ReduceMin", static=(1,))(_reduce("ReduceMin", 18))
 
 
 @converter("Softmax")
@@ -112,21 +69,26 @@ def gelu(b: Builder, n: NodeInfo):
     return [b.op("Mul", [b.binary("Mul", x, 0.5), phi])]
 
 
-@converter("LeakyRelu", min_version=6)
-def leaky_relu(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
-    return [b.op("Select", [b.binary("Greater", x, 0), x, b.binary("Mul", x, n.attr("alpha", 0.01))])]
-
-
-@converter("Softplus", min_version=1)
-def softplus(b: Builder, n: NodeInfo):
-    return [b.op("Log", [b.binary("Add", b.op("Exp", n.inputs[:1]), 1)])]
-
-
 @converter("Dropout", static=(1, 2))
 def dropout(b: Builder, n: NodeInfo):
     """Inference: the identity, and a mask of ones; training mode is not supported."""
     x, training = n.inputs[0], n.input(2)
     if training is not None and bool(b.static(training, "training_mode")):
-        raise n.error("training_mode=True is not supported (graphkernel runs inference graphs)")
+        raise n.error("training mode (training_mode=True) is not supported; graphkernel runs inference graphs")
     return [x, np.ones(shape_of(x), np.bool_)][: max(n.num_outputs, 1)]
+
+
+@converter("BatchNormalization", min_version=9)
+def batch_normalization(b: Builder, n: NodeInfo):
+    """Inference: Y = scale * (X - mean) / sqrt(var + epsilon) + B, per channel (axis 1)."""
+    if n.attr("training_mode", 0) or n.num_outputs > 1:
+        raise n.error("training mode (running statistics as outputs) is not supported; graphkernel runs "
+                      "inference graphs")
+    x = n.inputs[0]
+    dtype, rank = dtype_of(x), len(shape_of(x))
+    if rank < 2:
+        raise n.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape_of(x))}")
+    scale, bias, mean, var = (b.reshape(b.cast(p, dtype), (-1,) + (1,) * (rank - 2)) for p in n.inputs[1:5])
+    std = b.op("Sqrt", [b.binary("Add", var, n.attr("epsilon", 1e-5))])
+    y = b.op("RealDiv", [b.op("Mul", [scale, b.op("Sub", [x, mean])]), std])
+    return [b.op("Add", [y, bias])]

@@ -55,4 +55,4 @@ def lookup(op_type: str, domain: str, version: int | None, node_name: str, opset
 
 
 def _load_tables() -> None:
-    from graphkernel.onnx import ops_math, ops_nn, ops_shape  # noqa: F401  (they register converters)
+    from graphkernel.onnx import ops_activation, ops_math, ops_nn, ops_reduce, ops_shape  # noqa: F401

@@ -1,0 +1,97 @@
+"""ONNX activation functions as chains of our primitives, following the ONNX reference formulas:
+
+    LeakyRelu        x > 0 ? x : x * alpha                 PRelu       x > 0 ? x : x * slope
+    Elu              x > 0 ? x : alpha * (exp(x) - 1)      Selu        (x > 0 ? x : alpha*(exp(x)-1)) * gamma
+    Celu             max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    ThresholdedRelu  x > alpha ? x : 0                     Softsign    x / (1 + |x|)
+    HardSigmoid      max(0, min(1, x * alpha + beta))      HardSwish   x * HardSigmoid(x; 1/6, 1/2)
+    Softplus         log(exp(x) + 1)                       Sign        x > 0 ? 1 : (x < 0 ? -1 : x * 0)
+
+(exp(x) - 1 stands for numpy's expm1: within the float32 tolerance except for |x| < 1e-6, where the
+absolute error stays below 1e-7.)
+"""
+from __future__ import annotations
+
+from graphkernel.onnx.builder import Builder, NodeInfo
+from graphkernel.onnx.registry import converter
+
+
+def _select_positive(b: Builder, x, negative, threshold=0):
+    return b.op("Select", [b.binary("Greater", x, threshold), x, negative])
+
+
+def _expm1(b: Builder, x):
+    return b.binary("Sub", b.op("Exp", [x]), 1)
+
+
+@converter("LeakyRelu", min_version=6)
+def leaky_relu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [_select_positive(b, x, b.binary("Mul", x, n.attr("alpha", 0.01)))]
+
+
+@converter("PRelu", min_version=9)
+def prelu(b: Builder, n: NodeInfo):
+    x, slope = n.inputs[:2]
+    return [_select_positive(b, x, b.op("Mul", [x, slope]))]
+
+
+@converter("Elu", min_version=6)
+def elu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [_select_positive(b, x, b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.0)))]
+
+
+@converter("Selu", min_version=6)
+def selu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    negative = b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.67326319217681884765625))
+    return [b.binary("Mul", _select_positive(b, x, negative), n.attr("gamma", 1.05070102214813232421875))]
+
+
+@converter("Celu", min_version=12)
+def celu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    alpha = n.attr("alpha", 1.0)
+    negative = b.binary("Mul", _expm1(b, b.binary("RealDiv", x, alpha)), alpha)
+    return [b.op("Add", [b.binary("Maximum", x, 0), b.binary("Minimum", negative, 0)])]
+
+
+@converter("ThresholdedRelu", min_version=10)
+def thresholded_relu(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [_select_positive(b, x, b.const(0, x), n.attr("alpha", 1.0))]
+
+
+@converter("Softsign", min_version=1)
+def softsign(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [b.op("RealDiv", [x, b.binary("Add", b.op("Abs", [x]), 1)])]
+
+
+def _hard_sigmoid(b: Builder, x, alpha: float, beta: float):
+    linear = b.binary("Add", b.binary("Mul", x, alpha), beta)
+    return b.binary("Maximum", b.binary("Minimum", linear, 1), 0)
+
+
+@converter("HardSigmoid", min_version=6)
+def hard_sigmoid(b: Builder, n: NodeInfo):
+    return [_hard_sigmoid(b, n.inputs[0], n.attr("alpha", 0.2), n.attr("beta", 0.5))]
+
+
+@converter("HardSwish", min_version=14)
+def hard_swish(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    return [b.op("Mul", [x, _hard_sigmoid(b, x, 1 / 6, 0.5)])]
+
+
+@converter("Softplus", min_version=1)
+def softplus(b: Builder, n: NodeInfo):
+    return [b.op("Log", [b.binary("Add", b.op("Exp", n.inputs[:1]), 1)])]
+
+
+@converter("Sign")
+def sign(b: Builder, n: NodeInfo):
+    x = n.inputs[0]
+    inner = b.op("Select", [b.binary("Less", x, 0), b.const(-1, x), b.binary("Mul", x, 0)])
+    return [b.op("Select", [b.binary("Greater", x, 0), b.const(1, x), inner])]
