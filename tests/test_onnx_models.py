@@ -211,7 +211,8 @@ def test_pynative_mode_runs_the_model_compiled(cpu):
     (13, helper.make_node("ReduceMean", ["x"], ["y"], axes=[0, -1], keepdims=0), [], [3]),
     (17, helper.make_node("ReduceMax", ["x"], ["y"], axes=[1]), [], [2, 1, 4]),
     (18, helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0), [("axes", [1, 2])], [2]),
-    (13, helper.make_node("ReduceSum", ["x", "axes"], ["y"], noop_with_empty_axes=1), [("axes", [])], [2, 3, 4]),
+    (13, helper.make_node("ReduceSum", ["x", "axes"], ["y"], noop_with_empty_axes=1), [("axes", [])],
+     [2, 3, 4]),
     (13, helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0), [], []),
 ])
 def test_reduction_axes_as_attribute_or_input(cpu, opset, node, inits, out):

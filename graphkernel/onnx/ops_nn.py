@@ -74,7 +74,8 @@ def dropout(b: Builder, n: NodeInfo):
     """Inference: the identity, and a mask of ones; training mode is not supported."""
     x, training = n.inputs[0], n.input(2)
     if training is not None and bool(b.static(training, "training_mode")):
-        raise n.error("training mode (training_mode=True) is not supported; graphkernel runs inference graphs")
+        raise n.error("training mode (training_mode=True) is not supported; graphkernel runs inference "
+                      "graphs")
     return [x, np.ones(shape_of(x), np.bool_)][: max(n.num_outputs, 1)]
 
 

@@ -241,7 +241,7 @@ def range_(b: Builder, n: NodeInfo):
 
 @converter("Tile", static=(1,))
 def tile(b: Builder, n: NodeInfo):
-    """x of shape (d0, d1, ...) as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), merged pairwise."""
+    """x (d0, d1, ...) as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), merged pairwise."""
     x = n.inputs[0]
     dims = shape_of(x)
     repeats = b.ints(n.input(1), "repeats")
