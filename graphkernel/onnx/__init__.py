@@ -4,9 +4,10 @@
     cell = graphkernel.onnx.load("model.onnx")      # or bytes, or an onnx.ModelProto
     y = cell(Tensor(x))                             # traced, compiled per input signature, run
 
-loader.py checks the model and finds a converter for every node (registry.py; ops_math.py,
-ops_nn.py, ops_shape.py); cell.py replays the graph through builder.py inside the Cell's trace;
-run.py is `graphkernel run`; examples.py builds BERT-style test models.
+loader.py checks the model and finds a converter for every node (registry.py: the table that
+ops_math.py, ops_reduce.py, ops_nn.py, ops_activation.py and ops_shape.py fill); cell.py replays the
+graph through builder.py inside the Cell's trace; run.py is `graphkernel run`; examples.py builds
+BERT-style models for the tests and benchmarks. `supported_ops()` lists the ONNX ops we convert.
 """
 from graphkernel.onnx.loader import load
 from graphkernel.onnx.registry import supported_ops
