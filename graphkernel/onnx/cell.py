@@ -216,6 +216,8 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
             raise
         except GraphKernelError as e:
             raise OnnxImportError(f"{info.where()}: {e}") from None
+        except (TypeError, ValueError, IndexError, KeyError) as e:  # inputs or attributes of a form we missed
+            raise OnnxImportError(f"{info.where()}: cannot convert it ({type(e).__name__}: {e})") from e
         finally:
             trace.scope.pop()
         for name, value in zip(node.outputs, outs):
