@@ -4,8 +4,10 @@ sizes, as fractions of the bandwidth bound (minimal bytes / a STREAM-like copy t
     python bench/kernel_suite.py [--sizes 256,4096,16384] [--repeat N]
     -> bench/results/kernel_suite.json and a table on stdout
 
-Run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Compile time is measured apart (cold, then
-taken from the disk cache in a fresh process is `--compile` in a subprocess).
+Run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. `--threads 1` measures one thread against a
+one-thread copy: on a loaded shared machine a parallel launch waits for its second thread to be
+scheduled (whole milliseconds), which the one-thread figures do not suffer. The lowering time of
+each program is recorded beside its timings (`*_lower_s`: compile or cache load).
 """
 from __future__ import annotations
 
@@ -174,13 +176,18 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="256,4096,16384")
     p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--threads", type=int, default=0, help="numba threads (0: numba's default)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                  "kernel_suite.json"))
     args = p.parse_args(argv)
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
             print(f"warning: {var} is set; the figures may not compare with ANCHORS.md")
+    if args.threads:
+        import numba
+        numba.set_num_threads(args.threads)
     results = run([int(s) for s in args.sizes.split(",")], args.repeat)
+    results["load_average"] = os.getloadavg()
     results["seed_net_4x4_call_us"] = seed_net_call_us()
     print(f"seed net 4x4 call: {results['seed_net_4x4_call_us']:.2f} us")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

@@ -27,7 +27,8 @@ from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, evaluate, get
 from kernels import aicore
 from kernels.cache import get_kernel
-from kernels.codegen import lanes_for, render, split_supported
+from kernels.codegen import render
+from kernels.reduction import lanes_for, split_supported
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import KernelInfo, Program, Step, Storage

@@ -1,0 +1,335 @@
+"""Reduction kernels: units over the kept axes, sweeps ("passes") over the reduce axes.
+
+    rows    a unit is one position of the kept axes; each block takes a share of the units and walks
+            them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
+            sum of exp, output). Reductions accumulate in `lanes` independent accumulators (element j
+            in lane j % lanes) folded in a fixed tree: the chunk loop over lanes vectorizes without
+            reassociating anything. A costly value a later pass needs stays in a scratch row (the UB).
+    split   one-pass reductions of a long row over few units: the row is cut into chunks of `tile`
+            elements, a fixed size, each chunk reduced on its own into a partial, the partials
+            folded in chunk order afterwards (the hardware's atomic add, in a fixed order)
+
+No order depends on block_dim or on the thread count, so results are bitwise stable.
+"""
+from __future__ import annotations
+
+from ir.dtypes import DType
+from ir.ops import Pattern, get
+from kernels.emitters import NP_NAME, REDUCERS, f16_round
+from kernels.layout import KernelSpec
+from kernels.template import KernelTemplate, product
+
+LANES = 64  # accumulator lanes of a reduction over a long row (a power of two)
+
+
+def lanes_for(row: int) -> int:
+    """Accumulator lanes for reduced rows of `row` elements: 64, fewer for short rows (a 16-element
+    row would spend more on 64 lanes than on its data). Depends on the shape only, never on block_dim
+    or threads, so results stay bitwise stable; a kernel fused or alone sees the same row."""
+    lanes = LANES
+    while lanes > 1 and lanes * 4 > row:
+        lanes //= 2
+    return lanes
+
+class Reduction(KernelTemplate):
+    """rows and split variants: units over the kept axes, sweeps over the reduce axes."""
+
+    def __init__(self, spec, variant, parallel):
+        super().__init__(spec, variant, parallel)
+        self.kept = [a for a in range(spec.rank) if not spec.reduce_axes[a]]
+        red = [a for a in range(spec.rank) if spec.reduce_axes[a]]
+        self.inner, self.outer_red = red[-1], red[:-1]
+        self.reductions = [n for n, node in enumerate(spec.nodes) if get(node.op).pattern == Pattern.REDUCE]
+        self.have_unit: set[int] = set()
+
+    def inner_present(self, buf: str) -> bool:
+        return self.pres[buf][self.inner]
+
+    def slice_expr(self, buf: str, length: str) -> str:
+        s = self.stride(buf, self.inner)
+        if s == "1":
+            return f"{buf}[o_{buf}:o_{buf} + {length}]"
+        return f"{buf}[o_{buf}:o_{buf} + {length} * {s}:{s}]"
+
+    def acc_dtype(self, n: int) -> DType:
+        node = self.spec.nodes[n]
+        return REDUCERS[node.op].acc_dtype(node.in_dtypes[0])
+
+    def emit_finish_lanes(self, n: int, target: str) -> None:
+        """Fold the lanes of reduction n in a fixed tree (lane k with lane k + h, h halving)."""
+        combine = REDUCERS[self.spec.nodes[n].op].combine
+        w = self.w
+        w("h = lanes // 2")
+        with w.block("while h >= 1:"):
+            with w.block("for k in range(h):"):
+                w(f"acc{n}[k] = {combine(f'acc{n}[k]', f'acc{n}[k + h]', self.acc_dtype(n))}")
+            w("h //= 2")
+        w(f"{target} = acc{n}[0]")
+
+    def cast_result(self, n: int, expr: str) -> str:
+        node = self.spec.nodes[n]
+        if node.dtypes[0] == DType.float16:  # float16 accumulates in float32 and rounds once
+            return f16_round(expr)
+        return f"{NP_NAME[node.dtypes[0]]}({expr})" if self.acc_dtype(n) != node.dtypes[0] else expr
+
+    def ensure_unit(self, ref) -> str:
+        """Emit (once) the unit-level computation of a reduced value; returns its expression."""
+        if ref[0] == "in":
+            buf = f"in{ref[1]}"
+            return self.load(buf, f"{buf}[{self.offset(buf, self.kept_index, None) if self.kept else '0'}]")
+        n = ref[1]
+        if n in self.consts:
+            return f"c{n}"
+        if n not in self.have_unit:
+            node = self.spec.nodes[n]
+            if get(node.op).pattern == Pattern.REDUCE:
+                raise AssertionError(f"reduction {n} used before its pass")  # codegen invariant
+            args = [self.ensure_unit(a) for a in node.args]
+            self.w(f"u{n} = {self.node_expr(n, args)}")
+            self.have_unit.add(n)
+        return f"u{n}"
+
+    def pass_targets(self, j: int) -> tuple[list, list, list]:
+        """(reductions accumulated, full outputs written, refs computed) in pass j."""
+        spec = self.spec
+        reds = [n for n in self.reductions if spec.nodes[n].phase == j]
+        outs = [k for k, (_, pres) in enumerate(spec.outputs)
+                if spec.full_buffer(pres) and spec.phase_of(spec.results[k]) == j]
+        refs = [spec.nodes[n].args[0] for n in reds] + [spec.results[k] for k in outs]
+        return reds, outs, refs
+
+    def unit_refs(self, refs) -> list:
+        """Unit-level values an in-loop computation of refs reads."""
+        found, seen = [], set()
+
+        def walk(ref):
+            if ref in seen or ref[0] == "in" or ref[1] in self.consts:
+                return
+            seen.add(ref)
+            if self.unit_level(ref):
+                found.append(ref)
+                return
+            for a in self.spec.nodes[ref[1]].args:
+                walk(a)
+        for r in refs:
+            walk(r)
+        return found
+
+    def emit_sweep(self, reds, outs, refs, length: str) -> None:
+        """One sweep over `length` elements of the inner reduce axis. With reductions, element j
+        goes to lane j % lanes, chunk by chunk (the chunk loop vectorizes: lanes are independent);
+        without, a plain loop from 0."""
+        w = self.w
+        used_inputs = self.inputs_of(refs)
+        sliced = []
+        for buf, pres in self.buffers:
+            if (buf.startswith("in") and int(buf[2:]) in used_inputs) or \
+                    (buf.startswith("out") and int(buf[3:]) in outs):
+                if pres[self.inner]:
+                    w(f"t_{buf} = {self.slice_expr(buf, length)}")
+                    sliced.append(buf)
+                elif buf.startswith("in"):
+                    w(f"x{buf[2:]} = {self.load(buf, f'{buf}[o_{buf}]')}")
+        for ref in sorted(self.stash_load | self.stash_store):
+            w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
+            sliced.append(f"w{ref[1]}")
+        if not reds:
+            with w.block(f"for j in range({length}):"):
+                self.emit_element(reds, outs, refs, "t", "j")
+            return
+        with w.block(f"for q in range(0, {length}, lanes):"):
+            w(f"cnt = min(lanes, {length} - q)")
+            for buf in sliced:
+                w(f"s_{buf} = t_{buf}[q:q + cnt]")
+            with w.block("for k in range(cnt):"):
+                self.emit_element(reds, outs, refs, "s", "k")
+
+    def emit_element(self, reds, outs, refs, prefix: str, index: str) -> None:
+        exprs = self.emit_lane(refs, "", index, set(), prefix)
+        for n in reds:
+            node = self.spec.nodes[n]
+            combine = REDUCERS[node.op].combine
+            val = exprs[node.args[0]]
+            if self.acc_dtype(n) != node.in_dtypes[0]:
+                val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
+            self.w(f"acc{n}[k] = {combine(f'acc{n}[k]', val, self.acc_dtype(n))}")
+        for k in outs:
+            target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
+            self.w(f"{target} = {self.store(f'out{k}', exprs[self.spec.results[k]])}")
+
+    def inputs_of(self, refs) -> set[int]:
+        found, seen = set(), set()
+
+        def walk(ref):
+            if ref in seen:
+                return
+            seen.add(ref)
+            if ref[0] == "in":
+                found.add(ref[1])
+            elif not self.unit_level(ref):
+                for a in self.spec.nodes[ref[1]].args:
+                    walk(a)
+        for r in refs:
+            walk(r)
+        return found
+
+    def alloc_lanes(self) -> None:
+        """Per block: one array of `lanes` accumulators per reduction."""
+        for n in self.reductions:
+            self.w(f"acc{n} = np.empty(lanes, {NP_NAME[self.acc_dtype(n)]})")
+
+    def init_lanes(self, reds) -> None:
+        for n in reds:
+            ident = REDUCERS[self.spec.nodes[n].op].identity(self.acc_dtype(n))
+            with self.w.block("for k in range(lanes):"):
+                self.w(f"acc{n}[k] = {ident}")
+
+    def write_reduced_outputs(self, phase: int) -> None:
+        spec = self.spec
+        for k, (_, pres) in enumerate(spec.outputs):
+            ref = spec.results[k]
+            if not spec.full_buffer(pres) and spec.phase_of(ref) == phase:
+                self.w(f"out{k}[{self.offset(f'out{k}', self.kept_index) if self.kept else '0'}] = "
+                       f"{self.store(f'out{k}', self.ensure_unit(ref))}")
+
+    def emit_unit_start(self, flat: str) -> None:
+        self.kept_index = self.decompose(flat, self.kept, "i")
+        self.have_unit = set()
+
+    def emit_offsets(self, bufs, red_index: dict[int, str], inner_start: str | None) -> None:
+        for buf, pres in self.buffers:
+            if buf in bufs:
+                index = dict(self.kept_index)
+                index.update(red_index)
+                if inner_start is not None:
+                    index[self.inner] = inner_start
+                self.w(f"o_{buf} = {self.offset(buf, index)}")
+
+    def pass_buffers(self, refs, outs) -> set[str]:
+        return {f"in{i}" for i in self.inputs_of(refs)} | {f"out{k}" for k in outs}
+
+
+EXPENSIVE = {"Exp", "Log", "Tanh", "Erf", "Pow"}
+
+
+class Rows(Reduction):
+    """A unit's passes run back to back; a costly value one pass computes and a later pass needs
+    (Softmax's exp(x - max)) is kept in a per-block scratch row (the UB) instead of recomputed."""
+
+    def closure(self, refs) -> set:
+        seen = set()
+
+        def walk(ref):
+            if ref in seen or ref[0] == "in" or ref[1] in self.consts or self.unit_level(ref):
+                return
+            seen.add(ref)
+            for a in self.spec.nodes[ref[1]].args:
+                walk(a)
+        for r in refs:
+            walk(r)
+        return seen
+
+    def plan_stash(self) -> dict:
+        """ref -> the first pass computing it, for costly values used by two passes or more."""
+        if self.outer_red:
+            return {}
+        first, count = {}, {}
+        for j in range(self.spec.num_passes):
+            for ref in self.closure(self.pass_targets(j)[2]):
+                first.setdefault(ref, j)
+                count[ref] = count.get(ref, 0) + 1
+        return {r: first[r] for r in first if count[r] > 1 and self.spec.nodes[r[1]].op in EXPENSIVE}
+
+    def render(self, name: str) -> str:
+        w, spec = self.w, self.spec
+        with w.block(self.signature(name)):
+            self.docstring(name)
+            self.emit_consts()
+            self.emit_strides()
+            units = product(self.dims[a] for a in self.kept)
+            m = self.dims[self.inner]
+            with w.block(self.emit_grid_header(units)):
+                self.emit_block_span()
+                self.alloc_lanes()
+                self.stash = self.plan_stash()
+                for ref in sorted(self.stash):
+                    w(f"w{ref[1]} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
+                with w.block("for t0 in range(start, stop, tile):"):
+                    with w.block("for p in range(t0, min(t0 + tile, stop)):"):
+                        self.emit_unit_start("p")
+                        self.write_reduced_outputs(0)
+                        for j in range(spec.num_passes):
+                            self.emit_pass(j, m)
+        return w.text()
+
+    def emit_pass(self, j: int, m: str) -> None:
+        w = self.w
+        reds, outs, refs = self.pass_targets(j)
+        if not refs:
+            return
+        for ref in self.unit_refs(refs):
+            self.ensure_unit(ref)
+        self.init_lanes(reds)
+        used = self.closure(refs)
+        self.stash_store = {r for r, first in self.stash.items() if first == j and r in used}
+        self.stash_load = {r for r, first in self.stash.items() if first < j and r in used}
+        bufs = self.pass_buffers(refs, outs)
+        if self.outer_red:
+            outer = product(self.dims[a] for a in self.outer_red)
+            with w.block(f"for qo in range({outer}):"):
+                self.emit_offsets(bufs, self.decompose("qo", self.outer_red, "r"), None)
+                self.emit_sweep(reds, outs, refs, m)
+        else:
+            self.emit_offsets(bufs, {}, None)
+            self.emit_sweep(reds, outs, refs, m)
+        for n in reds:
+            self.emit_finish_lanes(n, f"r{n}")
+            w(f"u{n} = {self.cast_result(n, f'r{n}')}")
+            self.have_unit.add(n)
+        self.write_reduced_outputs(j + 1)
+
+
+class Split(Reduction):
+    """One pass, one reduce axis: chunks of `tile` elements reduced apart, folded in order."""
+
+    def render(self, name: str) -> str:
+        w, spec = self.w, self.spec
+        reds, outs, refs = self.pass_targets(0)
+        with w.block(self.signature(name)):
+            self.docstring(name)
+            self.emit_consts()
+            self.emit_strides()
+            units = product(self.dims[a] for a in self.kept)
+            m = self.dims[self.inner]
+            w(f"nch = max(1, ({m} + tile - 1) // tile)")
+            for n in reds:
+                w(f"part{n} = np.empty({units} * nch, {NP_NAME[self.acc_dtype(n)]})")
+            with w.block(self.emit_grid_header(f"{units} * nch")):
+                self.emit_block_span()
+                self.alloc_lanes()
+                with w.block("for u in range(start, stop):"):
+                    w("p = u // nch")
+                    w("q0 = (u - p * nch) * tile")
+                    w(f"qn = min(tile, {m} - q0)")
+                    self.emit_unit_start("p")
+                    self.init_lanes(reds)
+                    self.emit_offsets(self.pass_buffers(refs, outs), {}, "q0")
+                    self.emit_sweep(reds, outs, refs, "qn")
+                    for n in reds:
+                        self.emit_finish_lanes(n, f"part{n}[u]")
+            with w.block(f"for p in range({units}):"):
+                self.emit_unit_start("p")
+                for n in reds:
+                    combine = REDUCERS[spec.nodes[n].op].combine
+                    w(f"r{n} = part{n}[p * nch]")
+                    with w.block("for c in range(1, nch):"):
+                        w(f"r{n} = {combine(f'r{n}', f'part{n}[p * nch + c]', self.acc_dtype(n))}")
+                    w(f"u{n} = {self.cast_result(n, f'r{n}')}")
+                    self.have_unit.add(n)
+                self.write_reduced_outputs(0)
+                self.write_reduced_outputs(1)
+        return w.text()
+
+
+def split_supported(spec: KernelSpec) -> bool:
+    return spec.has_reduce and spec.num_passes == 1 and sum(spec.reduce_axes) == 1
