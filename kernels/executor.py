@@ -106,7 +106,14 @@ def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], d
 
 
 class Program:
-    """A lowered graph: `run(arrays) -> list of arrays`, `kernels`, optional `profiler`."""
+    """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
+
+    An observer sees every launch: `observer.kernel(index, info, inputs, outputs, seconds)` with the
+    step's index in `steps`, its flat input and output arrays (float16 as float16; the buffers are
+    reused, so read them during the call) and the launch's wall time. `profiler` is the older,
+    narrower hook: `profiler.record(info, seconds)`. Without either, a call runs the plain runner:
+    no timing, no per-kernel Python.
+    """
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
                  input_ids: list[int], output_ids: list[int]):
@@ -121,8 +128,8 @@ class Program:
         self._blocks, self._placed = plan_arena(steps, storages)
         self._local = threading.local()
         self._lock = _launch_lock() if any(s.parallel for s in steps) else None
-        self._runner = self._make_runner(timed=False)
-        self._timed_runner = self._make_runner(timed=True)
+        self._runner = self._make_runner(observed=False)
+        self._observed_runner = None    # generated on the first observed call
 
     # --- planning ------------------------------------------------------------------------
     @property
@@ -130,7 +137,7 @@ class Program:
         """Bytes of one thread's temporaries (the planned peak)."""
         return sum(self._blocks)
 
-    def _make_runner(self, timed: bool):
+    def _make_runner(self, observed: bool):
         """Generated Python for one call: check and flatten the inputs, pick the output buffers,
         launch every kernel with its arguments spelled out, return the outputs."""
         temps = sorted(self._placed)
@@ -149,7 +156,7 @@ class Program:
                 names[s] = f"c{s}"
                 env[f"c{s}"] = st.array
         n_in = len(self._input_ids)
-        lines = ["def run(arrays, state, prof):"]
+        lines = ["def run(arrays, state, obs):"]
         if n_in:
             lines.append(f"    {', '.join(f'a{k}' for k in range(n_in))}, = arrays")
         for k, (dtype, shape) in enumerate(self._inputs):
@@ -178,15 +185,17 @@ class Program:
                              for a, s in zip(call_args, step.ins + step.outs)]
             call_args += [repr(x) for x in step.extra]
             call = f"k{k}({', '.join(call_args)})"
-            if timed:
+            if observed:
+                ins, outs = ([names[s] for s in ids] for ids in (step.ins, step.outs))
                 lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",
-                          f"{indent}prof.record(info{k}, perf_counter() - t_)"]
+                          f"{indent}s_ = perf_counter() - t_",
+                          f"{indent}obs.kernel({k}, info{k}, ({', '.join(ins)},), ({', '.join(outs)},), s_)"]
             else:
                 lines.append(f"{indent}{call}")
         lines.append(f"    return [{', '.join(f'p{k}[0]' for k in range(len(self._output_ids)))}]")
         source = "\n".join(lines) + "\n"
         exec(compile(source, "<graphkernel:runner>", "exec"), env)
-        if not timed:
+        if not observed:
             self.runner_source = source
         return env["run"]
 
@@ -215,20 +224,39 @@ class Program:
                 f"{dtype}{list(shape)}")
         return a.astype(dtype, copy=False)
 
-    def run(self, arrays) -> list[np.ndarray]:
+    def run(self, arrays, observer=None) -> list[np.ndarray]:
         if len(arrays) != len(self._inputs):
             raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
         state = self._local
         if not hasattr(state, "outs"):
             self._new_thread_state()
-        runner = self._runner if self.profiler is None else self._timed_runner
+        runner = self._runner
+        if observer is None and self.profiler is not None:
+            observer = _Recorder(self.profiler)
+        if observer is not None:
+            if self._observed_runner is None:
+                self._observed_runner = self._make_runner(observed=True)
+            runner = self._observed_runner
+            # a retry below would show the observer the launches before the failing one twice
+            arrays = [np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
+                      for a in arrays]
         try:
-            return runner(arrays, state, self.profiler)
+            return runner(arrays, state, observer)
         except TypeError:
             # numba's kernels are compiled for writable arrays: copy read-only inputs and retry
             if not any(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays):
                 raise
-            return runner([np.array(a) for a in arrays], state, self.profiler)
+            return runner([np.array(a) for a in arrays], state, observer)
+
+
+class _Recorder:
+    """The `profiler.record(info, seconds)` hook as an observer."""
+
+    def __init__(self, profiler):
+        self.record = profiler.record
+
+    def kernel(self, index, info, inputs, outputs, seconds):
+        self.record(info, seconds)
 
 
 def _launch_lock():
