@@ -83,6 +83,8 @@ def _bad_character(text: str) -> str:
         return "unterminated string (a string must close with \" on the same line)"
     if text.startswith("%?"):
         return f"{text} is a value from outside the graph; such a graph prints but cannot be parsed"
+    if text == "<":
+        return "'<' opens a Python function (a PyFunc's fn prints as <function ...>); functions cannot be parsed"
     return f"unexpected character {text!r}"
 
 

@@ -93,6 +93,8 @@ def format_attr(value) -> str:
         return "[" + ", ".join(format_attr(v) for v in value) + "]"
     if isinstance(value, Literal):
         return format_literal(value)
+    if hasattr(type(value), "ir_text"):  # an opaque value (a PyFunc's function): printed, never parsed
+        return value.ir_text()
     raise IRError(f"cannot print attribute value {value!r} of type {type(value).__name__}")
 
 

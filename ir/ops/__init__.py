@@ -13,6 +13,7 @@ from ir.ops.registry import (
 )
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
+from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
 
 __all__ = ["Attr", "OpDef", "Pattern", "OPS", "ALIASES", "canonical_name", "get", "register",
-           "make_node", "evaluate", "pattern_of"]
+           "make_node", "evaluate", "pattern_of", "is_host", "placement"]
