@@ -145,7 +145,7 @@ class Reduction(KernelTemplate):
                 self.emit_element(reds, outs, refs, "s", "k")
 
     def emit_element(self, reds, outs, refs, prefix: str, index: str) -> None:
-        exprs = self.emit_lane(refs, "", index, set(), prefix)
+        exprs = self.emit_lane(refs, "", index, prefix)
         for n in reds:
             node = self.spec.nodes[n]
             combine = REDUCERS[node.op].combine

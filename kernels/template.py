@@ -17,6 +17,8 @@ from kernels.layout import KernelSpec
 
 
 class Writer:
+    """Lines of Python source with the current indentation."""
+
     def __init__(self):
         self.lines: list[str] = []
         self.depth = 0
@@ -36,6 +38,7 @@ class Writer:
 
 
 def product(terms) -> str:
+    """The source of a product of size names ('1' when empty)."""
     terms = list(terms)
     return " * ".join(terms) if terms else "1"
 
@@ -137,7 +140,7 @@ class KernelTemplate:
         return (self.spec.has_reduce and ref[0] == "v" and self.spec.nodes[ref[1]].reduced
                 and self.spec.phase_of(ref) >= 1)
 
-    def emit_lane(self, targets, lane: str, index: str, loaded: set, prefix: str = "t") -> dict:
+    def emit_lane(self, targets, lane: str, index: str, prefix: str = "t") -> dict:
         """Statements computing `targets` (refs) for one element; returns ref -> expression."""
         exprs: dict = {}
 
@@ -150,7 +153,6 @@ class KernelTemplate:
                     name = f"x{i}_{lane}"
                     self.w(f"{name} = {self.load(f'in{i}', f'{prefix}_in{i}[{index}]')}")
                 else:
-                    loaded.add(i)
                     name = f"x{i}"
             elif ref[1] in self.consts:
                 name = f"c{ref[1]}"
@@ -232,10 +234,10 @@ class Elementwise(KernelTemplate):
             if not pres[-1]:
                 w(f"x{i} = {self.load(f'in{i}', f'in{i}[o_in{i}]')}")
         with w.block("for j in range(n):"):
-            exprs = self.emit_lane([spec.results[k] for k in inner_outs], "", "j", set())
+            exprs = self.emit_lane([spec.results[k] for k in inner_outs], "", "j")
             for k in inner_outs:
                 w(f"t_out{k}[j] = {self.store(f'out{k}', exprs[spec.results[k]])}")
         if outer_outs:  # outputs constant along the segment: their operands are too
-            exprs = self.emit_lane([spec.results[k] for k in outer_outs], "s", "0", set())
+            exprs = self.emit_lane([spec.results[k] for k in outer_outs], "s", "0")
             for k in outer_outs:
                 w(f"out{k}[o_out{k}] = {self.store(f'out{k}', exprs[spec.results[k]])}")
