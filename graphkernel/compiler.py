@@ -21,6 +21,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
+from ir.ops import placement
 from graphkernel import context
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
@@ -40,7 +41,7 @@ class KernelSummary:
     block_dim: int | None
     inputs: tuple[TensorType, ...]
     outputs: tuple[TensorType, ...]
-    target: str  # "device" or "host"
+    target: str  # "device", "host" or "copy" (a host<->device copy)
 
 
 def options_from_context() -> CompileOptions:
@@ -59,6 +60,7 @@ def options_from_context() -> CompileOptions:
         mixlist=read_mixlist(mixlist) if mixlist else None,
         customize_dtypes=read_customize_dtypes(dtypes) if dtypes else None,
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
+        mix_compile_mode=context.get_context("mix_compile_mode"),
         log=FusionLog(),
     )
 
@@ -75,7 +77,7 @@ def summarize_kernels(graph: Graph) -> list[KernelSummary]:
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
-                                 node.types, "host" if node.op == "PyFunc" else "device"))
+                                 node.types, placement(node)))
     return out
 
 

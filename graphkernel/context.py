@@ -103,7 +103,7 @@ KEYS: dict[str, Key] = {
     "modify_mixlist": Key(None, _precision_file("read_mixlist")),
     "customize_dtypes": Key(None, _precision_file("read_customize_dtypes")),
     "deterministic": Key(0, _choice(0, 1)),
-    "mix_compile_mode": Key(False, _bool, built=False),
+    "mix_compile_mode": Key(False, _bool),
     "fusion_switch_file": Key(None, _fusion_switch_file),
     "enable_dump": Key(False, _bool, built=False),
     "dump_path": Key(None, _path_or_none, built=False),

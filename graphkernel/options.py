@@ -51,6 +51,7 @@ class CompileOptions:
     mixlist: object = None           # graphkernel.precision.Mixlist read from modify_mixlist, or None
     customize_dtypes: object = None  # graphkernel.precision.CustomizeDtypes read from customize_dtypes
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
+    mix_compile_mode: bool = False   # host ops may compile next to device work (passes/partition.py)
     log: FusionLog = field(default_factory=FusionLog, compare=False, hash=False)
 
     @property

@@ -29,6 +29,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
     from graphkernel.passes.recompute import recompute
     from graphkernel.passes.parallel_fusion import parallel_fusion
     from graphkernel.passes.precision import precision
+    from graphkernel.passes.partition import partition
     return [
         ("expand", "expand", expand, 0),                       # composite ops -> primitives (fusion off too)
         ("precision", "precision", precision, 0),              # Casts per precision_mode (not the default)
@@ -36,6 +37,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("simplify", "arith_simplify", arith_simplify, 0),     # x*1, x+0, pow(x,2) -> x*x, cast chains, ...
         ("simplify", "cse", cse, 0),                           # merge identical ops
         ("simplify", "dce", dce, 0),                           # drop ops no output needs
+        ("simplify", "partition", partition, 0),               # host ops: mix_compile_mode check, copies
         ("fuse_basic", "basic_fusion", basic_fusion, 1),       # simple elementwise ops -> composites
         ("composite", "composite_fusion", composite_fusion, 1),  # composites + other fusible ops, by cost
         ("composite", "recompute", recompute, 2),              # duplicate cheap producers into consumers

@@ -15,6 +15,7 @@ import contextvars
 from ir.errors import GraphKernelError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 from ir.ops import make_node
+from ir.ops.host import to_host_call
 from graphkernel.tensor import TensorOps
 
 _active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_trace", default=None)
@@ -89,6 +90,7 @@ class Trace:
         self.op_count = 0
         self.parameters: list = []          # Parameters read by construct, in input order
         self._param_values: dict[int, Value] = {}
+        self.host_depth = 0                 # > 0 inside graphkernel.host_scope(): nodes run on the host
         self._token = None
 
     def __enter__(self) -> Trace:
@@ -124,6 +126,8 @@ class Trace:
         return name
 
     def add(self, node: Node) -> Node:
+        if self.host_depth:
+            node = to_host_call(node)
         self.nodes.append(node)
         return node
 

@@ -8,7 +8,9 @@
                                 composite, so fusion on and off compute the same bits
     MatMul, BatchMatMul         numpy's BLAS (np.matmul into the output buffer)
     Transpose                   a numpy copy
-    anything else               (an unexpanded composite op, a host op) the numpy reference
+    CopyToHost, CopyToDevice    a real copy into the destination buffer (target "copy")
+    a host op (PyFunc, HostCall) the numpy reference on the host (target "host"); an error names the node
+    anything else               (an unexpanded composite op) the numpy reference
 
 A kernel that fails to build does not fail the run: a composite is inlined back into single-op
 kernels, a single op falls back to the numpy reference, each with a KernelBuildWarning naming it.
@@ -24,7 +26,8 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
-from ir.ops import Pattern, evaluate, get
+from ir.ops import Pattern, evaluate, get, placement
+from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
 from kernels.cache import get_kernel
 from kernels.codegen import render
@@ -154,6 +157,10 @@ class _Builder:
             self.numpy_step(node, _matmul_fn(node), "numpy")
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
+        elif node.op in COPY_OPS:  # a real copy across the host/device boundary
+            self.numpy_step(node, _copy, "copy")
+        elif is_host(node):
+            self.numpy_step(node, _reference_fn(node, run_host), "host")
         else:
             self.numpy_step(node, _reference_fn(node), "reference")
 
@@ -163,7 +170,7 @@ class _Builder:
         return tuple(self.where[v] for v in node.outputs)
 
     def numpy_step(self, node: Node, fn, variant: str) -> None:
-        target = "host" if get(node.op).pattern == Pattern.HOST else "device"
+        target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, target, None, variant)
         ins = tuple(self.where[v] for v in node.inputs)
@@ -278,12 +285,12 @@ def _transpose_fn(node: Node):
     return transpose
 
 
-def _reference_fn(node: Node):
+def _reference_fn(node: Node, run=evaluate):
     shapes = [v.shape for v in node.inputs]
     n_in = len(shapes)
 
     def reference(*arrays):
-        results = evaluate(node, [a.reshape(s) for a, s in zip(arrays[:n_in], shapes)])
+        results = run(node, [a.reshape(s) for a, s in zip(arrays[:n_in], shapes)])
         for r, out in zip(results, arrays[n_in:]):
             out[:] = r.reshape(-1)
     return reference

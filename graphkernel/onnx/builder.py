@@ -13,7 +13,7 @@ Scope names keep the ONNX node's name: `Default/<onnx node name>/<Op>-op<N>`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,9 +23,6 @@ from ir.graph import Literal, Value
 from ir.ops import evaluate, make_node
 from graphkernel.onnx.types import OnnxImportError
 
-Operand = "np.ndarray | Value"
-
-
 @dataclass
 class NodeInfo:
     """The ONNX node being converted: what its converter and its error messages need."""
@@ -34,9 +31,7 @@ class NodeInfo:
     version: int                       # the op's since_version at the model's opset
     attrs: dict
     inputs: list                       # arrays, Values, or None for an omitted optional input
-    input_names: list[str]
     num_outputs: int
-    output_names: list[str] = field(default_factory=list)
 
     def attr(self, key: str, default=None):
         return self.attrs.get(key, default)
@@ -45,7 +40,7 @@ class NodeInfo:
         return self.inputs[i] if i < len(self.inputs) else None
 
     def where(self) -> str:
-        return f"{self.op_type} node {self.name!r} (opset version {self.version})"
+        return f"{self.op_type} node {self.name!r} (op version {self.version})"
 
     def error(self, message: str) -> OnnxImportError:
         return OnnxImportError(f"{self.where()}: {message}")

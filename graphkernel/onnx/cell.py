@@ -206,8 +206,7 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
     for node in spec.nodes:
         where = f"{node.op_type} node {node.name!r}"
         info = NodeInfo(node.op_type, node.name, node.version, node.attrs,
-                        [lookup(n, where) for n in node.inputs], list(node.inputs), len(node.outputs),
-                        list(node.outputs))
+                        [lookup(n, where) for n in node.inputs], len(node.outputs))
         b.node = info
         trace.scope.append(node.name)
         try:

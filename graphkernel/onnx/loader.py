@@ -42,7 +42,6 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class NodeSpec:
-    index: int
     op_type: str
     name: str
     version: int
@@ -140,9 +139,10 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
     nodes = []
     for i, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{i}"
-        conv = lookup(node.op_type, node.domain, _op_version(node.op_type, opset, node.domain), name, opset)
-        nodes.append(NodeSpec(i, node.op_type, name, _op_version(node.op_type, opset, node.domain),
-                              _attributes(node), tuple(node.input), tuple(node.output), conv))
+        version = _op_version(node.op_type, opset, node.domain)
+        conv = lookup(node.op_type, node.domain, version, name, opset)
+        nodes.append(NodeSpec(node.op_type, name, version, _attributes(node), tuple(node.input),
+                              tuple(node.output), conv))
     static_uses = {n.inputs[i] for n in nodes for i in n.converter.static if i < len(n.inputs)}
     spec = ModelSpec(graph.name, opset, [], [o.name for o in graph.output], nodes)
     for t in graph.initializer:

@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from graphkernel.ops.primitive import Primitive
+from graphkernel.ops.primitive import Primitive, PrimitiveCallError
 
 
 def _prim(name: str, op: str | None = None, tensors: int = 1, call_attrs: tuple[str, ...] = (),
@@ -69,6 +69,25 @@ LogSoftmax = _prim("LogSoftmax", doc="LogSoftmax(axis=-1)(x).")
 LayerNorm = _prim("LayerNorm", tensors=3,
                   doc="LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-7)(x, gamma, beta) "
                       "-> (y, mean, variance).")
+
+
+
+class PyFunc(Primitive):
+    """PyFunc(fn, in_types, in_shapes, out_types, out_shapes, stateful=True)(*inputs): MindSpore's PyFunc.
+
+    fn runs on the host (SPEC §8, graphkernel/host.py) on one read-only numpy array per input and
+    returns one array per declared output (a tuple or list for several); results are checked against
+    the declaration on every call. Several outputs come back as a tuple.
+    """
+    op = "PyFunc"
+
+    def __init__(self, *args, **attrs):
+        super().__init__(*args, **attrs)
+        in_types = self.attrs["in_types"]
+        if not isinstance(in_types, (list, tuple)):
+            raise PrimitiveCallError(f"P.PyFunc(): in_types must be a list of dtypes, got {in_types!r}")
+        self.num_tensors = len(in_types)
+
 
 # MindSpore aliases
 TensorAdd = Add
