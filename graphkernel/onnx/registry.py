@@ -5,8 +5,9 @@
         ...
 
 `static` lists the inputs that must be known at compile time (a Reshape's shape, a Slice's starts, ...):
-an initializer feeding one of them stays a constant rather than becoming a Parameter. `versions` bounds
-the op versions (since_version at the model's opset) whose semantics the converter implements.
+an initializer feeding one of them stays a constant rather than becoming a Parameter. `min_version` is
+the oldest op version (since_version at the model's opset) whose semantics the converter implements;
+later versions of our ops only add types (bfloat16, float8, int4, ...), which the loader rejects.
 """
 from __future__ import annotations
 
