@@ -137,6 +137,13 @@ class Program:
         """Bytes of one thread's temporaries (the planned peak)."""
         return sum(self._blocks)
 
+    @property
+    def peak_bytes(self) -> int:
+        """Device memory of one call: the temporaries' peak plus the outputs (fused vs unfused:
+        fusion must not raise it)."""
+        return self.temp_bytes + sum(self.storages[s].size * self.storages[s].dtype.itemsize
+                                     for s in self._output_ids)
+
     def _make_runner(self, observed: bool):
         """Generated Python for one call: check and flatten the inputs, pick the output buffers,
         launch every kernel with its arguments spelled out, return the outputs."""

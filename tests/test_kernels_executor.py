@@ -36,6 +36,13 @@ def test_chain_matches_reference_and_reuses_temps(chain):
     assert program.temp_bytes <= 2 * biggest  # liveness packs 4 temporaries into 2 blocks
 
 
+def test_fusion_does_not_raise_peak_memory(chain):
+    g, unfused = chain
+    fused_program = lower(fused(g), CFG)
+    assert len(fused_program.kernels) == 1 and fused_program.temp_bytes == 0
+    assert fused_program.peak_bytes <= unfused.peak_bytes
+
+
 def test_inputs_never_modified(chain):
     _, program = chain
     a = random_array((4, 8))
