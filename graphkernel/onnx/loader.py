@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir.dtypes import DType
-from graphkernel.onnx.registry import MIN_OPSET, Converter, lookup
+from graphkernel.onnx.host_fallback import find_converter
+from graphkernel.onnx.registry import MIN_OPSET, Converter
 from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
 
 SMALL_CONSTANT = 64
@@ -140,7 +141,7 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
     for i, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{i}"
         version = _op_version(node.op_type, opset, node.domain)
-        conv = lookup(node.op_type, node.domain, version, name, opset)
+        conv = find_converter(node, version, name, opset)  # with mix_compile_mode: host_fallback.py
         nodes.append(NodeSpec(node.op_type, name, version, _attributes(node), tuple(node.input),
                               tuple(node.output), conv))
     static_uses = {n.inputs[i] for n in nodes for i in n.converter.static if i < len(n.inputs)}
