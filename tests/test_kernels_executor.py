@@ -2,6 +2,8 @@
 import gc
 import os
 import resource
+import shutil
+import subprocess
 import threading
 
 import numpy as np
@@ -201,6 +203,10 @@ def test_kernel_graph_dot_and_sources(chain, tmp_path):
     assert text == kernel_graph_dot(program, "kernel_graph_0")
     assert text.count("block_dim=") == len(program.kernels)
     assert text.count(" -> ") >= len(program.kernels)
+    if shutil.which("dot"):
+        (tmp_path / "kg.dot").write_text(text)
+        subprocess.run(["dot", "-Tsvg", str(tmp_path / "kg.dot"), "-o", os.devnull], check=True)
+        (tmp_path / "kg.dot").unlink()
     written = sorted(os.listdir(tmp_path))
     assert written == sorted({f"{k.name}.py" for k in program.kernels if k.source})
     assert "def " in (tmp_path / written[0]).read_text()
