@@ -29,8 +29,9 @@ _check_own_packages()
 
 from graphkernel import context, dtype  # noqa: E402
 from graphkernel.tensor import Parameter, Tensor  # noqa: E402
+from graphkernel.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "GraphKernelError", "__version__"]
+__all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "__version__"]

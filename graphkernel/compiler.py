@@ -22,7 +22,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
 from ir.ops import placement
-from graphkernel import context
+from graphkernel import context, observe
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
@@ -92,6 +92,7 @@ class CompiledGraph:
     parameters: list = field(default_factory=list)
     out_tree: object = None
     program: object = None   # kernels.Program on the Ascend target
+    observation: object = None   # graphkernel.observe.GraphObservation: data dump, overflow check
 
     @property
     def log(self) -> FusionLog:
@@ -103,6 +104,8 @@ class CompiledGraph:
 
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on numpy arrays: the call's inputs followed by the parameters' values."""
+        if self.observation is not None or observe.profiler is not None:
+            return observe.run_observed(self, arrays)
         if self.program is not None:
             return self.program.run(arrays)
         return interpret(self.graph, arrays)
@@ -154,6 +157,9 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
                              list(parameters), out_tree)
     if opts.device_target == "Ascend":
         _attach_device_program(compiled, dumper, eager)
+    if not eager:
+        from graphkernel.datadump import attach_data_dump
+        attach_data_dump(compiled)
     return compiled
 
 

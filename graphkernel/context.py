@@ -82,6 +82,13 @@ def _precision_file(reader: str):
     return check
 
 
+def _dump_setting(checker: str):
+    def check(v):
+        from graphkernel import datadump
+        return getattr(datadump, checker)(v)  # raises ContextError naming the bad part
+    return check
+
+
 @dataclass(frozen=True)
 class Key:
     default: Any
@@ -105,12 +112,14 @@ KEYS: dict[str, Key] = {
     "deterministic": Key(0, _choice(0, 1)),
     "mix_compile_mode": Key(False, _bool),
     "fusion_switch_file": Key(None, _fusion_switch_file),
-    "enable_dump": Key(False, _bool, built=False),
-    "dump_path": Key(None, _path_or_none, built=False),
-    "dump_mode": Key("output", _choice("input", "output", "all"), built=False),
-    "dump_step": Key(None, lambda v: v if v is None else _str(v), built=False),
-    "dump_layer": Key(None, lambda v: v if v is None else _str(v), built=False),
-    "dump_data": Key("tensor", _choice("tensor", "stats"), built=False),
+    "enable_dump": Key(False, _bool),
+    "dump_path": Key(None, _dump_setting("check_dump_path")),
+    "dump_mode": Key("output", _choice("input", "output", "all")),
+    "dump_step": Key(None, _dump_setting("check_dump_step")),
+    "dump_layer": Key(None, _dump_setting("check_dump_layer")),
+    "dump_data": Key("tensor", _choice("tensor", "stats")),
+    "enable_dump_debug": Key(False, _bool),
+    "dump_debug_mode": Key("all", _choice("aicore_overflow", "atomic_overflow", "all")),
     "op_compiler_cache_mode": Key("enable", _choice("enable", "disable", "force")),
     "op_compiler_cache_dir": Key(None, _path_or_none),
     "core_num": Key(32, _int_range(1, 1024)),

@@ -1,0 +1,266 @@
+"""Data dump: the tensors (or their statistics) every kernel launch reads and writes, per step.
+
+The settings are seed 004's: enable_dump, dump_path, dump_mode (input | output | all), dump_step
+("0|5|10", "0|3-5|10"; unset: every step), dump_layer (names separated by spaces; unset: every
+launch), dump_data ("tensor": .npy arrays, "stats": one CSV per step). They are checked when set and
+apply to graphs compiled afterwards (GRAPH_MODE; PYNATIVE's one-op runs are not dumped).
+
+    DUMP_PATH/
+      graph_<id>/
+        kernels.csv                     one row per launch: launch, file, name, kernel, op_types,
+                                        block_dim, input_shape, input_data_type, output_shape, ...
+        step_<n>/                       n counts the calls of graph <id> from 0
+          <launch>_<name>.input.<i>.npy      dump_data="tensor", dump_mode input or all
+          <launch>_<name>.output.<i>.npy     dump_data="tensor", dump_mode output or all
+          statistic.csv                      dump_data="stats": name, input_output, index, dtype, shape,
+                                             min, max, mean, nan_count, inf_count, kernel, launch
+      overflow_report.json              enable_dump_debug (graphkernel/overflow.py)
+
+`<launch>` is the launch's position in the graph (4 digits), so files sort in execution order and
+two names that sanitize alike never share a file; `<name>` is the node's scope name (or a composite's
+name) with every character other than letters, digits, `_` and `-` made `_`, shortened with a hash
+when long. dump_layer names a node by its scope name, a composite by its name, or a kernel by its
+kernel name; naming an op that fusion put inside a composite warns and dumps the composite's inputs
+and outputs. Every file is written under a temporary name and renamed: none is ever half-written.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import re
+import warnings
+
+import numpy as np
+
+from ir.errors import GraphKernelError
+from graphkernel import context
+from graphkernel.context import ContextError
+
+
+class DumpError(GraphKernelError, OSError):
+    """A dump directory or file that cannot be written, or dump settings that do not fit together."""
+
+
+class DumpLayerWarning(UserWarning):
+    """A dump_layer name that is not a launch of the graph (fused into a composite, or absent)."""
+
+
+# --- settings, checked by set_context --------------------------------------------------------------
+def check_dump_path(value):
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ContextError(f"got {value!r}; accepted: a directory path (created if missing)")
+    return ensure_directory(os.path.abspath(os.fspath(value)), ContextError)
+
+
+def ensure_directory(path: str, error=DumpError) -> str:
+    """Create `path` if missing and make sure a file can be written in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".graphkernel-write-test-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:
+        raise error(f"dump directory {path!r} cannot be created or written: "
+                    f"{e.strerror or type(e).__name__}") from None
+    return path
+
+
+def parse_steps(text: str) -> tuple[tuple[int, int], ...]:
+    """'0|3-5|10' -> ((0, 0), (3, 5), (10, 10)); a bad part raises ContextError naming it."""
+    ranges = []
+    for part in text.split("|"):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            why = "a range must run upwards" if m is not None else "not a step number or a range lo-hi"
+            raise ContextError(f"bad part {part!r} in {text!r} ({why}); accepted: step numbers and "
+                               "ranges separated by '|', e.g. '0|5|10' or '0|3-5|10'")
+        lo = int(m.group(1))
+        ranges.append((lo, int(m.group(2)) if m.group(2) is not None else lo))
+    return tuple(ranges)
+
+
+def check_dump_step(value):
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ContextError(f"got {value!r}; accepted: a string such as '0|5|10' or '0|3-5|10', or None")
+    parse_steps(value)
+    return value.replace(" ", "")
+
+
+def check_dump_layer(value):
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ContextError(f"got {value!r}; accepted: names separated by spaces, or None")
+    return " ".join(value.split()) or None
+
+
+# --- file names ------------------------------------------------------------------------------------
+NAME_LIMIT = 100
+
+
+def safe_name(name: str) -> str:
+    """A file-name part from a scope name: no '/', '.', NUL or other specials; long names end in a hash."""
+    s = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "unnamed"
+    if len(s) > NAME_LIMIT:
+        s = s[:NAME_LIMIT - 13] + "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return s
+
+
+def file_stem(launch) -> str:
+    return f"{launch.index:04d}_{safe_name(launch.name)}"
+
+
+def format_shape(shape) -> str:
+    return ",".join(str(d) for d in shape)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise DumpError(f"cannot write dump file {path!r}: {e.strerror or type(e).__name__}") from None
+
+
+def save_array(path: str, array: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array))
+    write_atomic(path, buf.getvalue())
+
+
+def csv_bytes(header, rows) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode()
+
+
+# --- statistics ------------------------------------------------------------------------------------
+STATS_HEADER = ("name", "input_output", "index", "dtype", "shape", "min", "max", "mean", "nan_count",
+                "inf_count", "kernel", "launch")
+
+
+def statistics(a: np.ndarray) -> tuple:
+    """(min, max, mean, nan count, inf count); min, max and mean skip NaNs (an inf counts), and are
+    empty when no element is left. The mean is accumulated in float64."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        nans, infs = int(nan.sum()), int(np.isinf(a).sum())
+        a = a[~nan] if nans else a
+    else:
+        nans = infs = 0
+    if a.size == 0:
+        return "", "", "", nans, infs
+    a = a.astype(np.float64) if a.dtype.kind in "fbiu" else a
+    with np.errstate(all="ignore"):
+        return float(a.min()), float(a.max()), float(a.mean()), nans, infs
+
+
+# --- the sink --------------------------------------------------------------------------------------
+class DataDump:
+    """Writes the selected launches' tensors (or statistics) for the selected steps of one graph."""
+
+    def __init__(self, compiled, launches, path: str, mode: str, steps, layer, data: str):
+        self.root = os.path.join(path, f"graph_{compiled.graph_id}")
+        self.inputs, self.outputs = mode in ("input", "all"), mode in ("output", "all")
+        self.steps, self.data = steps, data
+        self.selected = select_launches(compiled, launches, layer)
+        self.stems = {launch.index: file_stem(launch) for launch in launches}
+        self.rows: list = []
+        ensure_directory(self.root)
+        write_atomic(os.path.join(self.root, "kernels.csv"), csv_bytes(
+            ("launch", "file", "name", "kernel", "op_types", "block_dim", "input_shape", "input_data_type",
+             "output_shape", "output_data_type", "dumped"),
+            [(la.index, self.stems[la.index], la.name, la.kernel, "+".join(la.op_types),
+              "" if la.block_dim is None else la.block_dim, ";".join(format_shape(t.shape) for t in la.inputs),
+              ";".join(t.dtype.value for t in la.inputs), ";".join(format_shape(t.shape) for t in la.outputs),
+              ";".join(t.dtype.value for t in la.outputs), int(la.index in self.selected)) for la in launches]))
+
+    def wanted(self, step: int) -> bool:
+        return self.steps is None or any(lo <= step <= hi for lo, hi in self.steps)
+
+    def step_dir(self, step: int) -> str:
+        return os.path.join(self.root, f"step_{step}")
+
+    def begin_step(self, compiled, step: int) -> None:
+        self.rows = []
+        if self.wanted(step):
+            ensure_directory(self.step_dir(step))
+
+    def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
+        if launch.index not in self.selected or not self.wanted(step):
+            return
+        stem = self.stems[launch.index]
+        for io_name, arrays, on in (("input", inputs, self.inputs), ("output", outputs, self.outputs)):
+            if not on:
+                continue
+            for i, a in enumerate(arrays):
+                if self.data == "tensor":
+                    save_array(os.path.join(self.step_dir(step), f"{stem}.{io_name}.{i}.npy"), a)
+                else:
+                    self.rows.append((launch.name, io_name, i, a.dtype.name, format_shape(a.shape),
+                                      *statistics(a), launch.kernel, launch.index))
+
+    def end_step(self, compiled, step, seconds, count) -> None:
+        if self.data == "stats" and self.wanted(step):
+            write_atomic(os.path.join(self.step_dir(step), "statistic.csv"), csv_bytes(STATS_HEADER, self.rows))
+        self.rows = []
+
+
+def select_launches(compiled, launches, layer: str | None) -> set[int]:
+    """The launch indices dump_layer selects; warns for names fused into a composite or absent."""
+    if layer is None:
+        return {la.index for la in launches}
+    chosen = set()
+    for name in layer.split():
+        direct = [la for la in launches if name in (la.name, la.kernel)]
+        if direct:
+            chosen.update(la.index for la in direct)
+            continue
+        holders = [la for la in launches if name in la.members]
+        if holders:
+            chosen.update(la.index for la in holders)
+            where = ", ".join(f"{la.name} (kernel {la.kernel})" for la in holders)
+            warnings.warn(f"dump_layer: {name!r} was fused into composite {where} in graph "
+                          f"{compiled.graph_id}; dumping the composite's inputs and outputs instead",
+                          DumpLayerWarning, stacklevel=2)
+        elif any(n.name == name for g in compiled.stages.values() for n in g.nodes):
+            warnings.warn(f"dump_layer: {name!r} was removed by the passes (folded or eliminated) in graph "
+                          f"{compiled.graph_id}; nothing to dump for it", DumpLayerWarning, stacklevel=2)
+        else:
+            sample = ", ".join(repr(la.name) for la in launches[:3])
+            warnings.warn(f"dump_layer: no op named {name!r} in graph {compiled.graph_id} (its launches "
+                          f"are named like {sample})", DumpLayerWarning, stacklevel=2)
+    return chosen
+
+
+def attach_data_dump(compiled) -> None:
+    """Give a graph compiled with enable_dump or enable_dump_debug its dump and overflow sinks."""
+    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
+    if not (dump or debug):
+        return
+    path = context.get_context("dump_path")
+    if path is None:
+        which = "enable_dump" if dump else "enable_dump_debug"
+        raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
+    from graphkernel.observe import observation
+    from graphkernel.overflow import OverflowCheck
+    obs = observation(compiled)
+    if dump:
+        step = context.get_context("dump_step")
+        obs.sinks.append(DataDump(compiled, obs.launches, path, context.get_context("dump_mode"),
+                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
+                                  context.get_context("dump_data")))
+    if debug:
+        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))

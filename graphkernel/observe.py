@@ -1,0 +1,178 @@
+"""Observed runs of compiled graphs: the per-launch view shared by the Profiler and the data dump.
+
+    CompiledGraph.run_arrays
+        nothing observes           the plain path (Program.run / ir.interpret); nothing here runs
+        a Profiler is active, or the graph was compiled with a data dump or an overflow check
+            run_observed(compiled, arrays)
+                sink.begin_step(graph, step)                       once per call (a step)
+                sink.kernel(graph, step, launch, inputs, outputs, seconds)
+                                                                   once per kernel launch, in order
+                sink.end_step(graph, step, seconds, launches)      once per call
+
+A Launch is what one kernel launch is to a user: its position in the graph, the kernel's name, the
+name of the node it computes (a scope name `Default/.../Mul-op0` or a composite's name), its op types,
+block_dim, input and output types, and the names of the primitives a composite holds. On the Ascend
+target the launches are the Program's steps (kernels.Program.run with an observer); on the CPU
+target every top-level node that computes is one launch, run by the numpy reference. The arrays a
+sink receives have their tensor's shape; on the Ascend target they are the executor's buffers,
+reused by the next call, so a sink reads or copies them while it is called.
+
+Steps are numbered per compiled graph from 0. Observed runs of one graph are serialized (a lock).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir.errors import ExecutionError
+from ir.graph import Graph, Node, TensorType
+from ir.interpret import interpret
+from ir.ops import evaluate
+from ir.printer import describe
+
+profiler = None     # the active graphkernel.Profiler, if one is collecting
+
+
+@dataclass(frozen=True)
+class Launch:
+    index: int                      # position among the graph's launches
+    kernel: str                     # the kernel's name (Ascend: generated, e.g. Fused_Mul_Add_<hash>)
+    name: str                       # the node's name: a scope name or a composite's name
+    op_types: tuple[str, ...]
+    block_dim: int | None           # None on the CPU target
+    inputs: tuple[TensorType, ...]
+    outputs: tuple[TensorType, ...]
+    variant: str = ""               # elementwise | rows | split | numpy | reference (Ascend)
+    members: tuple[str, ...] = ()   # names of the primitives inside a composite
+
+
+@dataclass
+class GraphObservation:
+    """Per compiled graph: its launches, its step count, and the sinks compiled with it (data dump,
+    overflow check)."""
+    launches: list[Launch]
+    sinks: list = field(default_factory=list)
+    steps: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _members(node: Node) -> tuple[str, ...]:
+    if node.subgraph is None:
+        return ()
+    return tuple(n.name for n in node.subgraph.nodes if n.op != "Const" and n.name)
+
+
+def _device_launches(program) -> list[Launch]:
+    out = []
+    for k, step in enumerate(program.steps):
+        info = step.info
+        node = step.values_out[0].node if step.values_out else None
+        copy = info.op_types == ("Copy",)
+        name = info.name if copy or node is None else (node.name or info.name)
+        out.append(Launch(k, info.name, name, info.op_types, info.block_dim, info.inputs, info.outputs,
+                          info.variant, () if copy or node is None else _members(node)))
+    return out
+
+
+def _reference_launches(graph: Graph, skipped: tuple[str, ...]) -> dict[int, Launch]:
+    out = {}
+    for i, node in enumerate(graph.nodes):
+        if node.op in skipped:
+            continue
+        ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
+        out[i] = Launch(len(out), node.name or node.op, node.name or node.op, ops, None,
+                        tuple(v.type for v in node.inputs), node.types, "", _members(node))
+    return out
+
+
+def observation(compiled) -> GraphObservation:
+    """The compiled graph's observation state, made on first use."""
+    obs = compiled.observation
+    if obs is None:
+        obs = compiled.observation = GraphObservation(launches(compiled))
+    return obs
+
+
+def launches(compiled) -> list[Launch]:
+    if compiled.program is not None:
+        return _device_launches(compiled.program)
+    from graphkernel.compiler import _NOT_LAUNCHED
+    return list(_reference_launches(compiled.graph, _NOT_LAUNCHED).values())
+
+
+def run_observed(compiled, arrays) -> list[np.ndarray]:
+    """Run `compiled` on arrays, showing every launch to the active profiler and the graph's dump."""
+    obs = observation(compiled)
+    with obs.lock:
+        sinks = obs.sinks if profiler is None else [profiler, *obs.sinks]
+        step = obs.steps
+        obs.steps += 1
+        for s in sinks:
+            s.begin_step(compiled, step)
+        relay = _Relay(compiled, step, obs.launches, sinks)
+        start = time.perf_counter()
+        if compiled.program is not None:
+            results = compiled.program.run(arrays, relay)
+        else:
+            results = _interpret_observed(compiled.graph, arrays, relay)
+        seconds = time.perf_counter() - start
+        for s in sinks:
+            s.end_step(compiled, step, seconds, relay.count)
+    return results
+
+
+class _Relay:
+    """The executor's observer: shapes the flat buffers and passes each launch on to the sinks."""
+
+    def __init__(self, compiled, step: int, launch_list: list[Launch], sinks: list):
+        self.compiled, self.step, self.launches, self.sinks = compiled, step, launch_list, sinks
+        self.count = 0
+
+    def kernel(self, index, info, inputs, outputs, seconds):
+        launch = self.launches[index]
+        self.deliver(launch, [a.reshape(t.shape) for a, t in zip(inputs, launch.inputs)],
+                     [a.reshape(t.shape) for a, t in zip(outputs, launch.outputs)], seconds)
+
+    def deliver(self, launch: Launch, inputs, outputs, seconds: float) -> None:
+        self.count += 1
+        for s in self.sinks:
+            s.kernel(self.compiled, self.step, launch, inputs, outputs, seconds)
+
+
+def _interpret_observed(graph: Graph, arrays, relay: _Relay) -> list[np.ndarray]:
+    """ir.interpret, one top-level node at a time, timing and showing each launch."""
+    from graphkernel.compiler import _NOT_LAUNCHED
+    launch_at = _reference_launches(graph, _NOT_LAUNCHED)
+    last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs}
+    keep = set(graph.outputs)
+    env = {}
+    for v, a in zip(graph.inputs, arrays):
+        view = np.asarray(a).view()
+        view.flags.writeable = False
+        env[v] = view
+    with np.errstate(all="ignore"):
+        for i, node in enumerate(graph.nodes):
+            args = [env[v] for v in node.inputs]
+            start = time.perf_counter()
+            try:
+                results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
+            except Exception as e:
+                raise ExecutionError(f"While executing {describe(node)}: {type(e).__name__}: {e}") from e
+            seconds = time.perf_counter() - start
+            if i in launch_at:
+                relay.deliver(launch_at[i], args, results, seconds)
+            env.update(zip(node.outputs, results))
+            for v in node.inputs:
+                if last.get(v) == i and v not in keep:
+                    env.pop(v, None)
+    out, seen = [], set()
+    for v in graph.outputs:
+        r = env[v]
+        if not (r.flags.writeable and r.flags.owndata) or id(r) in seen:
+            r = r.copy()
+        seen.add(id(r))
+        out.append(r)
+    return out

@@ -1,0 +1,154 @@
+"""Profiler, MindSpore-style: per-kernel times of every compiled graph run in the process.
+
+    prof = Profiler(output_path="./data")   # starts collecting (start_profile=False: call start())
+    net(x); net(x)                           # every call of a compiled graph is observed
+    prof.stop()
+    rows = prof.analyse()                    # stops if running, prints a table, writes:
+
+    DIR/profiler/kernel_details.csv   one row per kernel launch of a graph, over all calls:
+        op_type, block_dim, input_shape, input_data_type, input_formats   (seed 002's columns)
+        name, calls, total_time_us, avg_time_us, graph_id, kernel
+    DIR/profiler/step_trace.csv       one row per step (a top-level call of a compiled graph):
+        step, start (us since the profiler started), duration_us, kernels, graph_id
+
+op_type is the primitive of a single-op kernel and `Fused_<ops>` for a composite; block_dim is the
+launch's (empty on the CPU target); shapes are written `1,256,256,3`, dtypes `DT_FLOAT16`, several
+inputs joined by `;`; input_formats is `ND` (graphkernel tensors carry no layout). name is the node's
+scope name or the composite's name, kernel the generated kernel's name. One Profiler collects at a
+time (graphkernel.observe.profiler). Times include the per-launch observation and, on the CPU
+target, the numpy reference: compare them with each other, not with unprofiled runs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ir.dtypes import DType
+from ir.errors import GraphKernelError
+from graphkernel import observe
+from graphkernel.datadump import csv_bytes, format_shape, write_atomic
+
+KERNEL_COLUMNS = ("op_type", "block_dim", "input_shape", "input_data_type", "input_formats", "name", "calls",
+                  "total_time_us", "avg_time_us", "graph_id", "kernel")
+STEP_COLUMNS = ("step", "start", "duration_us", "kernels", "graph_id")
+
+
+class ProfilerError(GraphKernelError, RuntimeError):
+    """A Profiler used wrongly (two at once), or an output path that cannot be written."""
+
+
+_DT_NAMES = {DType.float32: "DT_FLOAT", DType.float16: "DT_FLOAT16", DType.float64: "DT_DOUBLE"}
+
+
+def dt_name(dtype: DType) -> str:
+    """CANN's name of a dtype: DT_FLOAT16, DT_FLOAT, DT_INT32, ..."""
+    return _DT_NAMES.get(dtype) or f"DT_{dtype.value.upper()}"
+
+
+def op_type(op_types: tuple[str, ...]) -> str:
+    ops = list(dict.fromkeys(op_types))
+    return ops[0] if len(ops) == 1 else "Fused_" + "_".join(ops)
+
+
+@dataclass
+class _KernelStat:
+    graph_id: object
+    launch: observe.Launch
+    calls: int = 0
+    seconds: float = 0.0
+
+
+class Profiler:
+    def __init__(self, output_path: str | os.PathLike = "./data", start_profile: bool = True):
+        self.output_path = os.path.abspath(os.fspath(output_path))
+        self.directory = os.path.join(self.output_path, "profiler")
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as e:
+            raise ProfilerError(f"Profiler output path {self.directory!r} cannot be created: "
+                                f"{e.strerror or type(e).__name__}") from None
+        self._kernels: dict[tuple, _KernelStat] = {}
+        self._graphs: list = []         # the graphs seen, kept alive so their ids stay unique keys
+        self._steps: list[tuple] = []
+        self._origin = time.perf_counter()
+        self._step_start: dict[int, float] = {}
+        self.collecting = False
+        if start_profile:
+            self.start()
+
+    # --- collecting --------------------------------------------------------------------------
+    def start(self) -> None:
+        if observe.profiler is not None and observe.profiler is not self:
+            raise ProfilerError("another Profiler is collecting; call its stop() first")
+        observe.profiler = self
+        self.collecting = True
+
+    def stop(self) -> None:
+        if observe.profiler is self:
+            observe.profiler = None
+        self.collecting = False
+
+    def begin_step(self, compiled, step: int) -> None:
+        self._step_start[id(compiled)] = time.perf_counter()
+
+    def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
+        key = (id(compiled), launch.index)
+        stat = self._kernels.get(key)
+        if stat is None:
+            graph_id = "pynative" if compiled.graph_id is None else compiled.graph_id
+            stat = self._kernels[key] = _KernelStat(graph_id, launch)
+            self._graphs.append(compiled)
+        stat.calls += 1
+        stat.seconds += seconds
+
+    def end_step(self, compiled, step, seconds, count) -> None:
+        start = self._step_start.pop(id(compiled), None)
+        if compiled.graph_id is None or start is None:
+            return      # a PYNATIVE one-op run: its kernel counts, it is no step
+        self._steps.append((len(self._steps), round((start - self._origin) * 1e6, 3),
+                            round(seconds * 1e6, 3), count, compiled.graph_id))
+
+    # --- results -----------------------------------------------------------------------------
+    def kernel_rows(self) -> list[dict]:
+        rows = []
+        for stat in self._kernels.values():
+            la = stat.launch
+            total = stat.seconds * 1e6
+            rows.append(dict(zip(KERNEL_COLUMNS, (
+                op_type(la.op_types), "" if la.block_dim is None else la.block_dim,
+                ";".join(format_shape(t.shape) for t in la.inputs), ";".join(dt_name(t.dtype) for t in la.inputs),
+                ";".join("ND" for _ in la.inputs), la.name, stat.calls, round(total, 3),
+                round(total / stat.calls, 3), stat.graph_id, la.kernel))))
+        rows.sort(key=lambda r: -r["total_time_us"])
+        return rows
+
+    def step_rows(self) -> list[dict]:
+        return [dict(zip(STEP_COLUMNS, s)) for s in self._steps]
+
+    def analyse(self, print_table: bool = True) -> list[dict]:
+        """Stop if collecting, write the two CSVs, print the kernel table; the kernel rows."""
+        self.stop()
+        rows, steps = self.kernel_rows(), self.step_rows()
+        for name, columns, data in (("kernel_details.csv", KERNEL_COLUMNS, rows),
+                                    ("step_trace.csv", STEP_COLUMNS, steps)):
+            path = os.path.join(self.directory, name)
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+            except OSError as e:
+                raise ProfilerError(f"Profiler output path {self.directory!r} cannot be created: "
+                                    f"{e.strerror or type(e).__name__}") from None
+            write_atomic(path, csv_bytes(columns, [[r[c] for c in columns] for r in data]))
+        if print_table:
+            print(format_table(rows, len(steps)))
+        return rows
+
+
+def format_table(rows: list[dict], steps: int) -> str:
+    shown = ("op_type", "block_dim", "input_shape", "input_data_type", "calls", "avg_time_us", "name")
+    cells = [[str(r[c]) for c in shown] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(shown)]
+    lines = [f"Profiler: {len(rows)} kernels, {steps} steps"]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(shown, widths)).rstrip())
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
