@@ -53,8 +53,8 @@ class Settings:
 
 BERT_LARGE = dict(hidden=1024, heads=16, seq=128, batch=2)
 FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE)
-QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), BERT_LARGE, warmup=1, per_round=2,
-                 min_rounds=2, max_rounds=6, budget_s=1.0, profile_calls=2, cold_compile=False)
+QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, batch=1), warmup=1,
+                 per_round=1, min_rounds=2, max_rounds=6, budget_s=1.0, profile_calls=2, cold_compile=False)
 TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2), warmup=1, per_round=1,
                 min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
 MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
@@ -136,16 +136,17 @@ class Runner:
         s, show = self.settings, self.progress.show
         arrays = workload.inputs(np.random.default_rng(0))
         tensors = [Tensor(a) for a in arrays]
-        entry = {"name": workload.name, "family": workload.family,
+        entry = {"name": workload.name, "family": workload.family, "loadavg": list(os.getloadavg()),
                  "inputs": [f"{a.dtype}{list(a.shape)}" for a in arrays], "impls": {}}
         show("reference")
         context.set_context(device_target="CPU", enable_graph_kernel=False, op_compiler_cache_dir=None)
         reference = arrays_of(workload.make_cell()(*tensors))
         impls, programs = [], {}
         cold_dir = None
-        if s.cold_compile and workload.family not in self.cold_families:
-            self.cold_families.add(workload.family)
-            cold_dir = os.path.join(self.scratch_dir, workload.family.replace(" ", "_"))
+        family = workload.kernel_family or workload.family
+        if s.cold_compile and family not in self.cold_families:
+            self.cold_families.add(family)
+            cold_dir = os.path.join(self.scratch_dir, family.replace(" ", "_"))
         for name, fuse in (("unfused", False), ("fused", True)):
             show(f"compile {name}")
             mode_dir = os.path.join(cold_dir, name) if cold_dir else None
@@ -207,14 +208,19 @@ class Runner:
         step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d}
         fused = step["fused"]
         entry["ratios"] = {f"fused/{n}": fused / t for n, t in step.items() if n != "fused"}
+        best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d}
+        entry["ratios_of_minimums"] = {f"fused/{n}": best["fused"] / t for n, t in best.items() if n != "fused"}
         entry["memory_ok"] = impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
-        entry["verified"] = all(d["verify"]["ok"] for d in impls.values() if "verify" in d)
+        entry["verified"] = all(impls[n]["verify"]["ok"] for n in ("fused", "unfused", "numpy"))
+        entry["peers_off_tolerance"] = sorted(n for n in ("jax", "onnxruntime")
+                                              if "verify" in impls.get(n, {}) and not impls[n]["verify"]["ok"])
         if workload.opaque:
             entry["opaque"] = {}
             for n in ("fused", "unfused"):
                 prof = impls[n].get("profile")
                 if prof:
                     entry["opaque"][n] = {"step_s": step[n], "kernels_s": prof["kernels_s"],
+                                          "outside_kernels_s": max(0.0, step[n] - prof["kernels_s"]),
                                           "opaque_s": prof["opaque_s"], "outside_opaque_s": prof["outside_opaque_s"]}
             o = entry["opaque"]
             if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
@@ -240,10 +246,13 @@ def environment() -> dict:
     import numpy
     from numba.np.ufunc import parallel
     parallel._launch_threads()
+    threading_vars = ("OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                      "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER")
     return {
         "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
         "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE"),
         "openblas_vars_set": any(v in os.environ for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")),
+        "threading_env": {v: os.environ[v] for v in threading_vars if v in os.environ},
         "numba_threading_layer": numba.threading_layer(), "numba_threads": numba.get_num_threads(),
         "cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
         "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
+
 PEERS = ("unfused", "numpy", "jax", "onnxruntime")
 SHORT = {"onnxruntime": "ORT"}
 
@@ -22,6 +24,18 @@ def _ms(entry: dict, impl: str) -> float | None:
 
 def _fmt(x: float | None, spec: str = ".3g") -> str:
     return "–" if x is None else format(x, spec)
+
+
+def _verified(e: dict) -> str:
+    text = "yes" if e["verified"] else "NO"
+    off = [SHORT.get(n, n) for n in e.get("peers_off_tolerance", ())]
+    return text + (f" ({', '.join(off)} off)" if off else "")
+
+
+def _compile_text(figures: dict, kind: str) -> str:
+    if kind == "cold":
+        return f"{figures['cold_s']:.1f} (cached {figures['cached_s']:.2f})"
+    return f"{figures['first_s']:.2f}"
 
 
 def markdown(results: dict) -> str:
@@ -47,7 +61,7 @@ def markdown(results: dict) -> str:
             f"| {_fmt(_ms(e, 'numpy'))} | {_fmt(r.get('fused/numpy'), '.2f')} "
             f"| {_fmt(_ms(e, 'jax'))} | {_fmt(r.get('fused/jax'), '.2f')} "
             f"| {_fmt(_ms(e, 'onnxruntime'))} | {_fmt(r.get('fused/onnxruntime'), '.2f')} "
-            f"| {_fmt(None if bound is None else 100 * bound, '.0f')} | {'yes' if e['verified'] else 'NO'} |")
+            f"| {_fmt(None if bound is None else 100 * bound, '.0f')} | {_verified(e)} |")
     bert = [e for e in results["workloads"] if "opaque" in e]
     if bert:
         lines += ["", "Graphs with MatMuls: step time and the time in kernels outside MatMul/BatchMatMul "
@@ -69,17 +83,14 @@ def markdown(results: dict) -> str:
             lines += ["", f"Top kernels of {bert[0]['name']}, fused (ms per step, share of kernel time):", ""]
             lines += [f"- {k['name']} [{'+'.join(k['op_types'])}] {k['s'] * 1e3:.2f} ms ({k['share']:.0%})"
                       for k in top[:8]]
-    lines += ["", "| family | compile unfused s | compile fused s | kind | peak MB unfused → fused |",
+    lines += ["", "| workload | compile unfused s | compile fused s | kind | peak MB unfused → fused |",
               "|---|---|---|---|---|"]
     for e in results["workloads"]:
         u, f = e["impls"]["unfused"]["compile"], e["impls"]["fused"]["compile"]
         kind = "cold" if "cold_s" in u else "first"
-        if kind == "cold":
-            cu, cf = f"{u['cold_s']:.1f} (cached {u['cached_s']:.2f})", f"{f['cold_s']:.1f} (cached {f['cached_s']:.2f})"
-        else:
-            cu, cf = f"{u['first_s']:.2f}", f"{f['first_s']:.2f}"
-        lines.append(f"| {e['name']} | {cu} | {cf} | {kind} "
-                     f"| {e['impls']['unfused']['peak_bytes'] / 1e6:.1f} → {e['impls']['fused']['peak_bytes'] / 1e6:.1f} |")
+        cu, cf = (_compile_text(c, kind) for c in (u, f))
+        peak_u, peak_f = (e["impls"][n]["peak_bytes"] / 1e6 for n in ("unfused", "fused"))
+        lines.append(f"| {e['name']} | {cu} | {cf} | {kind} | {peak_u:.1f} → {peak_f:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -115,22 +126,23 @@ def chart(results: dict, path: str) -> str | None:
     ax.set_title(f"graphkernel bench ({results['mode']}): fused against the others", fontsize=9)
     if bert:
         ax = axes[0][1]
-        labels, opaque, outside, others = [], [], [], []
+        labels, parts = [], []      # parts: (MatMul kernels, other kernels, outside kernels) ms
         for e in bert:
             for n in ("unfused", "fused"):
                 o = e["opaque"].get(n)
                 if o:
                     labels.append(f"{e['family']}\n{n}")
-                    opaque.append(o["opaque_s"] * 1e3)
-                    outside.append((o["step_s"] - o["opaque_s"]) * 1e3)
+                    parts.append((o["opaque_s"] * 1e3, o["outside_opaque_s"] * 1e3, o["outside_kernels_s"] * 1e3))
         for n in ("onnxruntime", "jax", "numpy"):
             ms = _ms(bert[0], n)
             if ms:
-                labels.append(SHORT.get(n, n))
-                opaque.append(0.0)
-                outside.append(ms)
-        ax.barh(range(len(labels)), opaque, label="MatMul/BatchMatMul kernels")
-        ax.barh(range(len(labels)), outside, left=opaque, label="everything else (step − MatMul)")
+                labels.append(f"{SHORT.get(n, n)} (step)")
+                parts.append((0.0, 0.0, ms))
+        left = np.zeros(len(labels))
+        for k, label in enumerate(("MatMul/BatchMatMul kernels", "other kernels", "step − kernels")):
+            widths = np.array([p[k] for p in parts])
+            ax.barh(range(len(labels)), widths, left=left, label=label)
+            left += widths
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("ms per step")

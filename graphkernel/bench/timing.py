@@ -5,7 +5,8 @@ profiles through the executor's hook, the copy bandwidth that bounds a memory-bo
     rounds    round r runs every implementation in turn, the order rotated by r: one settling call
               (untimed: lets the previous implementation's spinning threads go idle), then `per_round`
               timed calls. Drift of a shared machine thus hits every side alike.
-    figures   median and the interquartile range (q25, q75) of all timed calls, in seconds
+    figures   median and the interquartile range (q25, q75) of all timed calls, and the minimum
+              (the call least disturbed by other processes), in seconds
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class Impl:
 
 def summary(times: list[float]) -> dict:
     q25, q50, q75 = np.percentile(times, [25, 50, 75])
-    return {"median_s": float(q50), "q25_s": float(q25), "q75_s": float(q75), "calls": len(times)}
+    return {"median_s": float(q50), "q25_s": float(q25), "q75_s": float(q75), "min_s": float(min(times)),
+            "calls": len(times)}
 
 
 def estimate_call(impl: Impl, warmup: int) -> float:
