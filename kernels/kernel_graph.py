@@ -2,10 +2,13 @@
 
 One node per launch, labelled with the kernel name, its op types, block_dim and the shapes it reads
 and writes; host launches are drawn apart. One edge per buffer from the launch that writes it to
-each launch that reads it; graph inputs and outputs are nodes of their own. Deterministic: the same
+each launch that reads it; graph inputs and outputs are nodes of their own. With host ops (mixed
+compute) each device subgraph is a dashed cluster, host ops and copies outside. Deterministic: the same
 program gives the same bytes.
 """
 from __future__ import annotations
+
+from ir.ops.host import device_regions
 
 NL = "\n"
 
@@ -29,7 +32,7 @@ def kernel_graph_dot(program, title: str) -> str:
     aliases = {n.out: n.inputs[0] for n in _all_nodes(program.graph) if n.op == "Reshape"}
     for k, step in enumerate(program.steps):
         info = step.info
-        colour = "lightgoldenrod1" if info.target == "host" else (
+        colour = {"host": "lightgoldenrod1", "copy": "palegreen"}.get(info.target) or (
             "lightblue" if len(info.op_types) > 1 else "lightgrey")
         label = (f"{info.name}\n{'+'.join(info.op_types)}\nblock_dim={info.block_dim}"
                  f"\nin: {_shapes(info.inputs)}\nout: {_shapes(info.outputs)}")
@@ -42,6 +45,7 @@ def kernel_graph_dot(program, title: str) -> str:
                 lines.append(f"  {src} -> k{k} [label={_quote(str(v.type))}];")
         for v in step.values_out:
             producer[v] = f"k{k}"
+    lines += _device_clusters(program)
     for k, v in enumerate(program.graph.outputs):
         lines.append(f"  out{k} [label={_quote('output %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
         src = _source(v, producer, aliases)
@@ -49,6 +53,20 @@ def kernel_graph_dot(program, title: str) -> str:
             lines.append(f"  {src} -> out{k} [label={_quote(str(v.type))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _device_clusters(program) -> list[str]:
+    """With host ops in the graph: one cluster per device subgraph; host ops and copies stay outside."""
+    if not any(s.info.target == "host" for s in program.steps):
+        return []
+    regions = device_regions(program.graph)
+    members: dict[int, list[str]] = {}
+    for k, step in enumerate(program.steps):
+        region = regions.get(step.values_out[0].node) if step.values_out and step.info.target == "device" else None
+        if region is not None:
+            members.setdefault(region, []).append(f"k{k}")
+    return [f"  subgraph cluster_device_{r} {{ label={_quote(f'device subgraph {r}')}; style=dashed; "
+            f"{'; '.join(ks)}; }}" for r, ks in sorted(members.items())]
 
 
 def _all_nodes(graph):
