@@ -80,8 +80,13 @@ def _main(args) -> int:
         settings = dataclasses.replace(settings, peers=False)
     if args.no_cold:
         settings = dataclasses.replace(settings, cold_compile=False)
+    if args.threads:
+        import numba
+        numba.set_num_threads(args.threads)  # graphkernel's parallel kernels; BLAS and the peers unchanged
     results = run(settings, args.only)
-    paths = report.write(results, args.out, readme_table=settings.mode == "full" and not args.only)
+    stem = f"bench_{settings.mode}" + (f"_t{args.threads}" if args.threads else "")
+    paths = report.write(results, args.out, stem=stem,
+                         readme_table=settings.mode == "full" and not args.only and not args.threads)
     if paths["png"] is None:
         print("matplotlib is not installed: no chart (pip install matplotlib, or graphkernel[bench])")
     print(f"wrote {', '.join(p for p in paths.values() if p)} in {results['wall_s']:.0f} s")
@@ -99,4 +104,6 @@ def add_bench_parser(sub) -> None:
                    help="where the JSON, the chart and the table go (default bench/results)")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
+    p.add_argument("--threads", type=int, metavar="N", help="numba threads for graphkernel's kernels (default: "
+                   "numba's, the core count); results go to bench_<mode>_t<N>.*")
     p.set_defaults(run=_main)

@@ -158,6 +158,7 @@ class Runner:
                 "compile": figures, "peak_bytes": peak, "verify": verify(arrays_of(result), reference),
                 "kernels": len(kernels), "opaque_kernels": sum(timing.is_opaque(k) for k in kernels),
                 "temp_bytes": getattr(compiled.program, "temp_bytes", None),
+                "planned_peak_bytes": getattr(compiled.program, "peak_bytes", None),
                 "kernel_list": [f"{k.name}[{'+'.join(k.op_types)}]" for k in kernels]}
             impls.append(Impl(name, lambda cell=cell: cell(*tensors),
                               before=lambda ctx=ctx: context.set_context(**ctx)))
@@ -210,7 +211,9 @@ class Runner:
         entry["ratios"] = {f"fused/{n}": fused / t for n, t in step.items() if n != "fused"}
         best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d}
         entry["ratios_of_minimums"] = {f"fused/{n}": best["fused"] / t for n, t in best.items() if n != "fused"}
-        entry["memory_ok"] = impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
+        planned = [impls[n].get("planned_peak_bytes") for n in ("fused", "unfused")]
+        entry["memory_ok"] = (impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
+                              and (None in planned or planned[0] <= planned[1]))
         entry["verified"] = all(impls[n]["verify"]["ok"] for n in ("fused", "unfused", "numpy"))
         entry["peers_off_tolerance"] = sorted(n for n in ("jax", "onnxruntime")
                                               if "verify" in impls.get(n, {}) and not impls[n]["verify"]["ok"])

@@ -154,9 +154,9 @@ def chart(results: dict, path: str) -> str | None:
     return path
 
 
-def write(results: dict, out_dir: str, readme_table: bool = False) -> dict:
+def write(results: dict, out_dir: str, stem: str | None = None, readme_table: bool = False) -> dict:
     os.makedirs(out_dir, exist_ok=True)
-    stem = os.path.join(out_dir, f"bench_{results['mode']}")
+    stem = os.path.join(out_dir, stem or f"bench_{results['mode']}")
     with open(stem + ".json", "w") as f:
         json.dump(results, f, indent=1, sort_keys=True)
     table = markdown(results)
