@@ -318,3 +318,27 @@ def test_dump_and_overflow_check_together_leave_results_unchanged(tmp_path):
     out = run(MulAddExp(), [x, y])
     assert_close(out.asnumpy(), np.exp(x * y + np.float32(1)))
     assert not (tmp_path / "overflow_report.json").exists()
+
+
+class SumHW(Cell):
+    def __init__(self):
+        super().__init__()
+        self.sum = P.ReduceSum()
+
+    def construct(self, x):
+        return self.sum(x, (1, 2))
+
+
+@pytest.mark.parametrize("mode,reported", [("atomic_overflow", True), ("aicore_overflow", False), ("all", True)])
+def test_a_split_reduction_overflowing_is_an_atomic_overflow(tmp_path, mode, reported):
+    context.set_context(enable_dump_debug=True, dump_path=str(tmp_path), dump_debug_mode=mode)
+    x = np.full((1, 256, 256, 3), 1e34, np.float32)     # a sum of 65536 of them passes float32's max
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OverflowWarning)
+        out = run(SumHW(), [x])
+    assert np.isinf(out.asnumpy()).all()
+    assert (tmp_path / "overflow_report.json").exists() == reported
+    if reported:
+        (entry,) = overflow_report(tmp_path)
+        assert entry["check"] == "atomic_overflow" and entry["op_types"] == ["ReduceSum"]
+        assert entry["block_dim"] > 1
