@@ -140,3 +140,12 @@ def test_fused_reductions_equal_unfused_bitwise(label):
     arrays = [random_array(v.shape, seed=k) for k, v in enumerate(g.inputs)]
     for a, b in zip(lower(fused(g), CFG).run(arrays), lower(g, CFG).run(arrays)):
         assert_close(a, b, bitwise=True)
+
+
+def test_split_variant_with_several_units_and_a_full_output():
+    b = Builder()
+    x = b.input((3, 40000))
+    sq = b.op("Mul", x, x)
+    g = fused(b.graph(b.op("ReduceSum", sq, axis=(1,)), sq, b.op("ReduceMax", x, axis=(1,), keep_dims=True)))
+    program, _ = check(g, [random_array((3, 40000))], rtol_scale=10)
+    assert program.kernels[0].variant == "split"
