@@ -37,6 +37,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from graphkernel import context
 from graphkernel.context import ContextError
+from graphkernel.observe import user_stacklevel
 
 
 class DumpError(GraphKernelError, OSError):
@@ -222,7 +223,11 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
     """The launch indices dump_layer selects; warns for names fused into a composite or absent."""
     if layer is None:
         return {la.index for la in launches}
-    chosen = set()
+
+    def warn(text: str) -> None:
+        warnings.warn(f"dump_layer: {text}", DumpLayerWarning, stacklevel=user_stacklevel())
+
+    chosen, graph = set(), compiled.graph_id
     for name in layer.split():
         direct = [la for la in launches if name in (la.name, la.kernel)]
         if direct:
@@ -232,16 +237,14 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
         if holders:
             chosen.update(la.index for la in holders)
             where = ", ".join(f"{la.name} (kernel {la.kernel})" for la in holders)
-            warnings.warn(f"dump_layer: {name!r} was fused into composite {where} in graph "
-                          f"{compiled.graph_id}; dumping the composite's inputs and outputs instead",
-                          DumpLayerWarning, stacklevel=2)
+            warn(f"{name!r} was fused into composite {where} in graph {graph}; dumping the composite's "
+                 "inputs and outputs instead")
         elif any(n.name == name for g in compiled.stages.values() for n in g.nodes):
-            warnings.warn(f"dump_layer: {name!r} was removed by the passes (folded or eliminated) in graph "
-                          f"{compiled.graph_id}; nothing to dump for it", DumpLayerWarning, stacklevel=2)
+            warn(f"{name!r} was removed by the passes (folded or eliminated) in graph {graph}; nothing to "
+                 "dump for it")
         else:
             sample = ", ".join(repr(la.name) for la in launches[:3])
-            warnings.warn(f"dump_layer: no op named {name!r} in graph {compiled.graph_id} (its launches "
-                          f"are named like {sample})", DumpLayerWarning, stacklevel=2)
+            warn(f"no op named {name!r} in graph {graph} (its launches are named like {sample})")
     return chosen
 
 

@@ -21,6 +21,8 @@ Steps are numbered per compiled graph from 0. Observed runs of one graph are ser
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +36,17 @@ from ir.ops import evaluate
 from ir.printer import describe
 
 profiler = None     # the active graphkernel.Profiler, if one is collecting
+
+_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                  for m in (sys.modules["ir"], sys.modules["kernels"], sys.modules["graphkernel"]))
+
+
+def user_stacklevel() -> int:
+    """The warnings.warn stacklevel (for its caller) of the first frame outside graphkernel, ir and kernels."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_OWN_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @dataclass(frozen=True)

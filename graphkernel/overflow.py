@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from graphkernel.datadump import ensure_directory, file_stem, format_shape, save_array, write_atomic
+from graphkernel.observe import user_stacklevel
 
 MAX_ENTRIES = 200
 
@@ -105,4 +106,4 @@ class OverflowCheck:
                                for o in first["outputs"])
             warnings.warn(f"overflow in graph {first['graph_id']} step {step}: kernel {first['name']} "
                           f"({'+'.join(first['op_types'])}) produced inf/NaN ({counts}); report: "
-                          f"{self.report_path}", OverflowWarning, stacklevel=2)
+                          f"{self.report_path}", OverflowWarning, stacklevel=user_stacklevel())

@@ -21,6 +21,7 @@ target, the numpy reference: compare them with each other, not with unprofiled r
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -73,6 +74,7 @@ class Profiler:
         self._steps: list[tuple] = []
         self._origin = time.perf_counter()
         self._step_start: dict[int, float] = {}
+        self._lock = threading.Lock()     # graphs run in several threads record into one profile
         self.collecting = False
         if start_profile:
             self.start()
@@ -94,20 +96,22 @@ class Profiler:
 
     def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
         key = (id(compiled), launch.index)
-        stat = self._kernels.get(key)
-        if stat is None:
-            graph_id = "pynative" if compiled.graph_id is None else compiled.graph_id
-            stat = self._kernels[key] = _KernelStat(graph_id, launch)
-            self._graphs.append(compiled)
-        stat.calls += 1
-        stat.seconds += seconds
+        with self._lock:
+            stat = self._kernels.get(key)
+            if stat is None:
+                graph_id = "pynative" if compiled.graph_id is None else compiled.graph_id
+                stat = self._kernels[key] = _KernelStat(graph_id, launch)
+                self._graphs.append(compiled)
+            stat.calls += 1
+            stat.seconds += seconds
 
     def end_step(self, compiled, step, seconds, count) -> None:
         start = self._step_start.pop(id(compiled), None)
         if compiled.graph_id is None or start is None:
             return      # a PYNATIVE one-op run: its kernel counts, it is no step
-        self._steps.append((len(self._steps), round((start - self._origin) * 1e6, 3),
-                            round(seconds * 1e6, 3), count, compiled.graph_id))
+        with self._lock:
+            self._steps.append((len(self._steps), round((start - self._origin) * 1e6, 3),
+                                round(seconds * 1e6, 3), count, compiled.graph_id))
 
     # --- results -----------------------------------------------------------------------------
     def kernel_rows(self) -> list[dict]:
