@@ -37,11 +37,17 @@ def graphs(draw):
     y = values[-1]
     if y.shape != SHAPE:
         y = b.op("Add", y, x)
+    outputs = [y]
     if draw(st.booleans()):
         axis = draw(st.sampled_from([(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)]))
-        reduce_op = draw(st.sampled_from(["ReduceSum", "ReduceMax"]))
-        y = b.op("Sub", y, b.op(reduce_op, y, axis=axis, keep_dims=True))
-    return b.graph(y)
+        reduce_op = draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin"]))
+        r = b.op(reduce_op, y, axis=axis, keep_dims=True)
+        outputs = [b.op("Sub", y, r)]
+        if draw(st.booleans()):  # multi-output: the reduction too, without keep_dims
+            outputs.append(b.op(reduce_op, y, axis=axis))
+    if draw(st.booleans()):  # an intermediate is an output as well
+        outputs.append(draw(st.sampled_from(values)))
+    return b.graph(*outputs)
 
 
 @given(graph=graphs(), seed=st.integers(0, 3))
