@@ -111,7 +111,7 @@ def run_command(args) -> int:
     spec = cell.spec
     print(f"model {args.model}: graph {spec.name!r}, opset {spec.opset}, {len(spec.nodes)} nodes; "
           f"target {args.device_target}, graph kernel {'off' if args.no_graph_kernel else 'on'}")
-    print("inputs:")
+    print("inputs:" if inputs else "inputs: (none)")
     for name, t in zip(cell.input_names, inputs):
         print(f"  {name}  {t.dtype.value}{list(t.shape)}")
     print("outputs:")
