@@ -237,6 +237,21 @@ def test_dump_layer_unknown_name_warns(tmp_path):
     assert not os.path.exists(tmp_path / "graph_0" / "step_0") or not os.listdir(tmp_path / "graph_0" / "step_0")
 
 
+class TimesOne(Cell):
+    def __init__(self):
+        super().__init__()
+        self.mul, self.add = P.Mul(), P.Add()
+
+    def construct(self, x):
+        return self.add(self.mul(x, 1.0), 2.0)
+
+
+def test_dump_layer_naming_an_op_the_passes_removed_warns(tmp_path):
+    context.set_context(device_target="CPU", enable_dump=True, dump_path=str(tmp_path), dump_layer="Default/Mul-op0")
+    with pytest.warns(DumpLayerWarning, match="'Default/Mul-op0' was removed by the passes"):
+        TimesOne().compile(Tensor(np.ones((2, 2), np.float32)))
+
+
 # --- file names -----------------------------------------------------------------------------------
 def launch(index, name):
     return Launch(index, "k", name, ("Add",), 1, (), ())
