@@ -1,6 +1,35 @@
 """Vectorizable float32 exp, log, tanh, erf and exact float16 <-> float32 conversions for numba kernels.
 
-draft
+libm's expf/tanhf/erff are scalar calls that stop LLVM from vectorizing a kernel loop. These are
+straight-line float32 code (selects, no branches, no calls) that inlines into the loop and vectorizes:
+
+    exp(x)  = 2**n * e**r,  n = round(x / ln2), r = x - n*ln2 (Cody-Waite, fma), e**r a degree-6
+              polynomial; 2**n built from exponent bits in two halves so subnormal results round once
+    log(x)  = e*ln2 + log1p(f),  x = 2**e * (1 + f) with 1 + f in [sqrt(.5), sqrt(2)) (bit
+              arithmetic; subnormals pre-scaled by 2**23), log1p(f) = f - f**2/2 + f**3 * P11(f)
+    tanh(a) = a + a**3 * P4(a**2) below 0.625, else 1 - 2 / (exp(2a) + 1); sign copied bitwise
+    erf(a)  = a + a * P6(a**2) below 1, else 1 - exp(-a**2) * R9(1/a) up to 3.9375 (a**2 split into
+              a rounded part and its exact fma residue), else 1; sign copied bitwise
+
+Polynomials are near-minimax fits (Lawson's weighted least squares in float64) rounded to float32.
+Special values follow numpy's float32: nan -> nan, exp overflows to inf and underflows to 0,
+log(0) = -inf, log(<0) = nan, tanh and erf saturate to +-1 and keep -0.0.
+
+Accuracy, exhaustive over all 2**32 inputs (bench/mathfn_ulp.py), in float32 steps:
+  to the correctly rounded result    exp 1, log 1, tanh 1, erf 1  (ULP_EXACT constants below)
+  to numpy's own float32 function    exp 2, log 4, tanh 2          (MAX_ULP constants; no np.erf)
+numpy's float32 exp and log are themselves up to 2 and 3 steps from the correctly rounded result
+on this machine, so a bound closer to numpy than these sums is not reachable without copying
+numpy's algorithm.
+
+Speed (bench/mathfn_bench.py): see there.
+
+How to call them: `@njit(inline="always")` is what makes a calling loop vectorize. With plain
+`@njit` or `@register_jitable`, LLVM's inliner declines a body the size of erf, the loop keeps a
+scalar call and runs 15-20x slower; numba's IR-level inlining puts the body into every loop. For the
+same reason divisions use a bare `fdiv` intrinsic (numba's `/` branches to raise ZeroDivisionError)
+and integer steps are wrapped in np.int32 (numba computes in int64, halving the vector width).
+Constants are np.float32: a Python float widens the arithmetic to float64.
 """
 from __future__ import annotations
 
@@ -9,6 +38,11 @@ from numba import njit, types
 from numba.core.extending import intrinsic
 
 f32 = np.float32
+
+EXP_F32_MAX_ULP, EXP_F32_MAX_ULP_EXACT = 2, 1
+LOG_F32_MAX_ULP, LOG_F32_MAX_ULP_EXACT = 4, 1
+TANH_F32_MAX_ULP, TANH_F32_MAX_ULP_EXACT = 2, 1
+ERF_F32_MAX_ULP = ERF_F32_MAX_ULP_EXACT = 1          # numpy has no erf: measured against math.erf
 
 
 # ---------------------------------------------------------------- bit casts and fma (LLVM instructions)
