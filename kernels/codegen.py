@@ -12,6 +12,9 @@ sequential one); arrays are flat arguments, sizes, block_dim and the tile are ru
                   reduce axes per phase (Softmax: max, sum of exp, output), reductions accumulated in
                   `lanes` (64) independent accumulators, element j in lane j % lanes, folded in a
                   fixed tree; the chunk loop over lanes vectorizes without reassociating anything
+    columns       reductions whose last axis is kept (a sum over axis 0): a unit is a tile of
+                  columns, one accumulator per column, updated row by row from contiguous slices
+                  (kernels/columns.py)
     split         one-pass reductions of a long row over few units: the row is cut into chunks of
                   `tile` elements, a fixed size (never derived from block_dim or threads), each chunk
                   reduced on its own into a partial, the partials folded in chunk order afterwards
@@ -25,6 +28,7 @@ import hashlib
 
 from kernels.emitters import math_functions
 from kernels.layout import KernelSpec
+from kernels.columns import Columns
 from kernels.reduction import Rows, Split
 from kernels.template import Elementwise
 
@@ -46,7 +50,7 @@ def _dedup(ops):
 def render(spec: KernelSpec, variant: str, parallel: bool) -> tuple[str, str]:
     """(function name, module source) of the kernel. The name ends in a hash of the source (and of
     kernels/mathfn.py when the kernel calls it), so a changed emitter never reuses an old kernel."""
-    cls = {"elementwise": Elementwise, "rows": Rows, "split": Split}[variant]
+    cls = {"elementwise": Elementwise, "rows": Rows, "split": Split, "columns": Columns}[variant]
     placeholder = "KERNEL_NAME"
     body = cls(spec, variant, parallel).render(placeholder)
     imports = "import math\n\nimport numpy as np\nfrom numba import prange\n"

@@ -26,7 +26,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 
 
-GENERATED = ("elementwise", "rows", "split")   # KernelInfo.variant of generated kernels
+GENERATED = ("elementwise", "rows", "split", "columns")   # KernelInfo.variant of generated kernels
 
 
 class InputMismatchError(GraphKernelError, TypeError):

@@ -38,6 +38,7 @@ from kernels.executor import KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
 
 SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
+COLUMN_LANES = 128          # columns per unit of a column reduction (one accumulator each)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tu
     """(variant, block_dim, tile, lanes) of a kernel at these sizes. The tile keeps a tile's live
     data, inputs, outputs and one temporary per op, inside the UB."""
     variant, block_dim, tile = _launch(spec, sizes, core_num)
+    if any(n.op == "ReduceSum" and n.in_dtypes[0] == DType.float16 for n in spec.nodes):
+        block_dim = 1  # seed 002 case 04: a float16 ReduceSum runs with block_dim 1 on the AI Core
     return variant, block_dim, tile, _lanes(spec, sizes, variant, tile)
 
 
@@ -69,9 +72,11 @@ def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[st
     kept = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if not r)
     reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
     inner = max(a for a, r in enumerate(spec.reduce_axes) if r)
-    if any(n.op == "ReduceSum" and n.in_dtypes[0] == DType.float16 for n in spec.nodes):
-        # seed 002 case 04: a float16 ReduceSum runs with block_dim 1 on the AI Core
-        return "rows", 1, max(1, aicore.tile_elements(live) // max(1, reduced))
+    if not spec.reduce_axes[-1]:  # the last axis is kept: tiles of columns
+        units = (kept // max(1, sizes[-1])) * -(-sizes[-1] // COLUMN_LANES)
+        work = reduced * COLUMN_LANES
+        return ("columns", aicore.block_dim_for(units, core_num, elements_per_item=work),
+                max(1, aicore.tile_elements(live) // work))
     chunk = aicore.REDUCE_CHUNK_ELEMENTS
     if split_supported(spec) and sizes[inner] >= 2 * chunk and kept < SPLIT_MAX_UNITS:
         chunks = kept * -(-sizes[inner] // chunk)
@@ -84,6 +89,8 @@ def _lanes(spec: KernelSpec, sizes: tuple[int, ...], variant: str, tile: int) ->
     """Lanes of the reductions: from the length of the swept row (a chunk in the split variant)."""
     if not spec.has_reduce:
         return 1
+    if variant == "columns":
+        return COLUMN_LANES
     inner = sizes[max(a for a, r in enumerate(spec.reduce_axes) if r)]
     return lanes_for(min(inner, tile) if variant == "split" else inner)
 

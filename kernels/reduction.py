@@ -144,7 +144,7 @@ class Reduction(KernelTemplate):
             with w.block("for k in range(cnt):"):
                 self.emit_element(reds, outs, refs, "s", "k")
 
-    def emit_element(self, reds, outs, refs, prefix: str, index: str) -> None:
+    def emit_element(self, reds, outs, refs, prefix: str, index: str, lane: str = "k") -> None:
         exprs = self.emit_lane(refs, "", index, prefix)
         for n in reds:
             node = self.spec.nodes[n]
@@ -152,7 +152,7 @@ class Reduction(KernelTemplate):
             val = exprs[node.args[0]]
             if self.acc_dtype(n) != node.in_dtypes[0]:
                 val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
-            self.w(f"acc{n}[k] = {combine(f'acc{n}[k]', val, self.acc_dtype(n))}")
+            self.w(f"acc{n}[{lane}] = {combine(f'acc{n}[{lane}]', val, self.acc_dtype(n))}")
         for k in outs:
             target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
             self.w(f"{target} = {self.store(f'out{k}', exprs[self.spec.results[k]])}")

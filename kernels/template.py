@@ -140,6 +140,10 @@ class KernelTemplate:
         return (self.spec.has_reduce and ref[0] == "v" and self.spec.nodes[ref[1]].reduced
                 and self.spec.phase_of(ref) >= 1)
 
+    def unit_name(self, ref) -> str:
+        """How the body reads a unit-level value."""
+        return f"u{ref[1]}"
+
     def emit_lane(self, targets, lane: str, index: str, prefix: str = "t") -> dict:
         """Statements computing `targets` (refs) for one element; returns ref -> expression."""
         exprs: dict = {}
@@ -157,7 +161,7 @@ class KernelTemplate:
             elif ref[1] in self.consts:
                 name = f"c{ref[1]}"
             elif self.unit_level(ref):
-                name = f"u{ref[1]}"
+                name = self.unit_name(ref)
             elif ref in self.stash_load:
                 name = f"v{ref[1]}_{lane}"
                 self.w(f"{name} = {prefix}_w{ref[1]}[{index}]")
