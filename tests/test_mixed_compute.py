@@ -347,3 +347,17 @@ def test_functions_compare_by_identity_and_print_as_opaque_tokens():
     same = Wrapped(sort_rows).compile(Tensor(data(0))).graph
     other = Wrapped(lambda a: np.sort(a, axis=-1)).compile(Tensor(data(0))).graph
     assert same == compiled.graph and other != compiled.graph
+
+
+@pytest.mark.parametrize("mode", ["force_fp16", "allow_mix_precision"])
+def test_host_ops_keep_their_dtypes_under_every_precision_mode(mode):
+    mixed("CPU")
+    context.set_context(precision_mode=mode)
+    x = data(7)
+    got = InMiddle()(Tensor(x))
+    assert got.dtype == F32
+    compiled = InMiddle().compile(Tensor(x))
+    host = next(n for n in compiled.graph.nodes if n.op == "PyFunc")
+    assert [v.dtype for v in host.inputs + host.outputs] == [F32, F32]
+    scope = SeedScope().compile(Tensor(x[0]), Tensor(x[1]))
+    assert {t.dtype for n in scope.graph.nodes if n.op == "HostCall" for t in n.types} == {F32}

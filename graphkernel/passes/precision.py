@@ -31,7 +31,7 @@ import warnings
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
-from ir.ops import OPS, make_node
+from ir.ops import OPS, is_host, make_node
 from graphkernel.options import CompileOptions
 from graphkernel.precision import (ALLOW_FP32_TO_FP16, ALLOW_MIX, BLACK, FORCE_FP16, GRAY, WHITE,
                                    PrecisionConfigError, default_list, lacks_fp32, pass_runs)
@@ -88,6 +88,8 @@ class _Lowering:
     def decide(self, node: Node) -> str:
         if node.subgraph is not None or not node.inputs:
             return FOLLOW
+        if is_host(node):  # a host op (PyFunc, host_scope) runs as declared/written, in every mode
+            return KEEP
         fixed_dtype = "dtype" in node.attr_dict
         if self.mode == FORCE_FP16:
             return AS_IS if fixed_dtype else F16_DECISION
