@@ -252,3 +252,25 @@ def test_model_with_external_data(cpu, tmp_path):
     x = np.ones((2, 4), np.float32)
     cell = gx.load(path)
     assert_close(cell(Tensor(x)).asnumpy(), x @ w)
+
+
+def test_onnx_model_as_a_sub_cell(cpu):
+    """An OnnxCell called inside another Cell's construct is inlined into that Cell's graph."""
+    from graphkernel.nn import Cell
+    from graphkernel.ops import operations as P
+    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", [2, 5])], [vi("y", [2, 5])])
+
+    class Net(Cell):
+        def __init__(self):
+            super().__init__()
+            self.softmax = gx.load(m)
+            self.mul = P.Mul()
+
+        def construct(self, x):
+            return self.mul(self.softmax(x), 2.0)
+
+    x = np.random.default_rng(7).standard_normal((2, 5)).astype(np.float32)
+    net = Net()
+    assert_close(net(Tensor(x)).asnumpy(), reference(m, {"x": x})[0] * np.float32(2))
+    names = [n.name for n in net.compile(Tensor(x)).stages["validate"].nodes]
+    assert any("/Softmax_0/Softmax-op" in name for name in names)

@@ -95,7 +95,7 @@ class OnnxCell(Cell):
         self._check_count(args)
         if active_trace() is None:
             self._check_args(args, kwargs)
-        self.check_inputs(args)
+        self._check_each(args)
         static, dynamic = {}, []
         for x, spec in zip(args, self.spec.inputs):
             if not spec.static:
@@ -123,7 +123,11 @@ class OnnxCell(Cell):
                                  f"got {len(inputs)}")
 
     def check_inputs(self, inputs) -> None:
+        """OnnxInputError naming the input unless `inputs` match the model's declared inputs."""
         self._check_count(inputs)
+        self._check_each(inputs)
+
+    def _check_each(self, inputs) -> None:
         bound: dict[str, tuple[int, str]] = {}
         for x, spec in zip(inputs, self.spec.inputs):
             if x.dtype != spec.dtype:
@@ -190,7 +194,7 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
     trace = active_trace()
     env: dict = dict(spec.constants)
     env.update(static)
-    env.update({s.name: x.value for s, x in zip(input_specs, inputs)})
+    env.update({s.name: _operand(trace, x) for s, x in zip(input_specs, inputs)})
     b = Builder(trace)
 
     def lookup(name: str, where: str):
@@ -224,6 +228,13 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
                 env[name] = value
     results = [_result(lookup(name, "graph output")) for name in spec.outputs]
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _operand(trace, x):
+    """A traced value for construct's argument (a concrete Tensor, inside another Cell, is a constant)."""
+    if isinstance(x, SymbolicTensor):
+        return x.value
+    return trace.parameter(x) if isinstance(x, Parameter) else x.asnumpy()
 
 
 def _result(x):
