@@ -1,7 +1,8 @@
 """deterministic=1: bitwise-identical results for core_num 1, 7, 32 and NUMBA_NUM_THREADS 1, 2.
 
-Each subprocess runs a parallel-sized LayerNorm (rows variant), a long sum of squares (split variant)
-and a broadcast elementwise chain at every core_num and prints a hash of the output bits.
+Each subprocess runs a parallel-sized LayerNorm (rows variant), a long sum of squares (split variant),
+a broadcast elementwise chain and a sum down the columns (columns variant) at every core_num and
+prints a hash of the output bits.
 """
 import json
 import os
@@ -25,7 +26,7 @@ SCRIPT = textwrap.dedent("""
         return fused(b.graph(b.op("Tanh", b.op("Mul", h, b.op("Mul", h, b.const(0.5))))))
 
     graphs = {"layer_norm": fused(layer_norm((600, 512))), "sum_of_squares": sum_of_squares((96, 1024)),
-              "chain": chain()}
+              "chain": chain(), "columns": sum_of_squares((64, 8192), (0,))}
     result = {}
     for core_num in (1, 7, 32):
         for label, g in graphs.items():
@@ -48,9 +49,10 @@ def run(threads: int) -> dict:
 
 def test_bitwise_across_core_num_and_threads():
     results = {threads: run(threads) for threads in (1, 2)}
-    for label in ("layer_norm", "sum_of_squares", "chain"):
+    for label in ("layer_norm", "sum_of_squares", "chain", "columns"):
         digests = {results[t][f"{label}/{c}"][0] for t in (1, 2) for c in (1, 7, 32)}
         assert len(digests) == 1, f"{label}: {results}"
     one, many = results[2]["layer_norm/1"], results[2]["layer_norm/32"]
     assert one[1] == [1] and many[1][0] > 7  # the model really launched many blocks
     assert results[2]["sum_of_squares/32"][2] == ["split"]
+    assert results[2]["columns/32"][2] == ["columns"] and results[2]["columns/32"][1][0] > 1
