@@ -146,3 +146,24 @@ def test_a_data_dependent_output_shape_fails_clearly_at_run_time():
     cell = gx.load(m)
     with pytest.raises(GraphKernelError, match="nonzero.*has shape \\[1, 4\\], out_shapes declares \\[1, 0\\]"):
         cell(Tensor(np.array([1, -1, 2, 0, 3, 4], np.float32)))
+
+
+def test_graphkernel_run_takes_mix_compile_mode(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    path = tmp_path / "cumsum.onnx"
+    onnx.save(cumsum_model(), path)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "graphkernel", "run", str(path), "--device-target", "CPU",
+                               "--repeat", "1", *extra], capture_output=True, text=True, env=env, cwd=root,
+                              timeout=600)
+    refused = run()
+    assert refused.returncode == 2 and "mix_compile_mode" in refused.stderr
+    mixed = run("--mix-compile-mode")
+    assert mixed.returncode == 0, mixed.stderr
+    assert "[PyFunc]" in mixed.stdout and "[CopyToHost]" in mixed.stdout

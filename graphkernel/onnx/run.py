@@ -37,6 +37,8 @@ def add_run_parser(sub) -> None:
     p.add_argument("--profile", action="store_true", help="time every kernel of the timed calls")
     p.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls (median reported)")
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
+    p.add_argument("--mix-compile-mode", action="store_true",
+                   help="run ops graphkernel does not convert on the host through onnx.reference")
     p.set_defaults(run=run_command)
 
 
@@ -97,7 +99,7 @@ def run_command(args) -> int:
     if args.repeat < 1:
         raise OnnxInputError(f"--repeat {args.repeat}: needs at least 1")
     context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
-                        graph_kernel_flags=args.flags)
+                        graph_kernel_flags=args.flags, mix_compile_mode=args.mix_compile_mode)
     if args.save_graphs:
         context.set_context(save_graphs=True, save_graphs_path=args.save_graphs)
     cell = gx.load(args.model)
