@@ -361,3 +361,20 @@ def test_host_ops_keep_their_dtypes_under_every_precision_mode(mode):
     assert [v.dtype for v in host.inputs + host.outputs] == [F32, F32]
     scope = SeedScope().compile(Tensor(x[0]), Tensor(x[1]))
     assert {t.dtype for n in scope.graph.nodes if n.op == "HostCall" for t in n.types} == {F32}
+
+
+def test_device_regions_never_hold_both_sides_of_a_host_op():
+    """a -> b <- c -> d with a -> host -> d0 -> d: c joins a's region through b, so d (after the
+    host op) may not join c's, though c -> d is a device edge."""
+    from ir.graph import Graph, TensorType
+    from ir.ops import make_node
+    x, = Graph.with_inputs([TensorType(SHAPE, F32)])
+    a = make_node("Exp", [x])
+    h = make_node("PyFunc", [a.out], dict(fn=sort_rows, in_types=[F32], in_shapes=[SHAPE], out_types=[F32],
+                                          out_shapes=[SHAPE]))
+    d0 = make_node("Neg", [h.out])
+    c = make_node("Log", [x])
+    b = make_node("Add", [a.out, c.out])
+    d = make_node("Mul", [c.out, d0.out])
+    regions = device_regions(Graph([x], [a, h, d0, c, b, d], [b.out, d.out]))
+    assert regions == {a: 0, c: 0, b: 0, d0: 1, d: 1}
