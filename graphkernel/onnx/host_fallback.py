@@ -88,14 +88,11 @@ def _inferred_types(model) -> list[TensorType] | None:
 
 
 def _run_types(evaluator, feeds: dict, out_names: list[str]) -> list[TensorType]:
-    outs = evaluator.run(None, feeds)
-    return [TensorType(tuple(np.shape(o)), to_dtype_np(np.asarray(o).dtype, f"output {n!r}"))
-            for o, n in zip(outs, out_names)]
-
-
-def to_dtype_np(dtype: np.dtype, what: str) -> DType:
+    """Output types from one trial run (on zeros of the dynamic inputs)."""
     from onnx.helper import np_dtype_to_tensor_dtype
-    return to_dtype(np_dtype_to_tensor_dtype(dtype), what)
+    outs = [np.asarray(o) for o in evaluator.run(None, feeds)]
+    return [TensorType(o.shape, to_dtype(np_dtype_to_tensor_dtype(o.dtype), f"output {n!r}"))
+            for o, n in zip(outs, out_names)]
 
 
 def run_on_host(b: Builder, n: NodeInfo, proto, opset: int) -> list:
