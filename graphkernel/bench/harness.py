@@ -170,11 +170,11 @@ class Runner:
         if s.peers:
             impls += self._peers(workload, arrays, reference, entry)
         self._time(impls, entry)
-        for name, (program, impl) in programs.items():
-            if program is not None:
-                show(f"profile {name}")
-                impl.before()
-                entry["impls"][name]["profile"] = timing.profile(program, impl.call, s.profile_calls)
+        programs = {name: p for name, p in programs.items() if p[0] is not None}
+        if programs:
+            show("profile")
+            for name, prof in timing.profile(programs, s.profile_calls).items():
+                entry["impls"][name]["profile"] = prof
         self._derive(workload, arrays, reference, entry)
         context.set_context(enable_graph_kernel=False, op_compiler_cache_dir=None)
         return entry

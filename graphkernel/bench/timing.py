@@ -85,21 +85,26 @@ def is_opaque(info) -> bool:
     return any(op in OPAQUE_OPS for op in info.op_types)
 
 
-def profile(program, step: Callable[[], object], calls: int, top: int = 10) -> dict:
-    """Per-kernel times of `calls` steps of `program` (a kernels.Program): medians per step of the time in
-    all kernels, in opaque (MatMul) kernels and outside them, and the top kernels by time."""
-    steps = []
-    program.profiler = None
-    step()
-    try:
-        for _ in range(calls):
+def profile(programs: dict, calls: int, top: int = 10) -> dict[str, dict]:
+    """Per-kernel times of `calls` steps of each {name: (kernels.Program, Impl)}, the steps of the
+    programs interleaved: per program, the medians per step of the time in all kernels, in opaque (MatMul)
+    kernels and outside them, and the top kernels by time."""
+    steps: dict[str, list[StepProfile]] = {name: [] for name in programs}
+    for _ in range(calls):
+        for name, (program, impl) in programs.items():
+            impl.before()
+            impl.call()     # settle, as in the timed rounds
             prof = StepProfile()
             program.profiler = prof
-            step()
-            program.profiler = None
-            steps.append(prof)
-    finally:
-        program.profiler = None
+            try:
+                impl.call()
+            finally:
+                program.profiler = None
+            steps[name].append(prof)
+    return {name: _profile_summary(profs, top) for name, profs in steps.items()}
+
+
+def _profile_summary(steps: list[StepProfile], top: int) -> dict:
     per_kernel: dict[str, list[float]] = defaultdict(list)
     for prof in steps:
         for name, t in prof.kernels.items():
@@ -108,7 +113,7 @@ def profile(program, step: Callable[[], object], calls: int, top: int = 10) -> d
     ranked = sorted(per_kernel, key=lambda n: -statistics.median(per_kernel[n]))
     total = statistics.median(p.total_s() for p in steps)
     return {
-        "calls": calls,
+        "calls": len(steps),
         "kernels_s": total,
         "opaque_s": statistics.median(p.opaque_s() for p in steps),
         "outside_opaque_s": statistics.median(p.total_s() - p.opaque_s() for p in steps),
