@@ -378,3 +378,21 @@ def test_device_regions_never_hold_both_sides_of_a_host_op():
     d = make_node("Mul", [c.out, d0.out])
     regions = device_regions(Graph([x], [a, h, d0, c, b, d], [b.out, d.out]))
     assert regions == {a: 0, c: 0, b: 0, d0: 1, d: 1}
+
+
+@TARGETS
+def test_a_stateful_function_runs_on_every_call(target):
+    """Seed 002 case 01's point: host state (a table, a counter) lives with the host op across calls."""
+    mixed(target)
+    calls = []
+
+    def count(a):
+        calls.append(1)
+        return a + np.float32(len(calls))
+
+    net = Wrapped(count)
+    x = data(8)
+    first, second = net(Tensor(x)).asnumpy(), net(Tensor(x)).asnumpy()
+    assert len(calls) == 2
+    assert_close(first, np.exp(-x + 1))
+    assert_close(second, np.exp(-x + 2))
