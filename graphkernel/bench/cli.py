@@ -60,6 +60,7 @@ def run(settings: harness.Settings, only: str | None = None, log=print) -> dict:
         context.set_context(**saved)
     results["wall_s"] = time.perf_counter() - t0
     results["loadavg_end"] = list(os.getloadavg())
+    results["targets"] = report.targets(results)
     return results
 
 

@@ -260,5 +260,16 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
         "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__,
         "machine": platform.machine(), "processor": platform.processor(), **peers.versions(),
-        "utc_start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "utc_start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_commit": _git_commit(),
     }
+
+
+def _git_commit() -> str | None:
+    """The commit of the graphkernel source tree being measured, when it is a git checkout."""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
