@@ -61,12 +61,14 @@ def test_run_random_inputs_fused_and_unfused(bert_path, tmp_path):
 def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     x = np.linspace(-1, 3, 12, dtype=np.float32).reshape(3, 4)
     np.savez(tmp_path / "in.npz", x=x)
-    res = graphkernel("run", dynamic_path, "--inputs", tmp_path / "in.npz", "--profile", "--repeat", "2")
+    res = graphkernel("run", dynamic_path, "--inputs", tmp_path / "in.npz", "--profile", tmp_path / "prof",
+                      "--repeat", "2")
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("y  float32[3, 4]"))
     checksum = float(line.split("checksum sum=")[1].split()[0])
     assert checksum == pytest.approx(float(np.tanh(x).sum(dtype=np.float64)), rel=1e-5)
-    assert "block_dim=" in res.stdout and "us/step" in res.stdout
+    assert "block_dim=" in res.stdout and "Profiler: 1 kernels, 2 steps" in res.stdout
+    assert (tmp_path / "prof" / "profiler" / "kernel_details.csv").exists()
 
 
 @pytest.mark.parametrize("args,message", [

@@ -4,11 +4,13 @@
     graphkernel run model.onnx --inputs in.npz          inputs by name (or arr_0, arr_1, ... in order)
     graphkernel run model.onnx --no-graph-kernel --device-target CPU --repeat 50
     graphkernel run model.onnx --dim batch=4            a size for a dynamic dim, for --random
-    graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile
+    graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile DIR
 
 Prints each output's name, dtype, shape and checksum (the float64 sum and the mean of |x|), the kernel
 table (name, op types, block_dim, shapes) and the median step time of --repeat calls after a warm-up
-call that compiles. Errors a user can cause exit with status 2 and one line on stderr (cli.main).
+call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
+and DIR/profiler/kernel_details.csv and step_trace.csv. Errors a user can cause exit with status 2 and
+one line on stderr (cli.main).
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def add_run_parser(sub) -> None:
     p.add_argument("--save-graphs", metavar="DIR", help="write the stage dumps (.dot) into DIR")
     p.add_argument("--flags", default="", metavar='"--key=value ..."',
                    help='graph_kernel_flags; a single flag needs the = form: --flags=--opt_level=3')
-    p.add_argument("--profile", action="store_true", help="time every kernel of the timed calls")
+    p.add_argument("--profile", nargs="?", const="./data", metavar="DIR",
+                   help="profile the calls again: per-kernel table, DIR/profiler/*.csv (DIR: ./data)")
     p.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls (median reported)")
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     p.add_argument("--mix-compile-mode", action="store_true",
@@ -77,18 +80,6 @@ def read_inputs(path: str, cell) -> list:
         raise OnnxInputError(f"{path}: {e}") from None
 
 
-class KernelTimes:
-    """Receives (kernel, seconds) from the executor's timed runner (Program.profiler)."""
-
-    def __init__(self):
-        self.rows: dict[int, list] = {}   # per launch (several launches may share a kernel)
-
-    def record(self, info, seconds: float) -> None:
-        row = self.rows.setdefault(id(info), [info, 0, 0.0])
-        row[1] += 1
-        row[2] += seconds
-
-
 def _shape(types) -> str:
     return ", ".join(str(t) for t in types)
 
@@ -128,33 +119,21 @@ def run_command(args) -> int:
         print(f"  {k:3d}  {info.name}  [{' '.join(info.op_types)}]  block_dim={block}  "
               f"({_shape(info.inputs)}) -> ({_shape(info.outputs)})")
 
-    times = KernelTimes() if args.profile and compiled.program is not None else None
-    if compiled.program is not None:
-        compiled.program.profiler = times
     steps = []
-    try:
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            cell(*inputs)
-            steps.append(time.perf_counter() - t0)
-    finally:
-        if compiled.program is not None:
-            compiled.program.profiler = None
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        cell(*inputs)
+        steps.append(time.perf_counter() - t0)
     print(f"step time: median {statistics.median(steps) * 1e3:.3f} ms over {args.repeat} calls "
           f"(first call, with compile: {compile_s:.2f} s)")
     if args.profile:
-        _print_profile(times, args.repeat)
+        from graphkernel.profiler import Profiler
+        profiler = Profiler(output_path=args.profile)
+        for _ in range(args.repeat):
+            cell(*inputs)
+        profiler.analyse()
+        print(f"profile: {profiler.directory}/kernel_details.csv, step_trace.csv")
     if compiled.dump_files:
         print(f"dumps: {len(compiled.dump_files)} files in {args.save_graphs}")
     return 0
-
-
-def _print_profile(times: KernelTimes | None, repeat: int) -> None:
-    if times is None:
-        print("profile: per-kernel times need the Ascend target (CPU runs the numpy reference op by op)")
-        return
-    print("profile (per kernel, summed over the timed calls):")
-    for info, calls, total in sorted(times.rows.values(), key=lambda row: -row[2]):
-        print(f"  {total / repeat * 1e6:10.1f} us/step  {calls:6d} calls  {info.name}  "
-              f"[{' '.join(info.op_types)}]")
 
