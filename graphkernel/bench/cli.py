@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from ir.errors import GraphKernelError
-from graphkernel.bench import harness, report, workloads
+from graphkernel.bench import harness, peers, report, workloads
 from graphkernel.bench.timing import Progress
 
 
@@ -83,7 +83,9 @@ def _main(args) -> int:
         settings = dataclasses.replace(settings, cold_compile=False)
     if args.threads:
         import numba
-        numba.set_num_threads(args.threads)  # graphkernel's parallel kernels; BLAS and the peers unchanged
+        numba.set_num_threads(args.threads)
+        peers.limit_jax_threads(args.threads)
+        settings = dataclasses.replace(settings, threads=args.threads)
     results = run(settings, args.only)
     stem = f"bench_{settings.mode}" + (f"_t{args.threads}" if args.threads else "")
     paths = report.write(results, args.out, stem=stem,
@@ -105,6 +107,8 @@ def add_bench_parser(sub) -> None:
                    help="where the JSON, the chart and the table go (default bench/results)")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
-    p.add_argument("--threads", type=int, metavar="N", help="numba threads for graphkernel's kernels (default: "
-                   "numba's, the core count); results go to bench_<mode>_t<N>.*")
+    p.add_argument("--threads", type=int, metavar="N", help="threads of graphkernel's kernels (numba), ONNX "
+                   "Runtime and XLA (default: each one's own, the core count); numpy's BLAS takes "
+                   "OPENBLAS_NUM_THREADS from the environment (bench/run.sh sets it); results go to "
+                   "bench_<mode>_t<N>.*")
     p.set_defaults(run=_main)

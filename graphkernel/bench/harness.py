@@ -21,7 +21,7 @@ import os
 import time
 import tracemalloc
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class Settings:
     cold_compile: bool = True
     peers: bool = True
     progress: bool = True
-    extra: dict = field(default_factory=dict)
+    threads: int | None = None                  # numba's, ORT's and XLA's threads; None: their defaults
 
 
 BERT_LARGE = dict(hidden=1024, heads=16, seq=128, batch=2)
@@ -184,7 +184,7 @@ class Runner:
         for name, make in (("jax", peers.jax_impl), ("onnxruntime", peers.ort_impl)):
             self.progress.show(f"set up {name}")
             try:
-                impl, setup_s = make(workload, arrays)
+                impl, setup_s = make(workload, arrays, self.settings.threads)
             except peers.Unavailable as e:
                 entry["impls"][name] = {"unavailable": str(e)}
                 continue
@@ -250,7 +250,7 @@ def environment() -> dict:
     from numba.np.ufunc import parallel
     parallel._launch_threads()
     threading_vars = ("OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
-                      "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER")
+                      "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "XLA_FLAGS")
     return {
         "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
         "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE"),

@@ -4,6 +4,7 @@ unavailable (with the import error), never installed or required.
 
     jax_impl(workload, arrays)  -> (Impl, compile seconds) | raises Unavailable
     ort_impl(workload, arrays)  -> (Impl, session seconds) | raises Unavailable
+    threads=N (bench --threads): ONNX Runtime's intra-op pool; jax's through limit_jax_threads before import
 """
 from __future__ import annotations
 
@@ -31,7 +32,15 @@ def versions() -> dict:
     return out
 
 
-def jax_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
+def limit_jax_threads(threads: int) -> None:
+    """XLA's CPU thread pools, set before jax is imported (they cannot change afterwards)."""
+    import os
+    flags = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} " \
+            f"intra_op_parallelism_threads={threads}"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flags).strip()
+
+
+def jax_impl(workload, arrays: list[np.ndarray], threads: int | None = None) -> tuple[Impl, float]:
     try:
         import jax
         import jax.numpy as jnp
@@ -49,7 +58,7 @@ def jax_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
     return Impl("jax", call), compile_s
 
 
-def ort_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
+def ort_impl(workload, arrays: list[np.ndarray], threads: int | None = None) -> tuple[Impl, float]:
     if workload.onnx_model is None:
         raise Unavailable("no ONNX model for this workload")
     try:
@@ -64,6 +73,8 @@ def ort_impl(workload, arrays: list[np.ndarray]) -> tuple[Impl, float]:
     t0 = time.perf_counter()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
     session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
     feeds = {i.name: a for i, a in zip(session.get_inputs(), arrays)}

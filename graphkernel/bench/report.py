@@ -65,7 +65,9 @@ def markdown(results: dict) -> str:
              f"{env['numba_threads']} threads), numpy {env['numpy']}, jax {env['jax']}, onnxruntime "
              f"{env['onnxruntime']}; load average at start {env['loadavg_start'][0]:.1f}, at end "
              f"{results.get('loadavg_end', [float('nan')])[0]:.1f}; OPENBLAS_CORETYPE/L2_SIZE "
-             f"{'SET' if env['openblas_vars_set'] else 'unset'}. Medians of interleaved calls; "
+             f"{'SET' if env['openblas_vars_set'] else 'unset'}"
+             + (f"; threading {env['threading_env']}" if env.get("threading_env") else "")
+             + ". Medians of interleaved calls; "
              "ratio = fused time / other time (< 1: fused is faster).",
              "",
              "| workload | kernels unfused→fused | fused ms | unfused ms | fused/unfused | numpy ms | fused/numpy "
