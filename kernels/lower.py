@@ -39,6 +39,7 @@ from kernels.layout import KernelSpec, describe
 
 SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
 COLUMN_LANES = 128          # columns per unit of a column reduction (one accumulator each)
+COLUMN_MIN = 16             # a narrower kept last axis reduces by rows: its units share cache lines
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,15 @@ def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[st
     kept = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if not r)
     reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
     inner = max(a for a, r in enumerate(spec.reduce_axes) if r)
-    if not spec.reduce_axes[-1]:  # the last axis is kept: tiles of columns
-        units = (kept // max(1, sizes[-1])) * -(-sizes[-1] // COLUMN_LANES)
-        work = reduced * COLUMN_LANES
-        return ("columns", aicore.block_dim_for(units, core_num, elements_per_item=work),
-                max(1, aicore.tile_elements(live) // work))
     chunk = aicore.REDUCE_CHUNK_ELEMENTS
     if split_supported(spec) and sizes[inner] >= 2 * chunk and kept < SPLIT_MAX_UNITS:
         chunks = kept * -(-sizes[inner] // chunk)
         return "split", aicore.block_dim_for(chunks, core_num, elements_per_item=chunk), chunk
+    if not spec.reduce_axes[-1] and sizes[-1] >= COLUMN_MIN:  # the last axis is kept: column tiles
+        units = (kept // sizes[-1]) * -(-sizes[-1] // COLUMN_LANES)
+        work = reduced * COLUMN_LANES
+        return ("columns", aicore.block_dim_for(units, core_num, elements_per_item=work),
+                max(1, aicore.tile_elements(live) // work))
     block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
     return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
 

@@ -84,8 +84,9 @@ def elementwise_graph():
 
 
 GRAPHS = {"elementwise": elementwise_graph, "softmax_rows": lambda: softmax((6, 9), (1,)),
-          "softmax_columns": lambda: softmax((6, 9), (0,)), "layer_norm": lambda: layer_norm((4, 10)),
-          "sum_middle": lambda: sum_of_squares((3, 4, 5), (1,)).nodes[0].subgraph}
+          "softmax_columns": lambda: softmax((6, 20), (0,)), "layer_norm": lambda: layer_norm((4, 10)),
+          "sum_middle": lambda: sum_of_squares((3, 4, 5), (1,)).nodes[0].subgraph,
+          "sum_middle_columns": lambda: sum_of_squares((3, 4, 150), (1,)).nodes[0].subgraph}
 
 
 @pytest.mark.parametrize("block_dim,tile", [(1, 1000), (3, 4), (7, 1), (32, 3)])

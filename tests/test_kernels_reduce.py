@@ -21,7 +21,8 @@ def check(graph, arrays, cfg=CFG, **kw):
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin"])
 @pytest.mark.parametrize("shape,axis,keep", [
     ((4, 6), (1,), False), ((4, 6), (0,), True), ((3, 4, 5), (1,), False), ((3, 4, 5), (0, 2), True),
-    ((2, 3, 4, 5), (1, 2), False), ((3, 4, 5), (), False), ((7,), (0,), True), ((2, 37), (1,), True)],
+    ((2, 3, 4, 5), (1, 2), False), ((3, 4, 5), (), False), ((7,), (0,), True), ((2, 37), (1,), True),
+    ((5, 40), (0,), False), ((3, 4, 150), (0, 1), True), ((2, 3, 20), (1,), False)],  # columns
     ids=str)
 def test_reduce_primitive(op, shape, axis, keep):
     b = Builder()
@@ -82,8 +83,8 @@ def layer_norm(shape, eps=1e-5):
     return b.graph(y, mean, var)
 
 
-@pytest.mark.parametrize("shape,axis", [((5, 16), (1,)), ((6, 4), (0,)), ((2, 3, 7), (1,)), ((3, 33), (1,))],
-                         ids=str)
+@pytest.mark.parametrize("shape,axis", [((5, 16), (1,)), ((6, 4), (0,)), ((2, 3, 7), (1,)), ((3, 33), (1,)),
+                                        ((6, 20), (0,)), ((2, 5, 130), (1,))], ids=str)
 def test_softmax_three_passes(shape, axis):
     g = fused(softmax(shape, axis))
     program, outs = check(g, [random_array(shape, low=-5, high=5)], rtol_scale=3)
@@ -151,3 +152,12 @@ def test_split_variant_with_several_units_and_a_full_output():
     g = fused(b.graph(b.op("ReduceSum", sq, axis=(1,)), sq, b.op("ReduceMax", x, axis=(1,), keep_dims=True)))
     program, _ = check(g, [random_array((3, 40000))], rtol_scale=10)
     assert program.kernels[0].variant == "split"
+
+
+@pytest.mark.parametrize("shape,axis,variant", [((5, 40), (0,), "columns"), ((65536, 3), (0,), "split"),
+                                                ((6, 4), (0,), "rows")], ids=str)
+def test_variant_for_reductions_down_the_columns(shape, axis, variant):
+    b = Builder()
+    x = b.input(shape)
+    program, _ = check(b.graph(b.op("ReduceSum", x, axis=axis)), [random_array(shape)], rtol_scale=10)
+    assert program.kernels[0].variant == variant
