@@ -6,7 +6,7 @@ straight-line float32 code (selects, no branches, no calls) that inlines into th
     exp(x)  = 2**n * e**r,  n = round(x / ln2), r = x - n*ln2 (Cody-Waite, fma), e**r a degree-6
               polynomial; 2**n built from exponent bits in two halves so subnormal results round once
     log(x)  = e*ln2 + log1p(f),  x = 2**e * (1 + f) with 1 + f in [sqrt(.5), sqrt(2)) (bit
-              arithmetic; subnormals pre-scaled by 2**23), log1p(f) = f - f**2/2 + f**3 * P11(f)
+              arithmetic; subnormals pre-scaled by 2**23), log1p(f) = f - f**2/2 + f**3 * P8(f)
     tanh(a) = a + a**3 * P4(a**2) below 0.625, else 1 - 2 / (exp(2a) + 1); sign copied bitwise
     erf(a)  = a + a * P6(a**2) below 1, else 1 - exp(-a**2) * R9(1/a) up to 3.9375 (a**2 split into
               a rounded part and its exact fma residue), else 1; sign copied bitwise
@@ -15,14 +15,18 @@ Polynomials are near-minimax fits (Lawson's weighted least squares in float64) r
 Special values follow numpy's float32: nan -> nan, exp overflows to inf and underflows to 0,
 log(0) = -inf, log(<0) = nan, tanh and erf saturate to +-1 and keep -0.0.
 
-Accuracy, exhaustive over all 2**32 inputs (bench/mathfn_ulp.py), in float32 steps:
-  to the correctly rounded result    exp 1, log 1, tanh 1, erf 1  (ULP_EXACT constants below)
-  to numpy's own float32 function    exp 2, log 4, tanh 2          (MAX_ULP constants; no np.erf)
-numpy's float32 exp and log are themselves up to 2 and 3 steps from the correctly rounded result
-on this machine, so a bound closer to numpy than these sums is not reachable without copying
-numpy's algorithm.
+Accuracy, exhaustive over all 2**32 inputs (bench/mathfn_ulp.py, 2026-11-22), in float32 steps:
+                              exp       log       tanh      erf
+  to the correctly rounded    1 (0.17%) 1 (0.05%) 1 (0.17%) 1 (0.69%)   *_MAX_ULP_EXACT; (% not equal)
+  to numpy's float32          2 (4.9%)  4 (1.8%)  2 (1.5%)  -           *_MAX_ULP; numpy has no erf
+"Correctly rounded" is glibc's double result rounded to float32. numpy's own float32 exp and log are
+2 and 3 steps from it at worst (sampled, AVX2 loops on this machine), so a bound closer to numpy than
+the sum is not reachable without copying numpy's algorithm; no result differs in nan-ness from numpy.
 
-Speed (bench/mathfn_bench.py): see there.
+Speed (bench/mathfn_bench.py, 16M elements, one thread, ns per element; a copy is 0.48):
+  exp 0.67 (libm 4.7, numpy 2.0)   log 0.88 (libm 5.9, numpy 2.1)   tanh 1.34 (libm 27, numpy 3.9)
+  erf 1.6 (libm 25)                f32->f16 0.39 (numpy astype 6.0)  f16->f32 0.43 (numpy 2.9)
+All loops are vectorized (8 float32 lanes, AVX2 here); 6-20x faster than libm, 2.4-3x than numpy.
 
 How to call them: `@njit(inline="always")` is what makes a calling loop vectorize. With plain
 `@njit` or `@register_jitable`, LLVM's inliner declines a body the size of erf, the loop keeps a
@@ -105,6 +109,7 @@ _EXP_C2, _EXP_C3, _EXP_C4, _EXP_C5, _EXP_C6 = (f32(0.4999999403953552), f32(0.16
 
 @njit(inline="always")
 def exp_f32(x):
+    """e**x for float32 x, within EXP_F32_MAX_ULP of numpy's np.exp."""
     xc = x if x < f32(89.0) else f32(89.0)              # exp(89) is inf, exp(-104) is 0: clamping keeps n small
     xc = xc if xc > f32(-104.0) else f32(-104.0)
     t = fma_f32(xc, _LOG2E, _ROUND_SHIFT)
@@ -137,6 +142,7 @@ _NAN = f32(np.nan)
 
 @njit(inline="always")
 def log_f32(x):
+    """The natural log of float32 x, within LOG_F32_MAX_ULP of numpy's np.log."""
     subnormal = x < _MIN_NORMAL
     xs = x * _TWO_23 if subnormal else x
     i = np.int32(f32_bits(xs) - _SQRT_HALF_BITS)
@@ -171,6 +177,7 @@ def copysign_f32(magnitude, sign_of):
 
 @njit(inline="always")
 def tanh_f32(x):
+    """tanh of float32 x, within TANH_F32_MAX_ULP of numpy's np.tanh."""
     a = abs(x)
     a2 = a * a
     p = fma_f32(fma_f32(fma_f32(fma_f32(_TANH_C4, a2, _TANH_C3), a2, _TANH_C2), a2, _TANH_C1), a2, _TANH_C0)
@@ -196,6 +203,7 @@ _ERF_R0, _ERF_R1, _ERF_R2, _ERF_R3, _ERF_R4, _ERF_R5, _ERF_R6, _ERF_R7, _ERF_R8,
 
 @njit(inline="always")
 def erf_f32(x):
+    """The error function of float32 x, within ERF_F32_MAX_ULP of math.erf rounded to float32."""
     a = abs(x)
     a2 = a * a
     p = fma_f32(fma_f32(fma_f32(_ERF_P6, a2, _ERF_P5), a2, _ERF_P4), a2, _ERF_P3)
@@ -229,7 +237,7 @@ _HALF_BITS = 126 << 23                      # float32 bits of 0.5: adding 0.5 ro
 
 @njit(inline="always")
 def f16_bits_to_f32(u):
-    """The float32 of the half whose bits are `u` (uint16), exactly; nan payloads kept, quiet."""
+    """The float32 of the half whose bits are `u` (uint16), exactly (nan payloads kept)."""
     h = np.int32(u)
     magnitude = np.int32((h & 0x7FFF) << 13)
     exponent = np.int32(magnitude & _F16_EXPONENT_AT_F32)
