@@ -147,7 +147,9 @@ def chart(results: dict, path: str) -> str | None:
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("speed-up of fused (other time / fused time), log scale")
     ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"graphkernel bench ({results['mode']}): fused against the others", fontsize=9)
+    threads = results["settings"].get("threads")
+    ax.set_title(f"graphkernel bench ({results['mode']}{f', {threads} thread(s)' if threads else ''}): "
+                 "fused against the others", fontsize=9)
     if bert:
         ax = axes[0][1]
         labels, parts = [], []      # parts: (MatMul kernels, other kernels, outside kernels) ms
@@ -157,16 +159,15 @@ def chart(results: dict, path: str) -> str | None:
                 if o:
                     labels.append(f"{e['family']}\n{n}")
                     parts.append((o["opaque_s"] * 1e3, o["outside_opaque_s"] * 1e3, o["outside_kernels_s"] * 1e3))
-        for n in ("onnxruntime", "jax", "numpy"):
-            ms = _ms(bert[0], n)
-            if ms:
-                labels.append(f"{SHORT.get(n, n)} (step)")
-                parts.append((0.0, 0.0, ms))
         left = np.zeros(len(labels))
         for k, label in enumerate(("MatMul/BatchMatMul kernels", "other kernels", "step − kernels")):
             widths = np.array([p[k] for p in parts])
             ax.barh(range(len(labels)), widths, left=left, label=label)
             left += widths
+        peers = [(SHORT.get(n, n), _ms(bert[0], n)) for n in ("onnxruntime", "jax", "numpy") if _ms(bert[0], n)]
+        ax.barh(range(len(labels), len(labels) + len(peers)), [ms for _, ms in peers], color="grey",
+                label=f"whole step ({bert[0]['family']})")
+        labels += [name for name, _ in peers]
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("ms per step")
