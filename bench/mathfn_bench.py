@@ -7,17 +7,18 @@ whether the compiled loop is vectorized (256/512-bit instructions in it, no call
 
     python bench/mathfn_bench.py
 
-Measured 2026-11-22 (2-core AMD Zen4 VM, AVX2, numba 0.68, shared and noisy: +-20% run to run):
-    copy: 0.48 ns/element sequential
-    function  ours  libm  numpy  libm/ours numpy/ours  vectorized
-    exp_f32   0.67  4.72   1.95        7.0        2.9  yes (54 ymm instructions)
-    log_f32   0.88  5.90   2.12        6.7        2.4  yes (73)
-    tanh_f32  1.34  27.2   3.89       20.4        2.9  yes (92)
-    erf_f32   1.61  25.4      -       15.8          -  yes (132)
-    f32->f16  0.39     -   5.98          -       15.3  yes (30)
-    f16->f32  0.43     -   2.85          -        6.7  yes (22)
-The prange column was no faster than one thread in these runs (0.95-1.9 ns/element): the other core
-was busy with other sessions (load average 2-5), and the parallel copy itself varied 0.28-0.95.
+Measured 2026-11-22 (2-core AMD Zen4 VM, AVX2, numba 0.68; shared and noisy, +-20% run to run),
+ns per element; prange = 2 threads over 64 blocks:
+    copy: 0.49 sequential, 0.41 parallel
+    function  ours  libm  numpy  libm/ours numpy/ours  prange  vectorized
+    exp_f32   0.80  5.11   2.78        6.4        3.5    0.50  yes (54 ymm instructions)
+    log_f32   0.90  5.90   2.65        6.6        3.0    0.66  yes (73)
+    tanh_f32  1.31  28.0   3.37       21.4        2.6    0.88  yes (92)
+    erf_f32   1.58  23.5      -       14.9          -    1.11  yes (132)
+    f32->f16  0.46     -   5.06          -       11.0       -  yes (30)
+    f16->f32  0.46     -   2.96          -        6.4       -  yes (22)
+    round f16 0.57 (the two conversions composed: 0.67)     yes
+On a loaded machine (other sessions, load average 2-5) the prange column fell to one-thread speed.
 """
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ def parallel(fn, blocks=64):
 @njit(inline="always")
 def _copy(v):
     return v
+
+
+@njit(inline="always")
+def _round_by_conversions(v):
+    return mathfn.f16_bits_to_f32(mathfn.f32_to_f16_bits(v))
 
 
 def median_ns(call, *args) -> float:
@@ -119,6 +125,11 @@ def main() -> None:
           f"  {vectorized(down)}")
     print(f"{'f16->f32':10}{t_up:8.2f}{'':>8}{t_up_np:8.2f}{'':>11}{t_up_np / t_up:12.1f}{'':>14}"
           f"  {vectorized(up)}")
+    rnd = sequential(mathfn.f32_round_to_f16)
+    t_rnd = median_ns(rnd, x, out)
+    t_two = median_ns(sequential(_round_by_conversions), x, out)
+    print(f"{'round f16':10}{t_rnd:8.2f}  (f16_bits_to_f32(f32_to_f16_bits(x)): {t_two:.2f})"
+          f"{'':>14}  {vectorized(rnd)}")
 
 
 if __name__ == "__main__":

@@ -149,6 +149,19 @@ def test_f32_to_f16_bits_round_to_nearest_even():
     np.testing.assert_array_equal(got[~nan], want[~nan])
 
 
+round_to_f16 = _loop(mathfn.f32_round_to_f16, np.float32)
+
+
+def test_f32_round_to_f16_equals_the_two_conversions():
+    x = _conversion_cases()
+    got = round_to_f16(x)
+    with np.errstate(all="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    nan = np.isnan(x)
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))   # -0.0 kept too
+
+
 def test_f16_round_trip_is_identity():
     halves = ALL_HALF_BITS[~np.isnan(ALL_HALF_BITS.view(np.float16))]
     np.testing.assert_array_equal(f32_to_f16(f16_to_f32(halves)), halves)
@@ -162,8 +175,8 @@ def _has_avx() -> bool:
 
 
 @pytest.mark.skipif(not _has_avx(), reason="reads x86 AVX assembly")
-@pytest.mark.parametrize("loop", [OURS["exp"], OURS["log"], OURS["tanh"], OURS["erf"], f16_to_f32, f32_to_f16],
-                         ids=["exp", "log", "tanh", "erf", "f16_to_f32", "f32_to_f16"])
+@pytest.mark.parametrize("loop", [*OURS.values(), f16_to_f32, f32_to_f16, round_to_f16],
+                         ids=[*OURS, "f16_to_f32", "f32_to_f16", "round_to_f16"])
 def test_loop_is_inlined_and_vectorized(loop):
     loop(np.ones(8, np.float32) if loop is not f16_to_f32 else np.ones(8, np.uint16))
     asm = loop.loop.inspect_asm(loop.loop.signatures[0]).split(".Lfunc_end0")[0]   # the loop's own function
