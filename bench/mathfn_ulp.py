@@ -9,7 +9,10 @@ on one side only is counted as a nan mismatch. Prints per function: max distance
 where it occurs, and how many results are not exactly the reference. The figures go into the
 kernels/mathfn.py docstring and its *_MAX_ULP constants.
 
-    python bench/mathfn_ulp.py [exp log tanh erf]      # about 1-2 minutes per function on 2 cores
+    python bench/mathfn_ulp.py [exp log tanh erf f16]  # 5-7 minutes per function on 2 cores
+
+`f16` checks f32_to_f16_bits and f32_round_to_f16 against numpy's astype(float16) for every float32
+(expected: 0 mismatches; any nan bits count as equal for a nan input).
 """
 from __future__ import annotations
 
@@ -104,6 +107,32 @@ def run(name: str) -> None:
               f"not equal {counts[r, 0] / 2**32:.4%}, nan mismatches {counts[r, 1]}")
 
 
+@njit(parallel=True)
+def _convert(start, x, bits, rounded):
+    per_block = x.size // BLOCKS
+    for b in prange(BLOCKS):
+        for i in range(b * per_block, (b + 1) * per_block):
+            x[i] = mathfn.bits_f32(np.uint32(start + i))
+            bits[i] = mathfn.f32_to_f16_bits(x[i])
+            rounded[i] = mathfn.f32_round_to_f16(x[i])
+
+
+def run_f16() -> None:
+    x, bits, rounded = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.uint16), np.empty(CHUNK, np.float32)
+    bad_bits = bad_rounded = 0
+    t0 = time.perf_counter()
+    with np.errstate(all="ignore"):
+        for start in range(0, 2**32, CHUNK):
+            _convert(start, x, bits, rounded)
+            half, nan = x.astype(np.float16), np.isnan(x)
+            bad_bits += int(((bits != half.view(np.uint16)) & ~nan).sum()
+                            + (nan & ~np.isnan(bits.view(np.float16))).sum())
+            want = half.astype(np.float32).view(np.uint32)
+            bad_rounded += int(((rounded.view(np.uint32) != want) & ~nan).sum() + (nan & ~np.isnan(rounded)).sum())
+    print(f"float16 ({time.perf_counter() - t0:.0f} s): mismatches f32_to_f16_bits {bad_bits}, "
+          f"f32_round_to_f16 {bad_rounded}")
+
+
 if __name__ == "__main__":
-    for fn_name in sys.argv[1:] or list(FUNCTIONS):
-        run(fn_name)
+    for fn_name in sys.argv[1:] or [*FUNCTIONS, "f16"]:
+        run_f16() if fn_name == "f16" else run(fn_name)
