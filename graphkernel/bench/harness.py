@@ -58,6 +58,9 @@ QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, 
 TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2), warmup=1, per_round=1,
                 min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
 MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
+# The copy bound means something where a launch costs little beside the traffic (ANCHORS.md quotes it at
+# 16M elements); below 4M elements (16 MB) launch and scheduling costs dominate both the copy and the kernel.
+BOUND_MIN_ELEMENTS = 4 * 1024 * 1024
 
 
 def verify(actual, expected) -> dict:
@@ -229,8 +232,8 @@ class Runner:
             if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
                 entry["ratios"]["outside_opaque fused/unfused"] = (o["fused"]["outside_opaque_s"]
                                                                    / o["unfused"]["outside_opaque_s"])
-        if workload.bound:
-            elements = max(a.size for a in arrays)
+        elements = max(a.size for a in arrays)
+        if workload.bound and elements >= BOUND_MIN_ELEMENTS:
             if elements not in self.bandwidth:
                 self.progress.show("copy bandwidth")
                 self.bandwidth[elements] = timing.copy_bandwidth(elements)

@@ -13,6 +13,8 @@ import os
 
 import numpy as np
 
+from graphkernel.bench.harness import BOUND_MIN_ELEMENTS
+
 PEERS = ("unfused", "numpy", "jax", "onnxruntime")
 SHORT = {"onnxruntime": "ORT"}
 
@@ -76,6 +78,8 @@ def markdown(results: dict) -> str:
     for e in results["workloads"]:
         r = e["ratios"]
         bound = e.get("bound", {}).get("fraction", {}).get("fused")
+        if e.get("bound", {}).get("minimal_bytes", 0) < 4 * BOUND_MIN_ELEMENTS:  # float32 bytes of the threshold
+            bound = None
         lines.append(
             f"| {e['name']} | {e['impls']['unfused']['kernels']}→{e['impls']['fused']['kernels']} "
             f"| {_fmt(_ms(e, 'fused'))} | {_fmt(_ms(e, 'unfused'))} | {_fmt(r.get('fused/unfused'), '.2f')} "
