@@ -1,7 +1,10 @@
-"""Random graphs through the kernels: fused == unfused bit for bit, both == the numpy reference.
+"""Random graphs through the kernels: fused == unfused, both == the numpy reference.
 
 A graph is a chain of elementwise ops over a (2, 3, 4) iteration space whose operands broadcast in
 every pattern, optionally ending in a reduction and a reduce-then-broadcast-back (one composite).
+Fused and unfused agree bit for bit unless the graph sums: a fused kernel may not collapse the
+reduced axes an operand broadcasts along, so its sum can split into lanes differently (SPEC §10
+promises the dtype's tolerance there; only `deterministic` promises bits, across core counts).
 """
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -59,7 +62,8 @@ def test_fused_equals_unfused_equals_reference(graph, seed):
     assert len(one.kernels) == 1
     fused_out = one.run(arrays)
     want = reference(graph, arrays)
+    sums = any(n.op == "ReduceSum" for n in graph.nodes)
     for f, u, r in zip(fused_out, unfused, want):
-        assert_close(f, u, bitwise=True)
+        assert_close(f, u, bitwise=not sums)
         assert_close(f, r, rtol_scale=20)
         assert np.isfinite(f).all()
