@@ -126,6 +126,8 @@ class Parameter(Tensor):
 
     def __init__(self, data, name: str | None = None, requires_grad: bool = True):
         super().__init__(data)
+        if not self._array.flags.writeable:  # owned and mutable: never a view of read-only memory
+            self._array = np.array(self._array)
         self.name = name
         self.requires_grad = requires_grad
 

@@ -8,7 +8,8 @@
       runner     generated Python: one line per kernel call with its arguments spelled out,
                  so a call costs the kernel launches and little else
     per call
-      inputs     checked (shape, dtype), flattened without copying when contiguous; never written
+      inputs     checked (shape, dtype), flattened without copying when contiguous and writable
+                 (a read-only one is copied: the kernels are compiled for writable arrays); never written
       temps      one buffer set per thread (threading.local), allocated on a thread's first call
       outputs    each output buffer is reused once the array returned in it is gone (its reference
                  count is back to the executor's own), else a fresh one is allocated
@@ -168,7 +169,8 @@ class Program:
             lines.append(f"    {', '.join(f'a{k}' for k in range(n_in))}, = arrays")
         for k, (dtype, shape) in enumerate(self._inputs):
             env[f"D{k}"], env[f"S{k}"] = dtype, shape
-            lines += [f"    if a{k}.__class__ is not ndarray or a{k}.dtype is not D{k} or a{k}.shape != S{k}:",
+            lines += [f"    if (a{k}.__class__ is not ndarray or a{k}.dtype is not D{k} or a{k}.shape != S{k}"
+                      f" or not a{k}.flags.writeable):",
                       f"        a{k} = checked({k}, a{k})",
                       f"    i{k} = a{k}.reshape(-1)"]
         if temps:
@@ -229,7 +231,8 @@ class Program:
             raise InputMismatchError(
                 f"input {k}: got {a.dtype}{list(a.shape)}, the program was compiled for "
                 f"{dtype}{list(shape)}")
-        return a.astype(dtype, copy=False)
+        # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
+        return a.astype(dtype, copy=not a.flags.writeable)
 
     def run(self, arrays, observer=None) -> list[np.ndarray]:
         if len(arrays) != len(self._inputs):
@@ -244,16 +247,7 @@ class Program:
             if self._observed_runner is None:
                 self._observed_runner = self._make_runner(observed=True)
             runner = self._observed_runner
-            # a retry below would show the observer the launches before the failing one twice
-            arrays = [np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
-                      for a in arrays]
-        try:
-            return runner(arrays, state, observer)
-        except TypeError:
-            # numba's kernels are compiled for writable arrays: copy read-only inputs and retry
-            if not any(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays):
-                raise
-            return runner([np.array(a) for a in arrays], state, observer)
+        return runner(arrays, state, observer)
 
 
 class _Recorder:

@@ -178,3 +178,13 @@ def test_missing_super_init_is_explained():
             self.mul = P.Mul()
     with pytest.raises(GraphKernelError, match=r"must call super\(\).__init__\(\)"):
         NoInit()
+
+
+def test_a_parameter_owns_writable_data():
+    """A Parameter made from read-only memory (an ONNX initializer, a memory map) holds a copy, so
+    kernels never see a read-only array and the source never changes."""
+    src = np.arange(4, dtype=np.float32)
+    src.setflags(write=False)
+    p = Parameter(src, name="w")
+    assert p.asnumpy().flags.writeable and not np.shares_memory(p.asnumpy(), src)
+    assert_close(p.asnumpy(), src)

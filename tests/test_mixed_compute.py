@@ -396,3 +396,28 @@ def test_a_stateful_function_runs_on_every_call(target):
     assert len(calls) == 2
     assert_close(first, np.exp(-x + 1))
     assert_close(second, np.exp(-x + 2))
+
+
+@TARGETS
+def test_a_read_only_input_runs_the_host_function_once(target):
+    """A read-only array is copied before the first launch, never retried after a failed one."""
+    mixed(target)
+    calls = []
+
+    def count(a):
+        calls.append(1)
+        return a + np.float32(len(calls))
+
+    class HostFirst(Cell):  # the device kernel reading x runs after the host function
+        def __init__(self):
+            super().__init__()
+            self.f = pyfunc(count)
+
+        def construct(self, x):
+            return P.Add()(self.f(x), x)
+
+    x = data(8)
+    x.setflags(write=False)
+    out = HostFirst()(Tensor(x)).asnumpy()
+    assert len(calls) == 1
+    assert_close(out, x + 1 + x)
