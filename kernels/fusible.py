@@ -34,7 +34,7 @@ class KernelShape:
     reduce_axes: tuple[int, ...]         # A: axes of S reduced (empty for elementwise kernels)
     aligned: dict                        # Value -> its shape right-aligned to rank(S), reduced axes as 1
     phase: dict                          # Value -> number of reductions on its longest input path
-    reductions: tuple[Node, ...]         # in graph order
+    reductions: tuple[Node, ...]         # in graph order; a reduction over size-1 axes only is not one
 
     @property
     def num_phases(self) -> int:
@@ -74,13 +74,17 @@ def analyze(graph: Graph) -> KernelShape:
         raise Unsupported("value shapes do not broadcast to one iteration shape") from None
 
     axes_sets = set()
-    for r in reductions:
+    for r in list(reductions):
         src = aligned[r.inputs[0]]
         lead = rank - r.inputs[0].node.types[r.inputs[0].index].rank
         axes = tuple(a + lead for a in r.attr("axis"))
         if any(src[a] != full[a] for a in axes):
             raise Unsupported(f"{r.op} reduces an axis its input only broadcasts along")
-        axes_sets.add(tuple(sorted(a for a in axes if full[a] != 1)))
+        real = tuple(sorted(a for a in axes if full[a] != 1))
+        if real:
+            axes_sets.add(real)
+        else:  # over axes of size 1 only: an identity, computed as an elementwise op (layout.describe)
+            reductions.remove(r)
     if len(axes_sets) > 1:
         raise Unsupported(f"reductions over different axes {sorted(axes_sets)} need separate kernels")
     reduce_axes = axes_sets.pop() if axes_sets else ()

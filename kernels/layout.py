@@ -125,7 +125,10 @@ def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:
     nodes = []
     for n, node in enumerate(graph.nodes):
         reduced = all(ks.aligned[v][a] == 1 for v in node.outputs for a in axes)
-        nodes.append(NodeSpec(node.op, _code_attrs(node), tuple(refs[v] for v in node.inputs),
+        op, attrs = node.op, _code_attrs(node)
+        if get(op).pattern == Pattern.REDUCE and node not in ks.reductions:
+            op, attrs = "Cast", ()  # it reduces size-1 axes only: a Cast to its own dtype, an identity
+        nodes.append(NodeSpec(op, attrs, tuple(refs[v] for v in node.inputs),
                               tuple(t.dtype for t in node.types),
                               tuple(v.dtype for v in node.inputs), reduced,
                               max((ks.phase[v] for v in node.inputs), default=0)))

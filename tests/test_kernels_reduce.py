@@ -30,6 +30,30 @@ def test_reduce_primitive(op, shape, axis, keep):
     check(b.graph(b.op(op, x, axis=axis, keep_dims=keep)), [random_array(shape)])
 
 
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax"])
+@pytest.mark.parametrize("shape,axis,keep", [((4, 1), (1,), False), ((4, 1), (1,), True),
+                                             ((1, 1), (0, 1), False), ((3, 1, 5), (1,), True)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_reduce_over_size_one_axes_only(op, shape, axis, keep, dtype):
+    """Nothing to combine: the kernel is elementwise, and the result is the input's values."""
+    b = Builder(dtype)
+    x = b.input(shape)
+    program, _ = check(b.graph(b.op(op, x, axis=axis, keep_dims=keep)), [random_array(shape, dtype)],
+                       bitwise=True)
+    assert [k.variant for k in program.kernels] == ["elementwise"]
+
+
+def test_size_one_reduction_beside_a_real_one():
+    """A fused kernel holding a reduction over a size-1 axis and one over a real axis."""
+    b = Builder()
+    x = b.input((4, 1, 8))
+    trivial = b.op("ReduceSum", x, axis=(1,), keep_dims=True)
+    peak = b.op("ReduceMax", b.op("Add", trivial, b.const(1.0)), axis=(2,), keep_dims=True)
+    graph = fused(b.graph(b.op("Sub", x, peak)))
+    program, _ = check(graph, [random_array((4, 1, 8))], bitwise=True)
+    assert len(program.kernels) == 1 and program.kernels[0].variant == "rows"
+
+
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 def test_reduce_other_dtypes(dtype):
     b = Builder(dtype)
