@@ -1,9 +1,16 @@
 """Turn kernel source into a compiled numba dispatcher, two ways:
 
     in memory   exec(compile(source, "<graphkernel:NAME>", "exec"), explicit globals), then njit
-    from a file import the module written under the cache dir, then njit(cache=True): numba keeps
-                the machine code next to it (`__pycache__/*.nbi|.nbc`) and a second process loads it
-                (numba cannot cache exec'd code: it needs a real source file)
+    from a file the same source compiled with the path of its copy under the cache dir as file name,
+                then njit with numba's disk cache pointed at `<cache dir>/__pycache__`
+                (`*.nbi|.nbc`): a second process loads the machine code from there (numba cannot
+                cache exec'd code: it needs a real source file to stamp)
+
+The file route never imports the file: it compiles the source text the caller rendered (and checked
+the file against), so neither a changed `.py` nor a `.pyc` on disk is ever run. numba's files go to
+`<cache dir>/__pycache__` and nowhere else: our own locator takes no notice of NUMBA_CACHE_DIR, and
+a dispatcher whose cache would live elsewhere (NUMBA_CACHE_LOCATOR_CLASSES) raises
+CacheLocationError instead of writing there.
 
 Kernels are compiled eagerly for their one signature (flat C arrays of the buffers' dtypes, int64
 sizes) and then closed to new signatures, so a wrong call is a clear TypeError, not a recompile.
@@ -11,12 +18,15 @@ No fast-math: numba's default keeps every float32 rounding, so fused and unfused
 """
 from __future__ import annotations
 
-import importlib.util
+import hashlib
 import math
+import os
 import sys
+import types as pytypes
 
 import numpy as np
 from numba import njit, prange, types
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 from ir.dtypes import DType
 from kernels.emitters import math_functions
@@ -25,13 +35,17 @@ _NUMBA_DTYPE = {DType.float16: types.uint16, DType.float32: types.float32, DType
                 DType.int32: types.int32, DType.int64: types.int64, DType.bool: types.boolean}
 
 
+class CacheLocationError(RuntimeError):
+    """numba would keep a kernel's cache files outside the kernel cache directory."""
+
+
 def signature(buffer_dtypes, num_ints: int) -> tuple:
     """Argument types of a kernel: flat C-contiguous arrays, then int64 sizes/block_dim/tile."""
     return tuple(types.Array(_NUMBA_DTYPE[d], 1, "C") for d in buffer_dtypes) + (types.int64,) * num_ints
 
 
-def _options(parallel: bool, cache: bool) -> dict:
-    return dict(parallel=parallel, error_model="numpy", cache=cache, nogil=True)
+def _options(parallel: bool) -> dict:
+    return dict(parallel=parallel, error_model="numpy", cache=False, nogil=True)
 
 
 def kernel_globals() -> dict:
@@ -43,17 +57,63 @@ def from_source(name: str, source: str, parallel: bool):
     """An njit dispatcher of `name` defined by `source`, without touching the disk."""
     namespace = kernel_globals()
     exec(compile(source, f"<graphkernel:{name}>", "exec"), namespace)
-    return njit(**_options(parallel, cache=False))(namespace[name])
+    return njit(**_options(parallel))(namespace[name])
 
 
-def from_file(name: str, path: str, parallel: bool):
-    """An njit(cache=True) dispatcher of `name` from the module file at `path`."""
+class _KernelFileLocator:
+    """Where numba keeps the cache of a kernel defined in `<cache dir>/<name>.py`:
+    `<cache dir>/__pycache__`, stamped with the sha256 of the file, as numba's in-tree locator does
+    (the methods are the ones numba's CacheImpl calls on a locator)."""
+
+    def __init__(self, py_func, py_file: str):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(os.path.dirname(py_file), "__pycache__")
+
+    @classmethod
+    def from_function(cls, py_func, py_file: str):
+        return cls(py_func, py_file)
+
+    def ensure_cache_path(self) -> None:
+        os.makedirs(self._cache_path, mode=0o700, exist_ok=True)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> bytes:
+        with open(self._py_file, "rb") as f:
+            return hashlib.sha256(f.read()).digest()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [_KernelFileLocator]
+
+
+class _KernelFunctionCache(FunctionCache):
+    _impl_class = _KernelCacheImpl
+
+
+def from_file(name: str, path: str, source: str, parallel: bool):
+    """An njit dispatcher of `name` from `source`, whose copy is the file at `path`, with numba's disk
+    cache in `__pycache__` beside it. The module is registered in sys.modules because numba's cached
+    code looks its module up by name when it is loaded."""
     modname = f"graphkernel_kernel_{name}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules.setdefault(modname, module)
-    return njit(**_options(parallel, cache=True))(getattr(module, name))
+    module = pytypes.ModuleType(modname)
+    module.__file__ = path
+    exec(compile(source, path, "exec"), module.__dict__)
+    sys.modules[modname] = module
+    py_func = getattr(module, name)
+    dispatcher = njit(**_options(parallel))(py_func)
+    disk_cache = _KernelFunctionCache(py_func)
+    wanted = os.path.join(os.path.dirname(path), "__pycache__")
+    if os.path.abspath(disk_cache.cache_path) != os.path.abspath(wanted):
+        raise CacheLocationError(f"numba would cache kernel {name} in {disk_cache.cache_path!r}, "
+                                 f"not in {wanted!r} (is NUMBA_CACHE_LOCATOR_CLASSES set?)")
+    dispatcher._cache = disk_cache  # what njit(cache=True) sets, with our locator
+    return dispatcher
 
 
 def compile_for(dispatcher, sig: tuple):
