@@ -27,7 +27,10 @@ CACHE_BYTES = 32 * 1024 * 1024
 OPS_PER_SECOND_PER_THREAD = 50e9   # vectorized float32 elementwise operations per thread (calibrate.py: 53e9)
 TRANSCENDENTAL_COST = 80           # an exp/tanh/erf/log counts as this many operations (calibrate.py: 79
                                    # for the generated Exp, 2026-11-22; re-run once kernels/mathfn is wired)
-MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a parallel launch
+MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a block of its own
+PARALLEL_MIN_ELEMENTS = 1 << 20     # a launch over fewer iteration points runs its blocks in turn on
+                                    # one thread: waking the other threads costs microseconds on an idle
+                                    # machine and a scheduler tick (4 ms) when they were descheduled
 REDUCE_CHUNK_ELEMENTS = 16 * 1024   # a long reduced row is cut into chunks of this many elements;
                                     # fixed, never derived from block_dim, so results are bitwise stable
 FLOAT16_OP_COST = 3                # a float16 primitive: widen the bits, compute, round back
@@ -42,6 +45,14 @@ def host_threads() -> int:
         return numba.get_num_threads()
     except Exception:  # numba not importable: the model still answers
         return os.cpu_count() or 1
+
+
+def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS) -> int:
+    """Host threads a launch of `block_dim` blocks over `elements` iteration points runs on: the
+    blocks are spread over numba's threads (prange) only when there is enough work to share."""
+    if block_dim <= 1 or elements < min_elements:
+        return 1
+    return max(1, min(block_dim, host_threads()))
 
 
 def bandwidth(working_set_bytes: int) -> float:

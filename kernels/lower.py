@@ -49,6 +49,8 @@ class DeviceConfig:
     cache_mode: str = "enable"  # enable | disable | force
     cache_dir: str | None = None
     source_dir: str | None = None
+    max_device_memory: int | None = None   # bytes one value, or one call's buffers, may take
+    parallel_min_elements: int = aicore.PARALLEL_MIN_ELEMENTS  # smaller launches run on one thread
 
 
 class KernelBuildWarning(RuntimeWarning):
@@ -148,7 +150,8 @@ class _Builder:
             inputs.append(self.where[v])
         for node in self.graph.nodes:
             self.lower_node(node)
-        return Program(self.graph, self.steps, self.storages, inputs, self.claim_outputs())
+        return Program(self.graph, self.steps, self.storages, inputs, self.claim_outputs(),
+                       self.cfg.max_device_memory)
 
     # --- nodes ---------------------------------------------------------------------------
     def lower_node(self, node: Node) -> None:
@@ -221,7 +224,7 @@ class _Builder:
         spec, sizes = describe(sub)
         dtypes = [d for d, _ in spec.inputs + spec.outputs]
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
-        parallel = block_dim > 1
+        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements) > 1
         name, source = render(spec, variant, parallel)
         fn = get_kernel(name, name, source, parallel,
                         signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)

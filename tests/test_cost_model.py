@@ -12,6 +12,12 @@ def subgraph_of(graph):
     return node.subgraph
 
 
+def _chain(*shape):
+    g = Builder(t(*shape))
+    (x,) = g.inputs
+    return g.graph(g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0)))
+
+
 def test_estimate_of_an_elementwise_kernel():
     g = Builder(t(256, 1024))
     (x,) = g.inputs
@@ -20,7 +26,9 @@ def test_estimate_of_an_elementwise_kernel():
     assert est.bytes == 2 * 256 * 1024 * 4          # read x once, write the result once
     assert est.ops == 2 * 256 * 1024
     assert est.block_dim == aicore.block_dim_for(256 * 1024, 32)
-    assert est.threads == min(est.block_dim, aicore.host_threads())
+    assert est.block_dim > 1 and est.threads == 1  # 256K points: the blocks run in turn on one thread
+    big = estimate(subgraph_of(_chain(4096, 1024)), 32)
+    assert big.threads == min(big.block_dim, aicore.host_threads())
     assert est.ub_bytes <= aicore.UB_BYTES and est.fits_ub
     assert est.seconds > aicore.LAUNCH_SECONDS
 
@@ -53,7 +61,8 @@ def test_float16_reduce_sum_runs_with_block_dim_1():
 
 
 def test_refuses_multi_core_elementwise_into_a_float16_reduce_sum():
-    g = Builder(t(256, 1024, dtype=F16))
+    # 2M points: the elementwise part is worth a launch over every host thread (aicore.launch_threads)
+    g = Builder(t(2048, 1024, dtype=F16))
     (x,) = g.inputs
     y = g.op("Exp", g.op("Mul", x, g.const(0.5, F16)))
     graph = g.graph(g.op("ReduceSum", y, axis=(1,), keep_dims=True))
@@ -64,7 +73,7 @@ def test_refuses_multi_core_elementwise_into_a_float16_reduce_sum():
     assert "block_dim 1" in record.reason and "float16 ReduceSum" in record.reason
     assert record.figures["fused_block_dim"] == 1 and record.figures["saved_us"] < 0
     # the same graph in float32 fuses into one kernel
-    g = Builder(t(256, 1024))
+    g = Builder(t(2048, 1024))
     (x,) = g.inputs
     y = g.op("Exp", g.op("Mul", x, g.const(0.5)))
     assert kernel_count(fuse_all(g.graph(g.op("ReduceSum", y, axis=(1,), keep_dims=True)), options())[1]) == 1

@@ -36,6 +36,27 @@ def test_block_dim_bounds():
     assert aicore.block_dim_for(10 ** 9, 32, single_core=True) == 1
 
 
+def test_small_launches_keep_their_blocks_on_one_thread():
+    """block_dim is the emulated device's; host threads join only when there is enough work."""
+    big = aicore.PARALLEL_MIN_ELEMENTS
+    assert aicore.launch_threads(8, big // 4) == 1
+    assert aicore.launch_threads(1, 100 * big) == 1
+    assert aicore.launch_threads(8, big) == min(8, aicore.host_threads())
+    assert aicore.launch_threads(8, 10, min_elements=0) == min(8, aicore.host_threads())
+
+
+def test_lowering_follows_launch_threads():
+    from kernels import DeviceConfig, lower
+    from tests.kernel_graphs import Builder
+    b = Builder()
+    x = b.input((256, 1024))
+    g = b.graph(b.op("Add", x, b.const(1.0)))
+    small, forced = lower(g, DeviceConfig()), lower(g, DeviceConfig(parallel_min_elements=0))
+    assert small.kernels[0].block_dim == forced.kernels[0].block_dim > 1
+    assert not small.steps[0].parallel
+    assert forced.steps[0].parallel == (aicore.host_threads() > 1)
+
+
 # kernels.mathfn's functions are numba intrinsics: in pure Python, numpy stands in for them
 PURE_PYTHON_MATH = {"exp_f32": lambda x: np.exp(np.float32(x)), "log_f32": lambda x: np.log(np.float32(x)),
                     "tanh_f32": lambda x: np.tanh(np.float32(x)),

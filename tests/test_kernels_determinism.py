@@ -30,11 +30,13 @@ SCRIPT = textwrap.dedent("""
     result = {}
     for core_num in (1, 7, 32):
         for label, g in graphs.items():
-            program = lower(g, DeviceConfig(core_num=core_num, deterministic=1))
+            # parallel_min_elements=0: every multi-block launch is a prange launch over the threads
+            program = lower(g, DeviceConfig(core_num=core_num, deterministic=1, parallel_min_elements=0))
             arrays = [random_array(v.shape, seed=k) for k, v in enumerate(g.inputs)]
             digest = hashlib.sha256(b"".join(o.tobytes() for o in program.run(arrays))).hexdigest()
             result[f"{label}/{core_num}"] = (digest, [k.block_dim for k in program.kernels],
-                                             [k.variant for k in program.kernels])
+                                             [k.variant for k in program.kernels],
+                                             [s.parallel for s in program.steps])
     print(json.dumps(result))
 """)
 
@@ -53,6 +55,6 @@ def test_bitwise_across_core_num_and_threads():
         digests = {results[t][f"{label}/{c}"][0] for t in (1, 2) for c in (1, 7, 32)}
         assert len(digests) == 1, f"{label}: {results}"
     one, many = results[2]["layer_norm/1"], results[2]["layer_norm/32"]
-    assert one[1] == [1] and many[1][0] > 7  # the model really launched many blocks
+    assert one[1] == [1] and many[1][0] > 7 and many[3] == [True]  # many blocks, over the threads
     assert results[2]["sum_of_squares/32"][2] == ["split"]
     assert results[2]["columns/32"][2] == ["columns"] and results[2]["columns/32"][1][0] > 1

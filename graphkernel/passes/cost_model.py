@@ -9,7 +9,8 @@
              float16) x the points where the kernel evaluates it: the whole iteration shape for a
              value that varies along the reduce axes (so a small producer broadcast into a big kernel
              is recomputed per point), one per row for a reduced value
-    threads  min(block_dim, host threads); block_dim from `block_dim_for`, 1 for a float16 ReduceSum
+    threads  aicore.launch_threads: min(block_dim, host threads) for a launch of 1M points or more,
+             else 1; block_dim from `block_dim_for`, 1 for a float16 ReduceSum
     UB       a reduce-then-broadcast kernel keeps every row value it needs in a later phase in the UB:
              ub_bytes = row length x their bytes; when that overflows the UB only stitch fusion may
              run it, recomputing and re-reading the row per phase.
@@ -130,7 +131,7 @@ def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
     items = rows if (ks.reduce_axes and rows > 1) else total
     per_item = row if (ks.reduce_axes and rows > 1) else 1
     block_dim = aicore.block_dim_for(items, core_num, single_core=single_core, elements_per_item=per_item)
-    threads = max(1, min(block_dim, aicore.host_threads()))
+    threads = aicore.launch_threads(block_dim, total)
     launch = aicore.LAUNCH_SECONDS + (aicore.PARALLEL_LAUNCH_SECONDS if threads > 1 else 0.0)
     share = 1.0 if threads > 1 else aicore.SINGLE_THREAD_BANDWIDTH_SHARE
     memory = nbytes / (aicore.bandwidth(nbytes) * share)
