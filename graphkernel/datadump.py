@@ -18,15 +18,15 @@ apply to graphs compiled afterwards (GRAPH_MODE; PYNATIVE's one-op runs are not 
 
 `<launch>` is the launch's position in the graph (4 digits), so files sort in execution order and
 two names that sanitize alike never share a file; `<name>` is the node's scope name (or a composite's
-name) with every character other than letters, digits, `_` and `-` made `_`, shortened with a hash
-when long. dump_layer names a node by its scope name, a composite by its name, or a kernel by its
+name) through ir.filenames.safe_filename: every character other than letters, digits, `_` and `-`
+made `_`, shortened with a hash when long; every path is checked to stay inside dump_path.
+dump_layer names a node by its scope name, a composite by its name, or a kernel by its
 kernel name; naming an op that fusion put inside a composite warns and dumps the composite's inputs
 and outputs. Every file is written under a temporary name and renamed: none is ever half-written.
 """
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
 import re
@@ -35,6 +35,7 @@ import warnings
 import numpy as np
 
 from ir.errors import GraphKernelError
+from ir.filenames import UnsafePathError, path_in, safe_filename
 from graphkernel import context
 from graphkernel.context import ContextError
 from graphkernel.observe import user_stacklevel
@@ -103,19 +104,17 @@ def check_dump_layer(value):
 
 
 # --- file names ------------------------------------------------------------------------------------
-NAME_LIMIT = 100
-
-
-def safe_name(name: str) -> str:
-    """A file-name part from a scope name: no '/', '.', NUL or other specials; long names end in a hash."""
-    s = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "unnamed"
-    if len(s) > NAME_LIMIT:
-        s = s[:NAME_LIMIT - 13] + "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return s
-
-
 def file_stem(launch) -> str:
-    return f"{launch.index:04d}_{safe_name(launch.name)}"
+    """`<launch>_<name>`: the index keeps names that sanitize alike apart, so no hash is needed for them."""
+    return f"{launch.index:04d}_{safe_filename(launch.name, hash_changes=False)}"
+
+
+def dump_file(directory: str, filename: str) -> str:
+    """`directory/filename`, checked to stay inside `directory` (a DumpError otherwise)."""
+    try:
+        return path_in(directory, filename)
+    except UnsafePathError as e:
+        raise DumpError(str(e)) from None
 
 
 def format_shape(shape) -> str:
@@ -180,7 +179,7 @@ class DataDump:
         self.stems = {launch.index: file_stem(launch) for launch in launches}
         self.rows: list = []
         ensure_directory(self.root)
-        write_atomic(os.path.join(self.root, "kernels.csv"), csv_bytes(
+        write_atomic(dump_file(self.root, "kernels.csv"), csv_bytes(
             ("launch", "file", "name", "kernel", "op_types", "block_dim", "input_shape", "input_data_type",
              "output_shape", "output_data_type", "dumped"),
             [(la.index, self.stems[la.index], la.name, la.kernel, "+".join(la.op_types),
@@ -208,14 +207,14 @@ class DataDump:
                 continue
             for i, a in enumerate(arrays):
                 if self.data == "tensor":
-                    save_array(os.path.join(self.step_dir(step), f"{stem}.{io_name}.{i}.npy"), a)
+                    save_array(dump_file(self.step_dir(step), f"{stem}.{io_name}.{i}.npy"), a)
                 else:
                     self.rows.append((launch.name, io_name, i, a.dtype.name, format_shape(a.shape),
                                       *statistics(a), launch.kernel, launch.index))
 
     def end_step(self, compiled, step, seconds, count) -> None:
         if self.data == "stats" and self.wanted(step):
-            write_atomic(os.path.join(self.step_dir(step), "statistic.csv"), csv_bytes(STATS_HEADER, self.rows))
+            write_atomic(dump_file(self.step_dir(step), "statistic.csv"), csv_bytes(STATS_HEADER, self.rows))
         self.rows = []
 
 

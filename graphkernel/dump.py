@@ -1,6 +1,7 @@
 """Stage dumps (`save_graphs`): a `.dot` per stage, and with --dump_as_text the IR text and the fusion
 log. Files are written whole or not at all (a temporary file renamed into place), into a directory
-that is created if missing; a path that cannot be written is an error naming it.
+that is created if missing; a path that cannot be written is an error naming it. File names go
+through ir.filenames (safe_filename, path_in): whatever the stem, the file stays in the directory.
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import tempfile
 
 from ir.errors import GraphKernelError
+from ir.filenames import UnsafePathError, path_in, safe_filename
 from ir.graph import Graph
 
 
@@ -55,7 +57,10 @@ class StageDumper:
             return
         for suffix, content in ((".dot", dot), (".ir", text if self.as_text else None)):
             if content is not None:
-                path = os.path.join(self.directory, stem + suffix)
+                try:
+                    path = path_in(self.directory, safe_filename(stem) + suffix)
+                except UnsafePathError as e:
+                    raise DumpError(str(e)) from None
                 write_atomic(path, content)
                 self.files.append(path)
 

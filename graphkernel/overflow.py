@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from graphkernel.datadump import ensure_directory, file_stem, format_shape, save_array, write_atomic
+from graphkernel.datadump import dump_file, ensure_directory, file_stem, format_shape, save_array, write_atomic
 from graphkernel.observe import user_stacklevel
 
 MAX_ENTRIES = 200
@@ -84,9 +84,9 @@ class OverflowCheck:
         files = []
         for io_name, arrays in (("input", inputs), ("output", outputs)):
             for i, a in enumerate(arrays):
-                rel = os.path.join(rel_dir, f"{file_stem(launch)}.{io_name}.{i}.npy")
-                save_array(os.path.join(self.path, rel), a)
-                files.append(rel)
+                filename = f"{file_stem(launch)}.{io_name}.{i}.npy"
+                save_array(dump_file(os.path.join(self.path, rel_dir), filename), a)
+                files.append(os.path.join(rel_dir, filename))
         return files
 
     def end_step(self, compiled, step, seconds, count) -> None:

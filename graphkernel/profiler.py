@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ir.dtypes import DType
 from ir.errors import GraphKernelError
+from ir.filenames import path_in
 from graphkernel import observe
 from graphkernel.datadump import csv_bytes, format_shape, write_atomic
 
@@ -136,7 +137,7 @@ class Profiler:
         rows, steps = self.kernel_rows(), self.step_rows()
         for name, columns, data in (("kernel_details.csv", KERNEL_COLUMNS, rows),
                                     ("step_trace.csv", STEP_COLUMNS, steps)):
-            path = os.path.join(self.directory, name)
+            path = path_in(self.directory, name)
             try:
                 os.makedirs(self.directory, exist_ok=True)
             except OSError as e:

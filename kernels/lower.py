@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir.dtypes import DType
+from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
@@ -138,6 +139,7 @@ class _Builder:
         self.storages: list[Storage] = []
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
+        self.kernels: dict[tuple, tuple] = {}   # Graph.key() of a kernel's subgraph -> compile_kernel's
 
     def storage(self, kind: str, type_, **kw) -> int:
         self.storages.append(Storage(kind, type_.dtype.np, type_.size, **kw))
@@ -221,6 +223,16 @@ class _Builder:
 
     def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> Step:
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
+        key = sub.key()
+        if key not in self.kernels:
+            self.kernels[key] = self.compile_kernel(sub)
+        info, fn, extra, parallel = self.kernels[key]
+        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
+                    parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
+
+    def compile_kernel(self, sub: Graph) -> tuple:
+        """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`. Names take
+        no part in it, so `build_kernel` asks once per structure (a long chain of one op: once)."""
         spec, sizes = describe(sub)
         dtypes = [d for d, _ in spec.inputs + spec.outputs]
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
@@ -230,11 +242,9 @@ class _Builder:
                         signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
-        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in ext), node.types,
-                          "device", source, variant)
-        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node),
-                    extra=tuple(sizes) + (block_dim, tile, lanes), parallel=parallel,
-                    values_in=tuple(ext), values_out=node.outputs)
+        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
+                          tuple(v.type for v in sub.outputs), "device", source, variant)
+        return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
 
     # --- outputs -------------------------------------------------------------------------
     def claim_outputs(self) -> list[int]:
@@ -266,8 +276,10 @@ def _first_line(e: Exception) -> str:
 
 
 def _write_source(directory: str, name: str, source: str) -> None:
+    """The kernel's source as `directory/<name>.py` (--dump_as_text), the name made safe and the
+    path checked to stay inside `directory` (ir.filenames)."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}.py")
+    path = path_in(directory, safe_filename(name) + ".py")
     if not os.path.exists(path):
         with open(path, "w") as f:
             f.write(source)
