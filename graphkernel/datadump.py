@@ -142,7 +142,7 @@ def csv_bytes(header, rows) -> bytes:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     w.writerows(rows)
-    return buf.getvalue().encode()
+    return buf.getvalue().encode("utf-8", "backslashreplace")   # a name may hold a lone surrogate
 
 
 # --- statistics ------------------------------------------------------------------------------------
