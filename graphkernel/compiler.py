@@ -21,9 +21,11 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
+from ir.limits import check_graph
 from ir.ops import placement
 from graphkernel import context, observe
 from graphkernel.flags import parse_flags
+from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
 from graphkernel.nn.cell import unflatten
@@ -61,6 +63,7 @@ def options_from_context() -> CompileOptions:
         customize_dtypes=read_customize_dtypes(dtypes) if dtypes else None,
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
         mix_compile_mode=context.get_context("mix_compile_mode"),
+        max_device_memory=max_device_memory(),
         log=FusionLog(),
     )
 
@@ -137,8 +140,10 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
                   eager: bool = False) -> CompiledGraph:
     """Run the pipeline on a traced graph and prepare it to execute.
 
-    An eager (PYNATIVE one-op) compile takes no graph id and writes no dumps.
+    An eager (PYNATIVE one-op) compile takes no graph id and writes no dumps. Every declared shape is
+    checked against the memory limit first (a graph parsed from text was never traced).
     """
+    check_graph(graph, opts.max_device_memory)
     from graphkernel.dump import StageDumper
     graph_id = None if eager else context.next_graph_id()
     save = context.get_context("save_graphs") and not eager

@@ -82,6 +82,16 @@ def _precision_file(reader: str):
     return check
 
 
+def _memory_size(v):
+    if v is None:
+        return None
+    from graphkernel.limits import MemorySettingError, parse_size
+    try:
+        return parse_size(v)
+    except MemorySettingError as e:
+        raise ContextError(str(e)) from None
+
+
 def _dump_setting(checker: str):
     def check(v):
         from graphkernel import datadump
@@ -123,6 +133,7 @@ KEYS: dict[str, Key] = {
     "op_compiler_cache_mode": Key("enable", _choice("enable", "disable", "force")),
     "op_compiler_cache_dir": Key(None, _path_or_none),
     "core_num": Key(32, _int_range(1, 1024)),
+    "max_device_memory": Key(None, _memory_size),   # bytes; None: GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's
 }
 
 _settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}

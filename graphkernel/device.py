@@ -11,7 +11,8 @@ def device_config(opts, source_dir: str | None = None):
     from kernels import DeviceConfig
     return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic,
                         cache_mode=context.get_context("op_compiler_cache_mode"),
-                        cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir)
+                        cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir,
+                        max_device_memory=opts.max_device_memory)
 
 
 def attach_program(compiled, dumper, eager: bool) -> None:

@@ -52,6 +52,7 @@ class CompileOptions:
     customize_dtypes: object = None  # graphkernel.precision.CustomizeDtypes read from customize_dtypes
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
     mix_compile_mode: bool = False   # host ops may compile next to device work (passes/partition.py)
+    max_device_memory: int | None = None   # bytes one tensor, or one call's device buffers, may take
     log: FusionLog = field(default_factory=FusionLog, compare=False, hash=False)
 
     @property

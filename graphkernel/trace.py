@@ -7,6 +7,8 @@
 
 A SymbolicTensor refuses to become a Python bool/float/int or a numpy array: graph mode needs static
 control flow, and the message says so. Scope names follow MindSpore: `Default/<cell path>/<Op>-op<N>`.
+Every input, constant and node is checked against the memory limit as it is added (ir/limits.py,
+graphkernel/limits.py), so a shape too large fails here, naming the op, before anything is allocated.
 """
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ import contextvars
 
 from ir.errors import GraphKernelError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
+from ir.limits import check_node
 from ir.ops import make_node
 from ir.ops.host import to_host_call
+from graphkernel.limits import max_device_memory
 from graphkernel.tensor import TensorOps
 
 _active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_trace", default=None)
@@ -91,6 +95,7 @@ class Trace:
         self.parameters: list = []          # Parameters read by construct, in input order
         self._param_values: dict[int, Value] = {}
         self.host_depth = 0                 # > 0 inside graphkernel.host_scope(): nodes run on the host
+        self.memory_limit = max_device_memory()   # bytes one tensor may take (None: no limit)
         self._token = None
 
     def __enter__(self) -> Trace:
@@ -101,7 +106,9 @@ class Trace:
         _active.reset(self._token)
 
     def input(self, type_: TensorType, name: str) -> SymbolicTensor:
-        value = input_node(len(self.inputs), type_, name).out
+        node = input_node(len(self.inputs), type_, name)
+        check_node(node, self.memory_limit)
+        value = node.out
         self.inputs.append(value)
         return SymbolicTensor(value)
 
@@ -126,6 +133,7 @@ class Trace:
         return name
 
     def add(self, node: Node) -> Node:
+        check_node(node, self.memory_limit)
         if self.host_depth:
             node = to_host_call(node)
         self.nodes.append(node)

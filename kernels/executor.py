@@ -5,6 +5,8 @@
                  a Reshape shares its input's storage (a view: kernels see flat arrays)
       temps      packed into arena blocks by liveness: a block freed after a value's last use
                  serves a later value, so the set of blocks is the peak, not the sum
+      limit      with a memory limit, every value a kernel writes and one call's buffers together
+                 (the arena and the outputs) are checked against it before anything is allocated
       runner     generated Python: one line per kernel call with its arguments spelled out,
                  so a call costs the kernel launches and little else
     per call
@@ -25,6 +27,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
+from ir.limits import ResourceLimitError, check_node, over_limit_message
 
 
 GENERATED = ("elementwise", "rows", "split", "columns")   # KernelInfo.variant of generated kernels
@@ -92,7 +95,7 @@ def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], d
         by_start.setdefault(first, []).append((last, s))
     for k in range(len(steps)):
         for last, s in by_start.get(k, []):
-            nbytes = max(1, storages[s].size * storages[s].dtype.itemsize)
+            nbytes = storages[s].size * storages[s].dtype.itemsize  # 0 for a zero-size tensor: an empty view
             fits = [b for b in free if blocks[b] >= nbytes]
             if fits:
                 b = min(fits, key=lambda b: blocks[b])
@@ -106,6 +109,14 @@ def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], d
     return blocks, placed
 
 
+def _check_values(steps: list[Step], max_bytes: int | None) -> None:
+    """ResourceLimitError naming the node whose result alone is larger than `max_bytes`."""
+    if max_bytes is None:
+        return
+    for node in dict.fromkeys(v.node for step in steps for v in step.values_out):
+        check_node(node, max_bytes)
+
+
 class Program:
     """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
 
@@ -117,7 +128,7 @@ class Program:
     """
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
-                 input_ids: list[int], output_ids: list[int]):
+                 input_ids: list[int], output_ids: list[int], max_bytes: int | None = None):
         self.graph = graph
         self.steps = steps
         self.storages = storages
@@ -126,7 +137,12 @@ class Program:
         self._inputs = [(np.dtype(storages[i].dtype), tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
         self._input_ids = input_ids
         self._output_ids = output_ids
+        _check_values(steps, max_bytes)
         self._blocks, self._placed = plan_arena(steps, storages)
+        if max_bytes is not None and self.peak_bytes > max_bytes:
+            raise ResourceLimitError(over_limit_message(
+                f"one call of this program (temporaries' peak {self.temp_bytes} bytes + outputs "
+                f"{self.peak_bytes - self.temp_bytes} bytes)", self.peak_bytes, max_bytes))
         self._local = threading.local()
         self._lock = _launch_lock() if any(s.parallel for s in steps) else None
         self._runner = self._make_runner(observed=False)

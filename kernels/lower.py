@@ -139,6 +139,7 @@ class _Builder:
         self.storages: list[Storage] = []
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
+        self.kernels: dict[tuple, tuple] = {}   # Graph.key() of a kernel's subgraph -> compile_kernel's
 
     def storage(self, kind: str, type_, **kw) -> int:
         self.storages.append(Storage(kind, type_.dtype.np, type_.size, **kw))
@@ -222,6 +223,16 @@ class _Builder:
 
     def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> Step:
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
+        key = sub.key()
+        if key not in self.kernels:
+            self.kernels[key] = self.compile_kernel(sub)
+        info, fn, extra, parallel = self.kernels[key]
+        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
+                    parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
+
+    def compile_kernel(self, sub: Graph) -> tuple:
+        """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`. Names take
+        no part in it, so `build_kernel` asks once per structure (a long chain of one op: once)."""
         spec, sizes = describe(sub)
         dtypes = [d for d, _ in spec.inputs + spec.outputs]
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
@@ -231,11 +242,9 @@ class _Builder:
                         signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
-        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in ext), node.types,
-                          "device", source, variant)
-        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node),
-                    extra=tuple(sizes) + (block_dim, tile, lanes), parallel=parallel,
-                    values_in=tuple(ext), values_out=node.outputs)
+        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
+                          tuple(v.type for v in sub.outputs), "device", source, variant)
+        return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
 
     # --- outputs -------------------------------------------------------------------------
     def claim_outputs(self) -> list[int]:

@@ -20,6 +20,7 @@ import numpy as np
 from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError
 from ir.graph import Literal, Value
+from ir.limits import check_node
 from ir.ops import evaluate, make_node
 from graphkernel.onnx.types import OnnxImportError
 
@@ -102,6 +103,7 @@ class Builder:
         if all(is_const(x) for x in inputs):
             const_values = [make_node("Const", (), {"value": Literal(x)}).out for x in inputs]
             node = make_node(name, const_values, attrs, name=label)
+            check_node(node, self.trace.memory_limit)  # before folding allocates its result
             try:
                 return list(evaluate(node, inputs))
             except GraphKernelError:

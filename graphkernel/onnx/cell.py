@@ -21,6 +21,8 @@ import re
 import numpy as np
 
 from ir.errors import GraphKernelError
+from ir.limits import ResourceLimitError, check_shape
+from graphkernel.limits import max_device_memory
 from graphkernel.nn.cell import Cell
 from graphkernel.onnx.builder import Builder, NodeInfo
 from graphkernel.onnx.loader import InputSpec, ModelSpec
@@ -152,6 +154,7 @@ class OnnxCell(Cell):
         """Random Tensors matching the declared inputs; `dims` sizes named dynamic dims."""
         rng = np.random.default_rng(seed)
         dims = dims or {}
+        limit = max_device_memory()
         out = []
         for spec in self.spec.inputs:
             if spec.static:
@@ -167,6 +170,7 @@ class OnnxCell(Cell):
                     raise OnnxInputError(f"input {spec.name!r}: dim {axis} is dynamic "
                                          f"({d!r} in {spec}); give concrete inputs (e.g. --inputs FILE.npz)")
                 shape.append(d)
+            check_shape(shape, spec.dtype, limit, f"input {spec.name!r}")
             out.append(Tensor(_random(rng, spec, tuple(shape))))
         return out
 
@@ -217,6 +221,8 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
             outs = node.converter.fn(b, info)
         except OnnxImportError:
             raise
+        except ResourceLimitError as e:  # stays a MemoryError, now naming the ONNX node
+            raise ResourceLimitError(f"{info.where()}: {e}") from None
         except GraphKernelError as e:
             raise OnnxImportError(f"{info.where()}: {e}") from None
         except (TypeError, ValueError, IndexError, KeyError) as e:  # inputs or attributes of a form we missed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.limits import check_shape
 from ir.ops.checks import broadcast
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, is_const, shape_of
 from graphkernel.onnx.registry import converter
@@ -227,6 +228,7 @@ def constant_of_shape(b: Builder, n: NodeInfo):
         np.zeros(1, np.float32)
     if fill.size != 1:
         raise n.error(f"attribute 'value' must hold one element, it holds {fill.size}")
+    check_shape(shape, fill.dtype, b.trace.memory_limit, "its result")
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
@@ -236,6 +238,7 @@ def range_(b: Builder, n: NodeInfo):
     if delta == 0:
         raise n.error("delta is 0")
     count = max(int(np.ceil((limit.item() - start.item()) / delta.item())), 0)
+    check_shape((count,), start.dtype, b.trace.memory_limit, "its result")
     return [(start + np.arange(count, dtype=start.dtype) * delta).astype(start.dtype)]
 
 

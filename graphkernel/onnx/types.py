@@ -2,7 +2,8 @@
 
     onnx elem type FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL  ->  our six DTypes
     any other type (BFLOAT16, UINT8, FLOAT8*, STRING, ...)     ->  OnnxImportError naming the tensor
-    TensorProto                                               ->  a numpy array (to_array)
+    TensorProto                                               ->  a numpy array (to_array), its declared
+                                                                  dims checked against the memory limit first
     a graph input's declared dims                             ->  ints, or names/None when dynamic
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.errors import GraphKernelError
+from ir.limits import check_shape
 
 
 class OnnxImportError(GraphKernelError, ValueError):
@@ -53,7 +55,9 @@ def to_onnx_type(dtype: DType) -> int:
 def to_array(tensor, what: str, base_dir: str | None = None) -> np.ndarray:
     """A TensorProto's values as a numpy array of one of our dtypes."""
     from onnx import numpy_helper
+    from graphkernel.limits import max_device_memory
     dtype = to_dtype(tensor.data_type, what)
+    check_shape(tensor.dims, dtype, max_device_memory(), what)  # before its data is read or expanded
     try:
         arr = numpy_helper.to_array(tensor, base_dir or "")
     except Exception as e:  # protobuf and external-data failures: say which tensor
