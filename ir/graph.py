@@ -93,7 +93,9 @@ def _attrs_key(attrs: tuple) -> tuple:
 
 
 def freeze_attrs(attrs: Mapping | Iterable | None) -> tuple:
-    items = attrs.items() if isinstance(attrs, Mapping) else (attrs or ())
+    if not attrs:
+        return ()
+    items = attrs.items() if isinstance(attrs, (dict, Mapping)) else attrs  # dict first: a cheap check
     return tuple(sorted((str(k), _freeze(v)) for k, v in items))
 
 
@@ -136,15 +138,19 @@ class Node:
 
     def __init__(self, op: str, inputs: Iterable[Value] = (), attrs=None,
                  types: Iterable[TensorType] = (), name: str = "", subgraph: Graph | None = None):
+        frozen = freeze_attrs(attrs)
+        self._set(op, tuple(inputs), frozen, dict(frozen), tuple(types), name, subgraph)
+
+    def _set(self, op, inputs: tuple, attrs: tuple, attr_map: dict, types: tuple, name, subgraph) -> None:
         set_ = object.__setattr__
         set_(self, "op", op)
-        set_(self, "inputs", tuple(inputs))
-        set_(self, "attrs", freeze_attrs(attrs))
-        set_(self, "types", tuple(types))
+        set_(self, "inputs", inputs)
+        set_(self, "attrs", attrs)
+        set_(self, "types", types)
         set_(self, "name", name)
         set_(self, "subgraph", subgraph)
-        set_(self, "outputs", tuple(Value(self, i) for i in range(len(self.types))))
-        set_(self, "_attr_map", dict(self.attrs))
+        set_(self, "outputs", tuple([Value(self, i) for i in range(len(types))]))
+        set_(self, "_attr_map", attr_map)
 
     def __setattr__(self, key, value):
         raise AttributeError("Node is immutable; use replace()")
@@ -164,10 +170,17 @@ class Node:
         return dict(self._attr_map)
 
     def replace(self, **changes) -> Node:
-        fields = dict(op=self.op, inputs=self.inputs, attrs=self.attrs, types=self.types,
-                      name=self.name, subgraph=self.subgraph)
-        fields.update(changes)
-        return Node(**fields)
+        if "attrs" in changes:
+            fields = dict(op=self.op, inputs=self.inputs, attrs=self.attrs, types=self.types,
+                          name=self.name, subgraph=self.subgraph)
+            fields.update(changes)
+            return Node(**fields)
+        # the attrs are frozen already: share them (and their map, which nothing mutates)
+        get = changes.get
+        node = object.__new__(Node)
+        node._set(get("op", self.op), tuple(get("inputs", self.inputs)), self.attrs, self._attr_map,
+                  tuple(get("types", self.types)), get("name", self.name), get("subgraph", self.subgraph))
+        return node
 
     def __repr__(self):
         return f"<Node {self.op} {' '.join(map(str, self.types))}{' ' + self.name if self.name else ''}>"
