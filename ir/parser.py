@@ -29,6 +29,7 @@ from ir.errors import ParseError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 
 MAX_DEPTH = 64  # nesting of composite subgraphs and attribute lists
+MAX_ELEMENTS = 2**63 - 1  # of one tensor type: an int64 count
 
 _TOKEN = re.compile(r"""[ \t\r]*(?:            # each match: blanks, then one token
     (?P<value>%[A-Za-z0-9_.]+)
@@ -118,6 +119,19 @@ def _unescape(body: str, line: int, col: int) -> str:
             raise ParseError(f"bad escape {body[j:j + 2]!r} in string (expected one of \\\" \\\\ \\/ \\b "
                              "\\f \\n \\r \\t \\uXXXX \\UXXXXXXXX)", line, col + j)
     return "".join(out)
+
+
+def _tensor_type(shape: tuple[int, ...], dtype: DType, tok: Token) -> TensorType:
+    """The type, unless a dim or its element count does not fit in int64 (sizes are int64 everywhere)."""
+    count = 1
+    for d in shape:
+        if d > MAX_ELEMENTS:
+            raise ParseError(f"dimension {d} is more than int64 holds ({MAX_ELEMENTS})", tok.line, tok.col)
+        count *= d
+    if count > MAX_ELEMENTS:
+        raise ParseError(f"type {dtype.short}[{','.join(map(str, shape))}] has {count} elements, more than "
+                         f"int64 counts ({MAX_ELEMENTS})", tok.line, tok.col)
+    return TensorType(shape, dtype)
 
 
 class Parser:
@@ -272,10 +286,11 @@ class Parser:
                     shape = tuple(int(d) for d in dims.split(",") if d)
                 except ValueError:  # more digits than Python converts
                     raise ParseError("dimension too long", tok.line, tok.col) from None
-                self.types_seen[tok.text] = TensorType(shape, from_short(head))
+                self.types_seen[tok.text] = _tensor_type(shape, from_short(head), tok)
             return self.types_seen[tok.text]
+        tok = self.tok
         dtype = self.dtype()
-        return TensorType(self.dims(), dtype)
+        return _tensor_type(self.dims(), dtype, tok)
 
     def dtype(self) -> DType:
         if not (self.tok.kind == "ident" and self.tok.text in SHORT_NAMES):

@@ -59,6 +59,15 @@ def is_const(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
+def _exact_in(v, dtype: DType) -> bool:
+    """Whether the number `v` has an exact value in the integer or bool `dtype`."""
+    x = float(v)
+    if dtype == DType.bool:
+        return x in (0.0, 1.0)
+    info = np.iinfo(dtype.np)
+    return x.is_integer() and info.min <= v <= info.max
+
+
 class Builder:
     def __init__(self, trace):
         self.trace = trace
@@ -72,8 +81,14 @@ class Builder:
         return self.trace.constant(np.asarray(x))
 
     def const(self, v, like) -> np.ndarray:
-        """A 0-d constant of `like`'s dtype."""
-        return np.asarray(v, dtype=dtype_of(like).np)
+        """A 0-d constant of `like`'s dtype; OnnxImportError if an integer or bool dtype cannot hold `v`
+        exactly (an attribute such as alpha=0.01 meeting an int tensor: ONNX allows floats only there)."""
+        dtype = dtype_of(like)
+        if not dtype.is_float and not _exact_in(v, dtype):
+            raise self.node.error(f"the constant {v!r} has no exact {dtype} value, and {dtype} is the dtype "
+                                  "of the tensor it combines with (does the op take tensors of that type?)")
+        with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as a cast makes it
+            return np.asarray(v, dtype=dtype.np)
 
     def static(self, x, what: str) -> np.ndarray:
         """The compile-time value of an input that must be known statically (shapes, axes, ...)."""

@@ -95,6 +95,27 @@ def _parse(data: bytes, what: str):
     return model
 
 
+def check_text(model) -> None:
+    """OnnxImportError naming the field if any string of the model is not UTF-8.
+
+    protobuf hands out such a string as bytes rather than failing, and onnx.checker passes it; one
+    check here keeps bytes out of names, op types and scope names everywhere after."""
+    from google.protobuf.descriptor import FieldDescriptor
+    stack = [(model, "model")]
+    while stack:
+        message, path = stack.pop()
+        for field, value in message.ListFields():
+            repeated = field.is_repeated if hasattr(field, "is_repeated") else \
+                field.label == field.LABEL_REPEATED  # protobuf before 6
+            items = enumerate(value) if repeated else [(None, value)]
+            for i, item in items:
+                where = f"{path}.{field.name}" + (f"[{i}]" if repeated else "")
+                if field.type == FieldDescriptor.TYPE_MESSAGE:
+                    stack.append((item, where))
+                elif field.type == FieldDescriptor.TYPE_STRING and not isinstance(item, str):
+                    raise OnnxImportError(f"{where} is not valid UTF-8 text ({bytes(item)[:60]!r})")
+
+
 def check_model(model, path: str | None = None) -> None:
     """onnx.checker on the model (on its file when there is one: external data resolve next to it)."""
     import onnx
@@ -154,6 +175,8 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
         if vi.name in spec.constants or vi.name in spec.weights:
             continue
         dtype, dims = declared_dims(vi, f"graph input {vi.name!r}")
+        if dims is not None and any(isinstance(d, int) and d < 0 for d in dims):
+            raise OnnxImportError(f"graph input {vi.name!r} declares a negative dim: {format_dims(dims)}")
         spec.inputs.append(InputSpec(vi.name, dtype, dims, vi.name in static_uses))
     for vi in graph.output:
         if vi.type.tensor_type.elem_type:
@@ -165,5 +188,6 @@ def load(source):
     """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto)."""
     from graphkernel.onnx.cell import OnnxCell
     model, base_dir = read_model(source)
+    check_text(model)
     check_model(model, os.fspath(source) if base_dir is not None else None)
     return OnnxCell(model_spec(model, base_dir))

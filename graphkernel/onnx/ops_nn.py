@@ -18,14 +18,18 @@ from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
 from graphkernel.onnx.registry import converter
 
 
-@converter("Softmax")
-def softmax(b: Builder, n: NodeInfo):
-    return [b.op("Softmax", n.inputs[:1], axis=(n.attr("axis", -1),))]
+def _softmax(ir_name: str):
+    def convert(b: Builder, n: NodeInfo):
+        x, axis = n.inputs[0], n.attr("axis", -1)
+        shape, dtype = shape_of(x), dtype_of(x)
+        if 0 in shape and dtype.is_float and -len(shape) <= axis < len(shape):
+            return [np.zeros(shape, dtype.np)]  # empty: no reduction over nothing (max has no identity)
+        return [b.op(ir_name, [x], axis=(axis,))]
+    return convert
 
 
-@converter("LogSoftmax")
-def log_softmax(b: Builder, n: NodeInfo):
-    return [b.op("LogSoftmax", n.inputs[:1], axis=(n.attr("axis", -1),))]
+converter("Softmax")(_softmax("Softmax"))
+converter("LogSoftmax")(_softmax("LogSoftmax"))
 
 
 @converter("LayerNormalization", min_version=17)
@@ -73,7 +77,9 @@ def gelu(b: Builder, n: NodeInfo):
 def dropout(b: Builder, n: NodeInfo):
     """Inference: the identity, and a mask of ones; training mode is not supported."""
     x, training = n.inputs[0], n.input(2)
-    if training is not None and bool(b.static(training, "training_mode")):
+    if training is not None and b.static(training, "training_mode").size != 1:
+        raise n.error(f"input 'training_mode' must be one bool, got shape {list(training.shape)}")
+    if training is not None and bool(training):
         raise n.error("training mode (training_mode=True) is not supported; graphkernel runs inference "
                       "graphs")
     return [x, np.ones(shape_of(x), np.bool_)][: max(n.num_outputs, 1)]

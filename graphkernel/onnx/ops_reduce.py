@@ -30,14 +30,28 @@ def _reduction(compute, empty_value, axes_input_since: int = 18):
             if n.attr("noop_with_empty_axes", 0):
                 return [x]
             axes = list(range(len(shape)))
-        axes = sorted({a % len(shape) if shape else 0 for a in axes})
+        axes = _canonical_axes(n, axes, len(shape))
         keep = bool(n.attr("keepdims", 1))
         if any(shape[a] == 0 for a in axes):
             out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
-            dtype = dtype_of(x)
-            return [np.full(out, empty_value(dtype), dtype=dtype.np)]
+            dtype, value = dtype_of(x), empty_value(dtype_of(x))
+            if not (dtype.is_float or np.isfinite(value)):
+                raise n.error(f"the {n.op_type} of nothing (axes {axes} of {list(shape)} are empty) is "
+                              f"{value}, which a {dtype} tensor cannot hold")
+            return [np.full(out, value, dtype=dtype.np)]
         return [compute(b, x, tuple(axes), keep)]
     return convert
+
+
+def _canonical_axes(n: NodeInfo, axes: list[int], rank: int) -> list[int]:
+    """Sorted non-negative axes, each in range and given once."""
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        raise n.error(f"axes {axes}: {bad[0]} is out of range for rank {rank}")
+    out = sorted({a % rank for a in axes})
+    if len(out) != len(axes):
+        raise n.error(f"axes {axes} name an axis twice")
+    return out
 
 
 def _sum(b, x, axes, keep):

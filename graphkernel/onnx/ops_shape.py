@@ -20,9 +20,10 @@ from graphkernel.onnx.types import to_array
 
 
 def _axis(n: NodeInfo, axis: int, rank: int) -> int:
-    if not -rank <= axis < max(rank, 1):
+    """The axis, made non-negative; a 0-d tensor has none."""
+    if not -rank <= axis < rank:
         raise n.error(f"axis {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 @converter("Identity")
@@ -137,8 +138,8 @@ def split(b: Builder, n: NodeInfo):
         sizes = b.ints(n.input(1), "split")
     elif "num_outputs" in n.attrs:
         parts = n.attr("num_outputs")
-        if parts < 1:
-            raise n.error(f"num_outputs={parts} must be at least 1")
+        if parts != n.num_outputs:
+            raise n.error(f"num_outputs={parts}, but the node has {n.num_outputs} outputs")
         chunk = -(-size // parts)
         sizes = [min(chunk, max(size - chunk * i, 0)) for i in range(parts)]
     else:
@@ -223,6 +224,8 @@ def flatten(b: Builder, n: NodeInfo):
 @converter("ConstantOfShape", static=(0,), min_version=9)
 def constant_of_shape(b: Builder, n: NodeInfo):
     shape = b.ints(n.inputs[0], "input")
+    if any(d < 0 for d in shape):
+        raise n.error(f"shape {shape} has a negative dim")
     value = n.attr("value")
     fill = to_array(value, f"{n.where()}: attribute 'value'").reshape(-1) if value is not None else \
         np.zeros(1, np.float32)
@@ -235,6 +238,9 @@ def constant_of_shape(b: Builder, n: NodeInfo):
 @converter("Range", static=(0, 1, 2), min_version=11)
 def range_(b: Builder, n: NodeInfo):
     start, limit, delta = (b.static(n.input(i), what) for i, what in enumerate(("start", "limit", "delta")))
+    for what, x in (("start", start), ("limit", limit), ("delta", delta)):
+        if x.size != 1 or not np.isfinite(x).all():
+            raise n.error(f"input {what!r} must be one finite number, got {x.tolist()!r}")
     if delta == 0:
         raise n.error("delta is 0")
     count = max(int(np.ceil((limit.item() - start.item()) / delta.item())), 0)

@@ -85,7 +85,12 @@ composite("BiasAdd", 2, _bias_add_infer, _bias_add, (Attr("data_format", "NCHW",
 
 
 def _softmax_canon(types, attrs):
-    return {"axis": normalize_axes(attrs["axis"], types[0].rank, empty_means_all=False)}
+    """Canonical axes; an empty one is refused, as ReduceMax refuses it (the expansion takes the max)."""
+    axes = normalize_axes(attrs["axis"], types[0].rank, empty_means_all=False)
+    empty = [a for a in axes if types[0].shape[a] == 0]
+    if empty:
+        raise ShapeError(f"cannot normalize over axis {empty[0]} of {fmt(types[0].shape)}: it is empty")
+    return {"axis": axes}
 
 
 def _softmax(a, attrs):

@@ -53,7 +53,7 @@ def _slices(attrs):
 
 register(OpDef("Slice", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(_slice_shape(attrs), types[0].dtype),),
-               lambda a, attrs: np.ascontiguousarray(a[0][_slices(attrs)]),
+               lambda a, attrs: a[0][_slices(attrs)].copy(),  # C order, 0-d stays 0-d
                (Attr("begin", check=is_int_tuple), Attr("end", check=is_int_tuple),
                 Attr("strides", check=is_int_tuple)), _slice_canon,
                doc="strided slice of every axis; attrs canonical as slice.indices gives them"))

@@ -5,7 +5,8 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import TensorType
-from ir.ops.checks import is_bool, is_int_tuple, normalize_axes, require
+from ir.errors import ShapeError
+from ir.ops.checks import fmt, is_bool, is_int_tuple, normalize_axes, require
 from ir.ops.registry import Attr, OpDef, Pattern, register
 
 REDUCE_ATTRS = (Attr("axis", (), is_int_tuple), Attr("keep_dims", False, is_bool))
@@ -37,8 +38,16 @@ def _extremum(fn):
     return lambda a, attrs: fn(a[0], axis=attrs["axis"], keepdims=attrs["keep_dims"])
 
 
+def extremum_axes(types, attrs):
+    """canonical_axes, refusing an empty reduction: a max or min of nothing has no value."""
+    attrs = canonical_axes(types, attrs)
+    shape = types[0].shape
+    empty = [a for a in attrs["axis"] if shape[a] == 0]
+    if empty:
+        raise ShapeError(f"cannot take the max or min over axis {empty[0]} of {fmt(shape)}: it is empty")
+    return attrs
+
+
 register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes))
-register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS,
-               canonical_axes))
-register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS,
-               canonical_axes))
+register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes))
+register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes))

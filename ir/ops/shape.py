@@ -46,7 +46,7 @@ def _transpose_canon(types, attrs):
 register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(tuple(types[0].shape[p] for p in attrs["perm"]),
                                                 types[0].dtype),),
-               lambda a, attrs: np.ascontiguousarray(np.transpose(a[0], attrs["perm"])),
+               lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
                (Attr("perm", check=is_int_tuple),), _transpose_canon))
 
 

@@ -1,0 +1,176 @@
+"""Fuzzing the IR text form: mutated printed graphs either fail to parse with ParseError, or parse into a
+graph that prints and parses back equal; such a graph either fails `verify` with VerifyError, or runs
+in the reference interpreter on random inputs (failing only with a deliberate GraphKernelError, such as a
+Gather index out of range): whatever the parser accepts and the verifier passes is a graph we can run.
+
+    printed seed graphs --mutate--> characters (flip, insert, delete, truncate), lines (drop, repeat,
+                                    swap), tokens (numbers, value names, op names, dtypes, attrs)
+    parse_graph -> print_graph round trip -> verify -> interpret
+
+A short bounded run by default (CI); GRAPHKERNEL_FUZZ_EXAMPLES=20000 runs that many examples per test.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ir import parse_graph, print_graph, verify
+from ir.errors import GraphKernelError, ParseError, VerifyError
+from ir.graph import Graph
+from ir.interpret import interpret
+from ir_graphs import op_graph, random_graphs, registered_ops, seed_graphs
+from test_fuzz_onnx import EXAMPLE_SECONDS, bounded, deliberate, fuzz_settings
+
+RUN_ELEMENTS = 1 << 16   # graphs with a larger value are parsed and verified, not run
+
+
+def _seed_texts() -> dict[str, str]:
+    graphs = dict(seed_graphs())
+    for op in registered_ops():
+        graph = op_graph(op)
+        if graph is not None:
+            graphs[f"op {op}"] = graph
+    return {key: print_graph(g) for key, g in graphs.items()}
+
+
+SEEDS = _seed_texts()
+TOKEN = re.compile(r'%[A-Za-z0-9_.]+|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[A-Za-z_]\w*|"(?:[^"\\\n]|\\.)*"|\S')
+CHARS = list('%(){}[],=:"#\\.-+0123456789 \nabcdefxyzEe_<>') + ["é", "\x00", "\t", "\u2028", "😀"]
+NUMBERS = ["0", "1", "-1", "2", "3", "7", "-0.0", "1e400", "nan", "inf", "-inf", "0x10", "1.5",
+           "99999999999999999999999", "2147483648", "65536"]
+WORDS = registered_ops() + ["Composite", "Input", "PyFunc", "Unknown", "f16", "f32", "f64", "i32", "i64",
+                            "bool", "true", "false", "none", "graph", "return", "loc", "axis", "keep_dims",
+                            "shape", "perm", "value", "dtype", "begin", "end", "strides", "sizes"]
+
+
+def mutate_chars(draw, text: str) -> str:
+    at = draw(st.integers(0, max(len(text) - 1, 0)))
+    action = draw(st.sampled_from(["replace", "insert", "delete", "truncate"]))
+    if action == "replace":
+        return text[:at] + draw(st.sampled_from(CHARS)) + text[at + 1:]
+    if action == "insert":
+        return text[:at] + draw(st.text(st.sampled_from(CHARS), min_size=1, max_size=4)) + text[at:]
+    if action == "delete":
+        return text[:at] + text[at + draw(st.integers(1, 8)):]
+    return text[:at]
+
+
+def mutate_lines(draw, text: str) -> str:
+    lines = text.split("\n")
+    i, j = (draw(st.integers(0, len(lines) - 1)) for _ in range(2))
+    action = draw(st.sampled_from(["drop", "repeat", "swap", "move"]))
+    if action == "drop":
+        del lines[i]
+    elif action == "repeat":
+        lines.insert(i, lines[i])
+    elif action == "swap":
+        lines[i], lines[j] = lines[j], lines[i]
+    else:
+        lines.insert(j, lines.pop(i))
+    return "\n".join(lines)
+
+
+DTYPES = ["f16", "f32", "f64", "i32", "i64", "bool"]
+SMALL = ["0", "1", "2", "3", "4", "-1", "-2"]
+
+
+def mutate_tokens(draw, text: str) -> str:
+    """One token replaced by a plausible other: a number by a number, a value by another value of the
+    text, an op by another op, a dtype by another dtype, anything by another token of the text."""
+    found = [(m.span(), m.group()) for m in TOKEN.finditer(text)]
+    if not found:
+        return text
+    kinds = {"value": [f for f in found if f[1].startswith("%")],
+             "number": [f for f in found if f[1][0].isdigit() or f[1][0] in "-+"],
+             "word": [f for f in found if f[1][0].isalpha() or f[1][0] == "_"],
+             "any": found}
+    kind = draw(st.sampled_from([k for k in ("value", "number", "number", "word", "any") if kinds[k]]))
+    (start, end), token = draw(st.sampled_from(kinds[kind]))
+    if kind == "value":
+        new = draw(st.sampled_from(sorted({t for _, t in kinds["value"]}) + ["%99"]))
+    elif kind == "number":
+        new = draw(st.sampled_from(SMALL * 3 + NUMBERS))
+    elif token in DTYPES:
+        new = draw(st.sampled_from(DTYPES))
+    elif kind == "word" and token in WORDS:
+        new = draw(st.sampled_from(WORDS))
+    else:
+        new = draw(st.sampled_from([t for _, t in found] + NUMBERS + WORDS))
+    return text[:start] + new + text[end:]
+
+
+MUTATIONS = [mutate_chars, mutate_lines] + [mutate_tokens] * 6
+
+
+@st.composite
+def mutated_texts(draw):
+    """A printed seed graph (a fixed one or a random DAG) with 1-3 mutations."""
+    if draw(st.integers(0, 3)) == 0:
+        key, text = "random DAG", print_graph(draw(random_graphs(max_nodes=6)))
+    else:
+        key = draw(st.sampled_from(sorted(SEEDS)))
+        text = SEEDS[key]
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3]))):
+        text = draw(st.sampled_from(MUTATIONS))(draw, text)
+    return key, text
+
+
+def _random_inputs(graph: Graph) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    out = []
+    for v in graph.inputs:
+        if v.dtype.is_float:
+            out.append(rng.standard_normal(v.shape).astype(v.dtype.np))
+        elif v.dtype.is_int:
+            out.append(rng.integers(0, 3, v.shape).astype(v.dtype.np))
+        else:
+            out.append(rng.random(v.shape) < 0.5)
+    return out
+
+
+def _small(graph: Graph) -> bool:
+    types = [v.type for v in graph.inputs] + [t for n in graph.nodes for t in n.types]
+    types += [t for n in graph.nodes if n.subgraph is not None for m in n.subgraph.nodes for t in m.types]
+    return all(t.size <= RUN_ELEMENTS for t in types)
+
+
+def parse_verify_run(text: str) -> None:
+    """Parse, round trip, verify, run: each step may fail only as the module docstring says."""
+    try:
+        graph = parse_graph(text)
+    except ParseError:
+        return
+    printed = print_graph(graph)  # an accepted graph prints, and reads back equal
+    assert parse_graph(printed) == graph, f"the text round trips to a different graph:\n{printed}"
+    try:
+        verify(graph)
+    except VerifyError:
+        return
+    if _small(graph):
+        try:
+            interpret(graph, _random_inputs(graph))
+        except GraphKernelError as e:
+            if not deliberate(e):
+                raise
+
+
+def check(key: str, text: str) -> None:
+    with bounded(EXAMPLE_SECONDS, f"mutated {key} text"):
+        parse_verify_run(text)
+
+
+@fuzz_settings(200)
+@given(mutated_texts())
+def test_mutated_ir_text_parses_verifies_and_runs_or_raises_our_errors(case):
+    check(*case)
+
+
+@pytest.mark.parametrize("key", sorted(SEEDS))
+def test_seed_texts_parse_verify_and_run(key):
+    graph = parse_graph(SEEDS[key])
+    verify(graph)
+    interpret(graph, _random_inputs(graph))
