@@ -432,7 +432,15 @@ class Parser:
 
 
 def parse_graph(text: str) -> Graph:
-    """The Graph the text describes (names kept); ParseError with line and column if malformed."""
+    """The Graph the text describes (names kept).
+
+    Raises ParseError, with line and column, for any text that is not a graph of this grammar: bad
+    characters, tokens or escapes, text that is not UTF-8 (bytes), undefined or twice-defined values,
+    result and type counts that differ, dims or element counts beyond int64, nesting deeper than
+    MAX_DEPTH; TypeError if `text` is neither str nor bytes. A graph that parses is not yet checked:
+    unknown ops, wrong types and bad attributes are `ir.verify`'s to find (VerifyError); run it on any
+    graph read from text you did not write (tests/test_fuzz_ir.py holds mutated texts to both).
+    """
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")

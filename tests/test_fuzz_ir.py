@@ -23,7 +23,7 @@ from ir.errors import GraphKernelError, ParseError, VerifyError
 from ir.graph import Graph
 from ir.interpret import interpret
 from ir_graphs import op_graph, random_graphs, registered_ops, seed_graphs
-from test_fuzz_onnx import EXAMPLE_SECONDS, bounded, deliberate, fuzz_settings
+from fuzz_helpers import EXAMPLE_SECONDS, bounded, deliberate, fuzz_settings
 
 RUN_ELEMENTS = 1 << 16   # graphs with a larger value are parsed and verified, not run
 
@@ -163,7 +163,7 @@ def check(key: str, text: str) -> None:
         parse_verify_run(text)
 
 
-@fuzz_settings(200)
+@fuzz_settings(400)
 @given(mutated_texts())
 def test_mutated_ir_text_parses_verifies_and_runs_or_raises_our_errors(case):
     check(*case)
@@ -174,3 +174,43 @@ def test_seed_texts_parse_verify_and_run(key):
     graph = parse_graph(SEEDS[key])
     verify(graph)
     interpret(graph, _random_inputs(graph))
+
+
+def _text(*body: str, inputs: str = "%0: f32[2,3]") -> str:
+    return f"graph({inputs}) {{\n" + "\n".join("  " + line for line in body) + "\n  return %1\n}\n"
+
+
+# Text the parser accepts (it checks syntax and scoping only) and verify must refuse, naming node and op.
+MALFORMED = {
+    "result shape": (_text("%1 = Neg(%0) : f32[3,2]"), "node 0 Neg: result types"),
+    "result dtype": (_text("%1 = Neg(%0) : f16[2,3]"), "node 0 Neg: result types"),
+    "result count": (_text("%1, %2 = Neg(%0) : (f32[2,3], f32[2,3])"), "node 0 Neg: result types"),
+    "unknown op": (_text("%1 = Nope(%0) : f32[2,3]"), "node 0 Nope: unknown op"),
+    "alias": (_text("%1 = TensorAdd(%0, %0) : f32[2,3]"), "the IR spells it Add"),
+    "axis out of range": (_text("%1 = ReduceSum(%0) {axis=[5]} : f32[2]"), "axis 5 out of range"),
+    "unknown attribute": (_text("%1 = Neg(%0) {bogus=1} : f32[2,3]"), "unknown attribute(s) bogus"),
+    "arity": (_text("%1 = Add(%0) : f32[2,3]"), "takes 2 tensor input(s)"),
+    "Input among nodes": (_text("%1 = Input() {index=0} : f32[2,3]"), "Input nodes belong in graph.inputs"),
+    "literal unlike its type": (_text("%1 = Const() {value=f32[2](1.0, 2.0)} : f32[3]", inputs=""),
+                                "node 0 Const: result types"),
+    "max over nothing": (_text("%1 = ReduceMax(%0) {axis=[1]} : f32[2]", inputs="%0: f32[2,0]"),
+                         "it is empty"),
+    "composite input types": (_text("%1 = Composite(%0) : f32[2,3]", "  graph(%0: f32[3]) {",
+                                    "    %1 = Neg(%0) : f32[3]", "    return %1", "  }"),
+                              "differ from its subgraph's input types"),
+    "composite without subgraph": (_text("%1 = Composite(%0) : f32[2,3]"), "needs a subgraph"),
+    "subgraph on a primitive": (_text("%1 = Neg(%0) : f32[2,3]", "  graph(%0: f32[2]) {", "    return %0",
+                                      "  }"), "only a Composite node may hold a subgraph"),
+    "nested composite": (_text("%1 = Composite(%0) : f32[2,3]", "  graph(%0: f32[2,3]) {",
+                               "    %1 = Composite(%0) : f32[2,3]", "      graph(%0: f32[2,3]) {",
+                               "        return %0", "      }", "    return %1", "  }"),
+                         "may not be nested"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_verify_refuses_what_the_parser_accepts(case):
+    text, message = MALFORMED[case]
+    graph = parse_graph(text)
+    with pytest.raises(VerifyError, match=re.escape(message)):
+        verify(graph)

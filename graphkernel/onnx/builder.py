@@ -120,7 +120,8 @@ class Builder:
             node = make_node(name, const_values, attrs, name=label)
             check_node(node, self.trace.memory_limit)  # before folding allocates its result
             try:
-                return list(evaluate(node, inputs))
+                with np.errstate(all="ignore"):  # NaN and Inf fold as the interpreter computes them
+                    return list(evaluate(node, inputs))
             except GraphKernelError:
                 raise
             except Exception as e:  # numpy failing on the values (e.g. an index out of range)

@@ -87,12 +87,33 @@ def _inferred_types(model) -> list[TensorType] | None:
     return types
 
 
-def _run_types(evaluator, feeds: dict, out_names: list[str]) -> list[TensorType]:
+def _reference_run(n: NodeInfo, evaluator, feeds: dict, out_names: list[str], why: str) -> list[np.ndarray]:
+    """The node's outputs computed by onnx.reference, each a tensor of one of our dtypes.
+
+    onnx.reference checks little and fails in every way on a malformed node (IndexError, TypeError,
+    ZeroDivisionError, its own RuntimeTypeError, ...): any failure is an OnnxImportError naming the node."""
+    from onnx.helper import np_dtype_to_tensor_dtype
+    try:
+        with np.errstate(all="ignore"):  # as the interpreter: NaN and Inf are results, not warnings
+            outs = evaluator.run(None, feeds)
+    except Exception as e:
+        raise n.error(f"onnx.reference failed running it on the host {why} ({type(e).__name__}: "
+                      f"{str(e)[:300]})") from None
+    arrays = []
+    for out, name in zip(outs, out_names):
+        if not isinstance(out, (np.ndarray, np.generic)) or out.dtype.kind not in "biuf":
+            raise n.error(f"output {name!r} is a {type(out).__name__}, not a tensor graphkernel takes")
+        to_dtype(np_dtype_to_tensor_dtype(out.dtype), f"{n.where()}: output {name!r}")
+        arrays.append(np.asarray(out))
+    return arrays
+
+
+def _run_types(n: NodeInfo, evaluator, feeds: dict, out_names: list[str]) -> list[TensorType]:
     """Output types from one trial run (on zeros of the dynamic inputs)."""
     from onnx.helper import np_dtype_to_tensor_dtype
-    outs = [np.asarray(o) for o in evaluator.run(None, feeds)]
-    return [TensorType(o.shape, to_dtype(np_dtype_to_tensor_dtype(o.dtype), f"output {n!r}"))
-            for o, n in zip(outs, out_names)]
+    outs = _reference_run(n, evaluator, feeds, out_names, "on zeros, to learn its output types")
+    return [TensorType(o.shape, to_dtype(np_dtype_to_tensor_dtype(o.dtype), name))
+            for o, name in zip(outs, out_names)]
 
 
 def run_on_host(b: Builder, n: NodeInfo, proto, opset: int) -> list:
@@ -108,10 +129,9 @@ def run_on_host(b: Builder, n: NodeInfo, proto, opset: int) -> list:
     const_feeds = {name: x for name, x in zip(names, present) if is_const(x)}
     out_names = [o for o in proto.output if o]
     if len(const_feeds) == len(present):
-        outs = evaluator.run(None, const_feeds)
-        return _aligned(proto, [np.asarray(o) for o in outs])
+        return _aligned(proto, _reference_run(n, evaluator, const_feeds, out_names, "on its constant inputs"))
     zeros = {name: np.zeros(shape_of(x), dtype_of(x).np) for name, x in zip(names, present) if not is_const(x)}
-    types = _inferred_types(model) or _run_types(evaluator, {**const_feeds, **zeros}, out_names)
+    types = _inferred_types(model) or _run_types(n, evaluator, {**const_feeds, **zeros}, out_names)
     dynamic = [(name, x) for name, x in zip(names, present) if not is_const(x)]
     fn = OnnxNodeFunction(evaluator, const_feeds, [name for name, _ in dynamic], [t.dtype for t in types],
                           f"onnx.{proto.op_type}[{n.name!r}]")

@@ -104,15 +104,16 @@ def check_text(model) -> None:
     stack = [(model, "model")]
     while stack:
         message, path = stack.pop()
-        for field, value in message.ListFields():
-            repeated = field.is_repeated if hasattr(field, "is_repeated") else \
-                field.label == field.LABEL_REPEATED  # protobuf before 6
-            items = enumerate(value) if repeated else [(None, value)]
-            for i, item in items:
-                where = f"{path}.{field.name}" + (f"[{i}]" if repeated else "")
-                if field.type == FieldDescriptor.TYPE_MESSAGE:
+        for descriptor, value in message.ListFields():
+            if descriptor.type not in (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_STRING):
+                continue  # numbers and bytes (a tensor's data): nothing to decode, nothing to walk
+            repeated = descriptor.is_repeated if hasattr(descriptor, "is_repeated") else \
+                descriptor.label == descriptor.LABEL_REPEATED  # protobuf before 6
+            for i, item in enumerate(value) if repeated else [(None, value)]:
+                where = f"{path}.{descriptor.name}" + (f"[{i}]" if repeated else "")
+                if descriptor.type == FieldDescriptor.TYPE_MESSAGE:
                     stack.append((item, where))
-                elif field.type == FieldDescriptor.TYPE_STRING and not isinstance(item, str):
+                elif not isinstance(item, str):
                     raise OnnxImportError(f"{where} is not valid UTF-8 text ({bytes(item)[:60]!r})")
 
 
@@ -185,7 +186,20 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
 
 
 def load(source):
-    """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto)."""
+    """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto).
+
+    What can be raised (all GraphKernelErrors; tests/test_fuzz_onnx.py holds mutated models to this):
+      by load:            OnnxImportError     unreadable, truncated or non-ONNX data, text that is not
+                                              UTF-8, an onnx.checker failure, an opset, op, type or
+                                              declared dim graphkernel does not take (names the file,
+                                              field, node, op or tensor)
+                          ResourceLimitError  an initializer larger than max_device_memory
+      by the first call   OnnxInputError      inputs unlike the declared ones (count, dtype, dims)
+      at a new signature  OnnxImportError     a node that cannot be converted at these shapes and
+      (conversion):                           values, naming op type, node and op version
+                          ResourceLimitError  a tensor larger than max_device_memory, naming it
+      by a run:           ExecutionError      a node failing on the data (a Gather index out of range)
+    """
     from graphkernel.onnx.cell import OnnxCell
     model, base_dir = read_model(source)
     check_text(model)
