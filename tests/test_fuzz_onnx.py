@@ -21,7 +21,7 @@ from hypothesis import given
 
 onnx = pytest.importorskip("onnx")
 
-from onnx import helper  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
 
 from graphkernel import Tensor, context  # noqa: E402
 import graphkernel.onnx as gx  # noqa: E402
@@ -169,3 +169,40 @@ def test_empty_and_0d_inputs_run_as_the_reference_does(op, dims):
     want = ReferenceEvaluator(m).run(None, {"x": x})[0]
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def _external(tensor, location: str):
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", location), ("length", "8")):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return tensor
+
+
+def _external_model(in_attribute: bool):
+    """x + w, w's 8 bytes in the file "w.bin" (an initializer, or a Constant node's value)."""
+    w = _external(numpy_helper.from_array(np.zeros(2, np.float32), "w"), "w.bin")
+    w.ClearField("raw_data")
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="the_node")]
+    if in_attribute:
+        nodes.insert(0, helper.make_node("Constant", [], ["w"], value=w))
+    return model(nodes, [vi("x", [2])], [vi("y", [2])], [] if in_attribute else [w])
+
+
+def test_external_data_is_read_only_next_to_a_model_file(tmp_path, monkeypatch):
+    """A model given as bytes or a ModelProto has no directory: its external data would be read from the
+    working directory (any file there, as the model's weights), so it is refused; from a file it is read."""
+    context.set_context(device_target="CPU")
+    np.arange(2, dtype=np.float32).tofile(tmp_path / "w.bin")
+    monkeypatch.chdir(tmp_path)
+    m = _external_model(in_attribute=False)
+    onnx.save(m, tmp_path / "m.onnx")
+    y = gx.load(tmp_path / "m.onnx")(Tensor(np.ones(2, np.float32))).asnumpy()
+    np.testing.assert_array_equal(y, [1, 2])
+    for source in (m, m.SerializeToString()):
+        with pytest.raises(gx.OnnxImportError, match=r"initializer\[0\] \(tensor 'w'\) keeps its data in "
+                                                     r"the external file 'w.bin'.*pass the model's file path"):
+            gx.load(source)
+    onnx.save(_external_model(in_attribute=True), tmp_path / "a.onnx")
+    with pytest.raises(gx.OnnxImportError, match=r"node\[0\]\.attribute\[0\]\.t .*initializers only"):
+        gx.load(tmp_path / "a.onnx")

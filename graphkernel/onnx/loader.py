@@ -18,6 +18,7 @@ A graph input read as static data is a "static input": its value is part of the 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,15 +96,23 @@ def _parse(data: bytes, what: str):
     return model
 
 
-def check_text(model) -> None:
-    """OnnxImportError naming the field if any string of the model is not UTF-8.
+def check_fields(model, from_file: bool) -> None:
+    """OnnxImportError naming the field for what protobuf and onnx.checker let through:
 
-    protobuf hands out such a string as bytes rather than failing, and onnx.checker passes it; one
-    check here keeps bytes out of names, op types and scope names everywhere after."""
+    - a string that is not UTF-8: protobuf hands it out as bytes rather than failing, and the checker
+      passes it; refusing it here keeps bytes out of names, op types and scope names everywhere after;
+    - a tensor whose data is in an external file, unless it is an initializer of a model loaded from
+      its file (onnx.checker has then made sure the file is a regular file inside the model's
+      directory): a model given as bytes or a ModelProto has no directory, and its relative paths
+      would be read from the current working directory; attribute tensors are never read from files.
+    """
     from google.protobuf.descriptor import FieldDescriptor
+    from onnx import TensorProto
     stack = [(model, "model")]
     while stack:
         message, path = stack.pop()
+        if isinstance(message, TensorProto) and message.data_location == TensorProto.EXTERNAL:
+            _refuse_external(message, path, from_file)
         for descriptor, value in message.ListFields():
             if descriptor.type not in (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_STRING):
                 continue  # numbers and bytes (a tensor's data): nothing to decode, nothing to walk
@@ -115,6 +124,17 @@ def check_text(model) -> None:
                     stack.append((item, where))
                 elif not isinstance(item, str):
                     raise OnnxImportError(f"{where} is not valid UTF-8 text ({bytes(item)[:60]!r})")
+
+
+def _refuse_external(tensor, path: str, from_file: bool) -> None:
+    if from_file and re.fullmatch(r"model\.graph\.initializer\[\d+\]", path):
+        return
+    location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+    why = ("graphkernel reads external data for the main graph's initializers only" if from_file else
+           "a model given as bytes or an onnx.ModelProto has no directory to read it from: pass the "
+           "model's file path, or load it with onnx.load(path), which reads its external data")
+    raise OnnxImportError(f"{path} (tensor {tensor.name!r}) keeps its data in the external file "
+                          f"{location!r}; {why}")
 
 
 def check_model(model, path: str | None = None) -> None:
@@ -202,6 +222,6 @@ def load(source):
     """
     from graphkernel.onnx.cell import OnnxCell
     model, base_dir = read_model(source)
-    check_text(model)
+    check_fields(model, from_file=base_dir is not None)
     check_model(model, os.fspath(source) if base_dir is not None else None)
     return OnnxCell(model_spec(model, base_dir))
