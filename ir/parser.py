@@ -34,13 +34,13 @@ MAX_ELEMENTS = 2**63 - 1  # of one tensor type: an int64 count
 _TOKEN = re.compile(r"""[ \t\r]*(?:            # each match: blanks, then one token
     (?P<value>%[A-Za-z0-9_.]+)
   | (?P<hex>0[xX][0-9a-fA-F]+)
-  | (?P<number>[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)(?![A-Za-z0-9_.]))
+  | (?P<number>[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)(?![A-Za-z0-9_.]))
   | (?P<type>(?:f16|f32|f64|i32|i64|bool)\[(?:\d+(?:,\d+)*)?\])    # a type without blanks: the fast path
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[(){}\[\],=:])
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<comment>\#.*)
-  | (?P<error>"|%\?[^\s,)]*|[^ \t\r])
+  | (?P<error>"|%\?[^\s,)]*|[-+]?\.?\d[A-Za-z0-9_.]*|[^ \t\r])    # a malformed number whole
 )""", re.VERBOSE | re.ASCII)
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
@@ -72,7 +72,7 @@ def tokens(text: str) -> Iterator[Token]:
     lineno, line = 0, ""
     for lineno, line in enumerate(text.split("\n"), 1):
         toks = [new(Token, (m.lastgroup, t, lineno, m.end() - len(t) + 1))
-                for m in _TOKEN.finditer(line) for t in (m.group(m.lastgroup),)]
+                for m in _TOKEN.finditer(line.rstrip(" \t\r")) for t in (m.group(m.lastgroup),)]
         if "#" in line:
             toks = [t for t in toks if t.kind != "comment"]
         yield from toks
@@ -84,6 +84,8 @@ def _bad_character(text: str) -> str:
         return "unterminated string (a string must close with \" on the same line)"
     if text.startswith("%?"):
         return f"{text} is a value from outside the graph; such a graph prints but cannot be parsed"
+    if text[0] in "+-.0123456789" and len(text) > 1:
+        return f"malformed number {text if len(text) <= 40 else text[:40] + '...'!r}"
     if text == "<":
         return "'<' opens a Python function (a PyFunc's fn prints as <function ...>); functions cannot be parsed"
     return f"unexpected character {text!r}"

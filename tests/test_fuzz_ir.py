@@ -4,7 +4,8 @@ in the reference interpreter on random inputs (failing only with a deliberate Gr
 Gather index out of range): whatever the parser accepts and the verifier passes is a graph we can run.
 
     printed seed graphs --mutate--> characters (flip, insert, delete, truncate), lines (drop, repeat,
-                                    swap), tokens (numbers, value names, op names, dtypes, attrs)
+                                    swap), tokens (numbers, value names, op names, dtypes, attrs),
+                                    long runs of a token or character (the lexer stays linear)
     parse_graph -> print_graph round trip -> verify -> interpret
 
 A short bounded run by default (CI); GRAPHKERNEL_FUZZ_EXAMPLES=20000 runs that many examples per test.
@@ -103,7 +104,17 @@ def mutate_tokens(draw, text: str) -> str:
     return text[:start] + new + text[end:]
 
 
-MUTATIONS = [mutate_chars, mutate_lines] + [mutate_tokens] * 6
+def mutate_repeat(draw, text: str) -> str:
+    """A token or character repeated up to thousands of times: long lines must still lex in linear time."""
+    spans = [m.span() for m in TOKEN.finditer(text)]
+    if not spans:
+        return text
+    start, end = draw(st.sampled_from(spans))
+    unit = text[start:end] if draw(st.booleans()) else text[start]
+    return text[:start] + unit * draw(st.integers(2, 3000)) + text[start:]
+
+
+MUTATIONS = [mutate_chars, mutate_lines, mutate_repeat] + [mutate_tokens] * 6
 
 
 @st.composite
@@ -214,3 +225,21 @@ def test_verify_refuses_what_the_parser_accepts(case):
     graph = parse_graph(text)
     with pytest.raises(VerifyError, match=re.escape(message)):
         verify(graph)
+
+
+# Lines that made the lexer's regex backtrack: digits before a letter took cubic time (2,000 digits:
+# 90 s), trailing blanks quadratic. Now linear: 200,000 characters each lex in milliseconds.
+ADVERSARIAL_LINES = {
+    "digits then a letter": "1" * 200_000 + "x",
+    "digits, a point, digits, a letter": "1" * 100_000 + "." + "1" * 100_000 + "x",
+    "an exponent's digits then a letter": "1e" + "1" * 200_000 + "x",
+    "trailing blanks": "graph" + " \t" * 100_000,
+    "signed digits": "-1" * 100_000,
+}
+
+
+@pytest.mark.parametrize("case", sorted(ADVERSARIAL_LINES))
+def test_long_adversarial_lines_fail_fast(case):
+    with bounded(10, case):
+        with pytest.raises(ParseError):
+            parse_graph(ADVERSARIAL_LINES[case])
