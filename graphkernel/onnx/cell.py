@@ -32,14 +32,17 @@ from graphkernel.trace import SymbolicTensor, active_trace
 
 
 def _identifiers(names: list[str]) -> list[str]:
-    out, seen = [], set()
+    """Distinct Python identifiers for the names; the suffix count per base is kept, so names that all
+    sanitize alike (a hostile model's) take linear time, not quadratic."""
+    out, seen, next_suffix = [], set(), {}
     for name in names:
         ident = re.sub(r"\W", "_", name) or "input"
         if ident[0].isdigit() or keyword.iskeyword(ident):
             ident = "_" + ident
-        base, k = ident, 1
+        base, k = ident, next_suffix.get(ident, 1)
         while ident in seen:
             ident, k = f"{base}_{k}", k + 1
+        next_suffix[base] = k
         seen.add(ident)
         out.append(ident)
     return out
