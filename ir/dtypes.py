@@ -20,7 +20,7 @@ class DType(Enum):
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(self.value)
+        return _NP[self]
 
     @property
     def short(self) -> str:
@@ -36,7 +36,9 @@ class DType(Enum):
 
     @property
     def itemsize(self) -> int:
-        return self.np.itemsize
+        return _ITEMSIZE[self]
+
+    __hash__ = object.__hash__   # members are singletons compared by identity; Enum's hashes the name in Python
 
     def __repr__(self) -> str:
         return f"DType.{self.value}"
@@ -48,7 +50,9 @@ class DType(Enum):
 _SHORT = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
           DType.int32: "i32", DType.int64: "i64", DType.bool: "bool"}
 _BY_SHORT = {short: dt for dt, short in _SHORT.items()}
-_BY_NP = {dt.np: dt for dt in DType}
+_NP = {dt: np.dtype(dt.value) for dt in DType}     # looked up, not made, on every use: passes ask often
+_ITEMSIZE = {dt: npd.itemsize for dt, npd in _NP.items()}
+_BY_NP = {npd: dt for dt, npd in _NP.items()}
 
 
 def as_dtype(x) -> DType:

@@ -11,6 +11,7 @@ A composite node (op "Composite") holds the subgraph it runs; its inputs feed th
 """
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
@@ -31,7 +32,7 @@ class TensorType:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)   # a Python int: exact, where an int64 product would wrap
 
     @property
     def nbytes(self) -> int:
@@ -100,7 +101,9 @@ def freeze_attrs(attrs: Mapping | Iterable | None) -> tuple:
 
 
 class Value:
-    """The index-th result of a node. Two Values are the same when node and index are."""
+    """The index-th result of a node. Only its node makes it (`Node.outputs`, one Value per result),
+    so two Values are the same when node and index are exactly when they are the same object: equality
+    and hashing are by identity, which keeps the dicts every pass keys by Value fast."""
 
     __slots__ = ("node", "index")
 
@@ -122,12 +125,6 @@ class Value:
     @property
     def dtype(self) -> DType:
         return self.type.dtype
-
-    def __eq__(self, other):
-        return isinstance(other, Value) and other.node is self.node and other.index == self.index
-
-    def __hash__(self):
-        return hash((id(self.node), self.index))
 
     def __repr__(self):
         return f"<Value {self.node.op}#{self.index} {self.type}>"

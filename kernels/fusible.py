@@ -47,8 +47,24 @@ def _keepdims_shape(node: Node) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(x))
 
 
+_latest: tuple = (None, None)   # (graph, KernelShape) of the latest analyze() that succeeded
+
+
 def analyze(graph: Graph) -> KernelShape:
-    """The loop structure of a kernel computing `graph`, or Unsupported with the reason."""
+    """The loop structure of a kernel computing `graph`, or Unsupported with the reason.
+
+    Fusion asks several times in a row about each candidate (legality, the cost model): the latest
+    answer is kept for the same graph object (graphs are immutable)."""
+    global _latest
+    latest = _latest
+    if latest[0] is graph:
+        return latest[1]
+    ks = _analyze(graph)
+    _latest = (graph, ks)
+    return ks
+
+
+def _analyze(graph: Graph) -> KernelShape:
     shapes: dict[Value, tuple[int, ...]] = {v: v.shape for v in graph.inputs}
     internal_uses = {v for n in graph.nodes for v in n.inputs}
     reductions = []
@@ -69,7 +85,7 @@ def analyze(graph: Graph) -> KernelShape:
     rank = max((len(s) for s in shapes.values()), default=0)
     aligned = {v: (1,) * (rank - len(s)) + tuple(s) for v, s in shapes.items()}
     try:
-        full = tuple(int(x) for x in np.broadcast_shapes(*aligned.values())) if aligned else ()
+        full = tuple(int(x) for x in np.broadcast_shapes(*set(aligned.values()))) if aligned else ()
     except ValueError:
         raise Unsupported("value shapes do not broadcast to one iteration shape") from None
 

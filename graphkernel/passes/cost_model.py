@@ -20,9 +20,8 @@ is the time a fusion saves: a fusion is worth it only when that is positive.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
-import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
@@ -72,20 +71,44 @@ def _single_core(graph: Graph) -> bool:
     return any(n.op == "ReduceSum" and n.inputs[0].dtype == DType.float16 for n in graph.nodes)
 
 
+_latest: tuple = (None, 0, None)   # (graph, core_num, Estimate) of the latest estimate()
+
+
 def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
     """The predicted time and figures of one kernel computing `graph` (a composite's subgraph).
 
     A kernel whose live rows do not fit the UB is estimated as stitched (rows recomputed and re-read
     per phase) and says so with `fits_ub=False`; whether it may exist is the legality check's call.
+    Fusion asks twice in a row about each candidate (legality, then profit): the latest answer is
+    kept for the same graph object (graphs are immutable).
     """
+    global _latest
+    latest = _latest
+    if latest[0] is graph and latest[1] == core_num:
+        return latest[2]
+    result = _estimate(graph, core_num)
+    _latest = (graph, core_num, result)
+    return result
+
+
+def _estimate(graph: Graph, core_num: int) -> Estimate:
     ks = analyze(graph)
-    total = int(np.prod(ks.shape, dtype=np.int64)) if ks.shape else 1
-    row = int(np.prod([ks.shape[a] for a in ks.reduce_axes], dtype=np.int64)) if ks.reduce_axes else 1
+    total = math.prod(ks.shape)
+    if not ks.reduce_axes:
+        recompute = max((total / max(1, n.outputs[0].type.size) for n in graph.nodes
+                         if n.op != "Const" and get(n.op).pattern != Pattern.REDUCE and op_cost(n) > 0),
+                        default=1.0)
+        return elementwise_estimate(
+            total, sum(op_cost(n) for n in graph.nodes if n.op != "Const"),
+            sum(v.dtype.itemsize for v in ks.aligned),
+            sum(v.type.nbytes for v in graph.inputs) + sum(v.type.nbytes for v in graph.outputs),
+            core_num, max(1.0, recompute), _single_core(graph))
+    row = math.prod(ks.shape[a] for a in ks.reduce_axes)
     rows = max(1, total // max(row, 1))
 
     def full(v: Value) -> bool:
         """The value varies along the reduce axes (is evaluated per element, not per row)."""
-        return not ks.reduce_axes or any(ks.aligned[v][a] != 1 for a in ks.reduce_axes)
+        return any(ks.aligned[v][a] != 1 for a in ks.reduce_axes)
 
     def compute_phase(node: Node) -> int:
         return max((ks.phase[v] for v in node.inputs), default=0)
@@ -101,7 +124,7 @@ def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
         for v in node.inputs:
             need.setdefault(v, set()).update(phases)
 
-    cached = [v for v, ph in need.items() if full(v) and ks.reduce_axes and ks.num_phases > 1
+    cached = [v for v, ph in need.items() if full(v) and ks.num_phases > 1
               and max(ph, default=0) > (compute_phase(v.node) if v.node.op != "Input" else 0)]
     if cached:
         ub_bytes = row * sum(v.dtype.itemsize for v in cached)
@@ -126,10 +149,26 @@ def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
             recompute = max(recompute, points / max(1, out.type.size))
     nbytes = sum(v.type.nbytes * (rereads(v) if full(v) else 1) for v in graph.inputs)
     nbytes += sum(v.type.nbytes for v in graph.outputs)
+    items, per_item = (rows, row) if rows > 1 else (total, 1)
+    return _timed(ops, nbytes, ub_bytes, fits_ub, items, per_item, total, core_num, ks.num_phases,
+                  _single_core(graph), recompute)
 
-    single_core = _single_core(graph)
-    items = rows if (ks.reduce_axes and rows > 1) else total
-    per_item = row if (ks.reduce_axes and rows > 1) else 1
+
+def elementwise_estimate(total: int, op_costs: float, value_bytes: int, nbytes: int, core_num: int,
+                         recompute: float = 1.0, single_core: bool = False) -> Estimate:
+    """The estimate of a kernel without reduce axes over `total` elements: `op_costs` is the sum of
+    its primitives' op_cost, `value_bytes` the itemsizes of every value of its subgraph (a tile keeps
+    one element of each per point), `nbytes` its inputs' and outputs' bytes. Sums only: fusion adds
+    two clusters' figures up (graphkernel/passes/flat.py) instead of walking their kernel."""
+    per_element = value_bytes or 1
+    ub_bytes = min(total, aicore.tile_elements(per_element)) * per_element
+    return _timed(float(op_costs) * total, nbytes, ub_bytes, ub_bytes <= aicore.UB_BYTES, total, 1, total,
+                  core_num, 1, single_core, recompute)
+
+
+def _timed(ops: float, nbytes: int, ub_bytes: int, fits_ub: bool, items: int, per_item: int, total: int,
+           core_num: int, phases: int, single_core: bool, recompute: float) -> Estimate:
+    """The Estimate of a kernel of these figures: launch + max(memory, compute) over its threads."""
     block_dim = aicore.block_dim_for(items, core_num, single_core=single_core, elements_per_item=per_item)
     threads = aicore.launch_threads(block_dim, total)
     launch = aicore.LAUNCH_SECONDS + (aicore.PARALLEL_LAUNCH_SECONDS if threads > 1 else 0.0)
@@ -137,7 +176,7 @@ def estimate(graph: Graph, core_num: int = aicore.DEFAULT_CORE_NUM) -> Estimate:
     memory = nbytes / (aicore.bandwidth(nbytes) * share)
     compute = ops / (aicore.OPS_PER_SECOND_PER_THREAD * threads)
     return Estimate(launch + max(memory, compute), int(nbytes), ops, block_dim, int(ub_bytes), threads,
-                    ks.num_phases, fits_ub, single_core, recompute)
+                    phases, fits_ub, single_core, recompute)
 
 
 def score(parts: list[Estimate], fused: Estimate) -> float:

@@ -19,72 +19,134 @@ already decided is not asked again while neither cluster has changed, so each ca
 once. Values a cluster produces and something outside reads become extra outputs of its composite
 (multi-output). At the end each cluster of two or more nodes becomes one composite
 (`fusion_utils.fuse_groups`).
+
+Big graphs: the cycle check and the composite's outputs come from the pair's neighbourhood
+(`clusters.Clusters`), each node's admission is asked once, a pair over composite_op_limit_size is
+refused from the op counts before its subgraph is built (the only refusal logged without the merged
+kernel's figures), and two flat clusters (elementwise over one shape, `flat.py`) are judged from
+their summaries without building anything. A candidate costs the size of the pair, never of the
+graph; on an elementwise chain, the size of what it adds.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from ir.graph import Graph, Node
 from kernels.fusible import unsupported_reason
 from graphkernel.options import CompileOptions
-from graphkernel.passes.cost_model import Estimate, estimate, refusal_reason, score
-from graphkernel.passes.fusion_rules import can_fuse
-from graphkernel.passes.fusion_utils import (build_composite, compute_ops, creates_cycle, escaping_values,
-                                             fuse_groups, live_set, node_users)
+from graphkernel.passes.clusters import Clusters
+from graphkernel.passes.cost_model import Estimate, refusal_reason, score
+from graphkernel.passes.flat import Flat, flat_of, merge_flat
+from graphkernel.passes.fusion_rules import admit, kernel_reason, op_limit_reason, ub_reason
+from graphkernel.passes.fusion_utils import compute_ops, fuse_groups, primitives
 
 MAX_ROUNDS = 50
+LABEL_OPS = 16      # a log label shows this many ops of a cluster, then how many more
 
 
-def label(members: list[Node]) -> str:
-    ops = compute_ops(members)
-    return ops[0] if len(ops) == 1 else "{" + ",".join(ops) + "}"
+def label(members: list[Node], count: int | None = None) -> str:
+    """`Mul`, or `{Mul,Add,...}` for a cluster; `count` (its primitives) when known already."""
+    ops = []
+    for n in members:   # only the first ops are shown: a long cluster is not walked to the end
+        ops += [p.op for p in primitives(n) if p.op != "Const"]
+        if len(ops) > LABEL_OPS:
+            break
+    if count is None:
+        count = len(compute_ops(members)) if len(ops) > LABEL_OPS else len(ops)
+    if count == 1:
+        return ops[0]
+    shown = ops if count <= LABEL_OPS else ops[:LABEL_OPS] + [f"...{count - LABEL_OPS} more"]
+    return "{" + ",".join(shown) + "}"
 
 
-class Clusters:
-    """A partition of the graph's computing nodes; a cluster is named by its first member."""
+@dataclass
+class Facts:
+    """What the search knows of one version of a cluster."""
+    count: int                      # primitives
+    refusal: str | None             # why it may not be clustered by this pass (a single node), or None
+    flat: Flat | None               # its summary when it is flat (graphkernel/passes/flat.py)
+    estimate: Estimate | None = None
+    label: str | None = None        # made when first logged
 
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.position = {n: i for i, n in enumerate(graph.nodes)}
-        live = live_set(graph)
-        self.cluster_of: dict[Node, Node] = {n: n for n in graph.nodes if n.op != "Const" and n in live}
-        self.members: dict[Node, list[Node]] = {n: [n] for n in self.cluster_of}
-        self.users = node_users(graph)
-        self._estimates: dict[tuple, Estimate] = {}
 
-    def merge(self, a: Node, b: Node) -> Node:
-        nodes = sorted(self.members.pop(a) + self.members.pop(b), key=self.position.__getitem__)
-        head = nodes[0]
-        self.members[head] = nodes
-        for n in nodes:
-            self.cluster_of[n] = head
-        return head
+class Search:
+    """One fusion pass's state: the clusters and the facts of each cluster's current version."""
 
-    def subgraph(self, nodes: list[Node]) -> Graph:
-        node, _ = build_composite(nodes, escaping_values(self.graph, nodes))
-        return node.subgraph
+    def __init__(self, graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node], bool],
+                 pass_name: str):
+        self.clusters = Clusters(graph)
+        self.opts, self.stage, self.in_pass, self.pass_name = opts, stage, in_pass, pass_name
+        self._facts: dict[tuple, Facts] = {}     # (head, version) -> Facts
 
-    def estimate(self, nodes: list[Node], opts: CompileOptions, subgraph: Graph | None = None) -> Estimate:
-        key = tuple(nodes)
-        if key not in self._estimates:
-            sub = subgraph if subgraph is not None else self.subgraph(nodes)
-            self._estimates[key] = estimate(sub, opts.core_num)
-        return self._estimates[key]
+    def facts(self, head: Node) -> Facts:
+        key = (head, self.clusters.version[head])
+        facts = self._facts.get(key)
+        if facts is None:   # a cluster of one node (merged clusters are told their facts)
+            facts = self._facts[key] = Facts(len(compute_ops([head])), admit(head, self.opts, self.in_pass,
+                                                                              self.pass_name),
+                                             flat_of(head, self.clusters.escaping([head])))
+        if facts.label is None:
+            facts.label = label(self.clusters.members[head], facts.count)
+        return facts
 
-    def figures(self, nodes: list[Node], opts: CompileOptions, subgraph: Graph) -> dict:
-        """The cost model's figures of the kernel `nodes` would make, for the log (none if no kernel)."""
-        if unsupported_reason(subgraph) is not None:
-            return {}
-        return self.estimate(nodes, opts, subgraph).figures("fused")
+    def remember(self, head: Node, facts: Facts) -> None:
+        self._facts[(head, self.clusters.version[head])] = facts
 
-    def groups(self) -> list[list[Node]]:
-        return [m for m in self.members.values() if len(m) > 1]
+    def estimate(self, head: Node) -> Estimate:
+        facts = self.facts(head)
+        if facts.estimate is None:
+            facts.estimate = facts.flat.estimate(self.opts.core_num) if facts.flat is not None else \
+                self.clusters.estimate(self.clusters.members[head], self.opts.core_num)
+        return facts.estimate
+
+    def consider(self, a: Node, b: Node) -> Facts | None:
+        """Decide one candidate (producer cluster a into consumer cluster b), log it, and return the
+        merged cluster's facts when it is accepted."""
+        clusters, opts = self.clusters, self.opts
+        fa, fb = self.facts(a), self.facts(b)
+        names, count, refusal = (fa.label, fb.label), fa.count + fb.count, fa.refusal or fb.refusal
+        if refusal is None and op_limit_reason(count, opts) is not None:
+            opts.log.add(self.stage, names, False, op_limit_reason(count, opts))
+            return None
+        flat = merge_flat(fa.flat, fb.flat, lambda v: clusters.inside(v, (a, b)),
+                          lambda v: clusters.read_outside(v, (a, b))) if fa.flat and fb.flat else None
+        if flat is not None:   # the merged kernel's figures from the two summaries
+            fused = flat.estimate(opts.core_num)
+            reason = refusal or ub_reason(fused, opts)
+            figures = fused.figures("fused")
+        else:
+            merged_nodes = sorted(clusters.members[a] + clusters.members[b],
+                                  key=clusters.position.__getitem__)
+            merged = clusters.subgraph(merged_nodes)
+            reason = refusal or kernel_reason(merged, opts)
+            fused = None if unsupported_reason(merged) is not None else \
+                clusters.estimate(merged_nodes, opts.core_num, merged)
+            figures = fused.figures("fused") if fused is not None else {}
+        if reason is not None:
+            opts.log.add(self.stage, names, False, reason, **figures)
+            return None
+        if clusters.creates_cycle(a, b):
+            opts.log.add(self.stage, names, False, "merging would create a cycle (a path leaves the pair and "
+                         "comes back through another kernel)")
+            return None
+        parts = [self.estimate(a), self.estimate(b)]
+        saved = score(parts, fused)
+        figures = {**figures, "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
+                   "saved_us": round(saved * 1e6, 3)}
+        if saved <= 0:
+            opts.log.add(self.stage, names, False, refusal_reason(parts, fused), **figures)
+            return None
+        opts.log.add(self.stage, names, True, "legal, acyclic, and the cost model predicts a saving",
+                     **figures)
+        return Facts(count, None, flat, fused)
 
 
 def fuse(graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node], bool],
          pass_name: str) -> Graph:
     """Merge producer clusters into consumer clusters while legal, acyclic and profitable."""
-    clusters = Clusters(graph)
+    search = Search(graph, opts, stage, in_pass, pass_name)
+    clusters = search.clusters
     decided: set[tuple] = set()
     for _ in range(MAX_ROUNDS):
         merged_any = False
@@ -97,40 +159,14 @@ def fuse(graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node
                 a, b = clusters.cluster_of[producer], clusters.cluster_of[node]
                 if a is b:
                     continue
-                key = (tuple(clusters.members[a]), tuple(clusters.members[b]))
+                key = (a, clusters.version[a], b, clusters.version[b])
                 if key in decided:
                     continue
                 decided.add(key)
-                if _consider(clusters, a, b, opts, stage, in_pass, pass_name):
-                    clusters.merge(a, b)
+                facts = search.consider(a, b)
+                if facts is not None:
+                    search.remember(clusters.merge(a, b), facts)
                     merged_any = True
         if not merged_any:
             break
     return fuse_groups(graph, clusters.groups())
-
-
-def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions, stage: str,
-              in_pass: Callable[[Node], bool], pass_name: str) -> bool:
-    """Decide one candidate (producer cluster a into consumer cluster b) and log it."""
-    ma, mb = clusters.members[a], clusters.members[b]
-    names = (label(ma), label(mb))
-    merged_nodes = sorted(ma + mb, key=clusters.position.__getitem__)
-    merged = clusters.subgraph(merged_nodes)
-    reason = can_fuse(ma, mb, merged, opts, in_pass, pass_name)
-    if reason is not None:
-        opts.log.add(stage, names, False, reason, **clusters.figures(merged_nodes, opts, merged))
-        return False
-    if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
-        opts.log.add(stage, names, False, "merging would create a cycle (a path leaves the pair and "
-                     "comes back through another kernel)")
-        return False
-    parts = [clusters.estimate(ma, opts), clusters.estimate(mb, opts)]
-    fused = clusters.estimate(merged_nodes, opts, merged)
-    saved = score(parts, fused)
-    figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
-               "saved_us": round(saved * 1e6, 3)}
-    if saved <= 0:
-        opts.log.add(stage, names, False, refusal_reason(parts, fused), **figures)
-        return False
-    opts.log.add(stage, names, True, "legal, acyclic, and the cost model predicts a saving", **figures)
-    return True

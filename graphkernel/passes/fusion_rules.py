@@ -88,19 +88,29 @@ def can_fuse(a: Sequence[Node], b: Sequence[Node], merged: Graph, opts: CompileO
     return kernel_reason(merged, opts)
 
 
+def op_limit_reason(count: int, opts: CompileOptions) -> str | None:
+    """Why a kernel of `count` primitives is too big (composite_op_limit_size), or None."""
+    limit = opts.flags.composite_op_limit_size
+    return f"{count} ops exceed composite_op_limit_size={limit}" if count > limit else None
+
+
 def kernel_reason(merged: Graph, opts: CompileOptions) -> str | None:
     """Why `merged` may not be one composite kernel under the flags and the AI Core model, or None."""
-    limit = opts.flags.composite_op_limit_size
-    if op_count(merged) > limit:
-        return f"{op_count(merged)} ops exceed composite_op_limit_size={limit}"
-    depth = reduce_depth(merged)
-    has_reduce = any(pattern_of(n) == Pattern.REDUCE for n in merged.nodes)
-    if has_reduce and depth > opts.flags.reduce_fuse_depth:
-        return f"{depth} ops chained before a reduction exceed reduce_fuse_depth={opts.flags.reduce_fuse_depth}"
+    reason = op_limit_reason(op_count(merged), opts)
+    if reason is not None:
+        return reason
+    if any(pattern_of(n) == Pattern.REDUCE for n in merged.nodes):
+        depth, limit = reduce_depth(merged), opts.flags.reduce_fuse_depth
+        if depth > limit:
+            return f"{depth} ops chained before a reduction exceed reduce_fuse_depth={limit}"
     reason = unsupported_reason(merged)
     if reason is not None:
         return f"not one kernel: {reason}"
-    est = estimate(merged, opts.core_num)
+    return ub_reason(estimate(merged, opts.core_num), opts)
+
+
+def ub_reason(est: Estimate, opts: CompileOptions) -> str | None:
+    """Why a kernel of this estimate may not exist (its live rows overflow the UB, no stitching), or None."""
     if not est.fits_ub and not stitch_enabled(opts):
         return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
                 "(reduce-then-broadcast row does not fit; stitch fusion is off)")

@@ -15,7 +15,7 @@ Consts nothing reads any more, and numbers composites in graph order (MindSpore'
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ir.graph import Graph, Node, Value, input_node
 
@@ -44,12 +44,20 @@ def composite_name(ops: Sequence[str], number: int) -> str:
 
 def escaping_values(graph: Graph, group: Iterable[Node]) -> set[Value]:
     """Values the group produces that nodes outside it (or the graph's outputs) read."""
-    members = set(group)
-    out = {v for v in graph.outputs if v.node in members}
-    for node in graph.nodes:
-        if node not in members:
-            out.update(v for v in node.inputs if v.node in members)
-    return out
+    return escape_finder(graph)(group)
+
+
+def escape_finder(graph: Graph) -> Callable[[Iterable[Node]], set[Value]]:
+    """`escaping_values` for many groups of one graph: an index of every value's readers is made once,
+    then each group costs its own size, not the graph's."""
+    readers = graph.users()
+    outputs = set(graph.outputs)
+
+    def escaping(group: Iterable[Node]) -> set[Value]:
+        inside = set(group)
+        return {v for n in inside for v in n.outputs
+                if v in outputs or any(u not in inside for u in readers.get(v, ()))}
+    return escaping
 
 
 def build_composite(members: Sequence[Node], escaping: set[Value]) -> tuple[Node, list[Value]]:
@@ -158,9 +166,10 @@ def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
             units.append([n])
 
     built: dict[int, tuple[Node, list[Value]]] = {}
+    escaping = escape_finder(graph)
     for u, members in enumerate(units):
         if len(members) > 1:
-            built[u] = build_composite(members, escaping_values(graph, members))
+            built[u] = build_composite(members, escaping(members))
 
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []

@@ -17,9 +17,10 @@ from ir.graph import Graph, Node
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.cost_model import estimate, refusal_reason, score
-from graphkernel.passes.fusion_driver import Clusters, label
+from graphkernel.passes.clusters import Clusters
+from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.fusion_rules import can_fuse
-from graphkernel.passes.fusion_utils import creates_cycle, fuse_groups
+from graphkernel.passes.fusion_utils import fuse_groups
 
 STAGE = "composite"
 SMALL_SECONDS = 20e-6
@@ -36,7 +37,7 @@ def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
         nodes = [n for n in dict.fromkeys(readers[v]) if n in clusters.cluster_of]
         for other in nodes[1:]:
             a, b = clusters.cluster_of[nodes[0]], clusters.cluster_of[other]
-            key = (tuple(clusters.members[a]), tuple(clusters.members[b]))
+            key = (a, clusters.version[a], b, clusters.version[b])
             if a is b or key in decided:
                 continue
             decided.add(key)
@@ -57,7 +58,7 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> boo
     reason = can_fuse(ma, mb, merged, opts, is_fusible, "parallel fusion")
     if reason is not None:
         return refuse(reason)
-    parts = [clusters.estimate(ma, opts), clusters.estimate(mb, opts)]
+    parts = [clusters.estimate(ma, opts.core_num), clusters.estimate(mb, opts.core_num)]
     for members, est in zip((ma, mb), parts):
         if est.seconds > SMALL_SECONDS:
             return refuse(f"{label(members)} is not small ({est.seconds * 1e6:.3g}us > "
@@ -65,7 +66,7 @@ def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> boo
     sa, sb = set(ma), set(mb)
     if any(v.node in sa for n in mb for v in n.inputs) or any(v.node in sb for n in ma for v in n.inputs):
         return refuse("one reads the other (not independent)")
-    if creates_cycle(clusters.graph, ma, mb, clusters.cluster_of, clusters.users):
+    if clusters.creates_cycle(a, b):
         return refuse("merging would create a cycle")
     fused = estimate(merged, opts.core_num)
     saved = score(parts, fused)
