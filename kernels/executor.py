@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 import time
@@ -84,28 +85,30 @@ def _liveness(steps: list[Step], storages: list[Storage]) -> list[tuple[int, int
 
 
 def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], dict[int, tuple[int, int]]]:
-    """Block sizes (bytes) and, per temp storage, (block, nbytes): blocks reused after last use."""
+    """Block sizes (bytes) and, per temp storage, (block, nbytes): blocks reused after last use.
+
+    Best fit: a temp takes the smallest free block that holds it, else a new block of its size. The
+    free blocks are kept sorted by size, so a temp costs a binary search (100,000 temps: no scan)."""
     blocks: list[int] = []
-    free: list[int] = []
+    free: list[tuple[int, int]] = []        # (size, block), sorted
     placed: dict[int, tuple[int, int]] = {}
     ending: dict[int, list[int]] = {}
-    order = _liveness(steps, storages)
     by_start: dict[int, list] = {}
-    for first, last, s in order:
+    for first, last, s in _liveness(steps, storages):
         by_start.setdefault(first, []).append((last, s))
     for k in range(len(steps)):
         for last, s in by_start.get(k, []):
             nbytes = storages[s].size * storages[s].dtype.itemsize  # 0 for a zero-size tensor: an empty view
-            fits = [b for b in free if blocks[b] >= nbytes]
-            if fits:
-                b = min(fits, key=lambda b: blocks[b])
-                free.remove(b)
+            i = bisect.bisect_left(free, (nbytes, -1))
+            if i < len(free):
+                b = free.pop(i)[1]
             else:
                 b = len(blocks)
                 blocks.append(nbytes)
             placed[s] = (b, nbytes)
             ending.setdefault(last, []).append(b)
-        free.extend(ending.pop(k, []))
+        for b in ending.pop(k, []):
+            bisect.insort(free, (blocks[b], b))
     return blocks, placed
 
 

@@ -13,13 +13,16 @@ new kernel) and the cost model (the producer and its readers before, against aft
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.fusion_rules import admit, kernel_estimate, kernel_reason
-from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escaping_values, live_set,
+from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escape_finder, live_set,
                                              primitives, renumber_composites, restrict)
 
 STAGE = "composite"
@@ -35,39 +38,51 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
         live = live_set(graph)
         # values some dead node reads are left alone: rewriting their readers is DCE's business
         readers = {v: us for v, us in readers.items() if all(u in live for u in us)}
+        ask = _Round(readers, escape_finder(graph), set(graph.outputs), decided, opts)
         for producer in graph.nodes:
-            new = _first_accepted(graph, producer, readers, decided, opts) if producer in live else None
-            if new is not None:
-                graph = new
+            replaced = ask.first_accepted(producer) if producer in live else None
+            if replaced is not None:
+                graph = _rebuild(graph, replaced)
                 break
         else:
             return graph
     return graph
 
 
-def _first_accepted(graph: Graph, producer: Node, readers, decided: set, opts: CompileOptions):
-    if producer.op == "Const":
+@dataclass
+class _Round:
+    """What one round over the graph asks its candidates with (the graph is rebuilt between rounds)."""
+    readers: dict            # value -> its (live) readers
+    escaping: Callable       # nodes -> their values read outside them (fusion_utils.escape_finder)
+    outputs: set             # the graph's outputs
+    decided: set             # candidates asked already (in any round)
+    opts: CompileOptions
+
+    def first_accepted(self, producer: Node) -> dict | None:
+        """The replacements of the first accepted candidate recomputing a result of `producer`."""
+        if producer.op == "Const":
+            return None
+        for v in producer.outputs:
+            users = list(dict.fromkeys(self.readers.get(v, ())))
+            if not users or v in self.outputs:
+                continue
+            key = (_structure(producer), v.index, tuple(_structure(u) for u in users))
+            if key in self.decided:
+                continue
+            self.decided.add(key)
+            replaced = _try(producer, v, users, self.escaping, self.opts)
+            if replaced is not None:
+                return replaced
         return None
-    for v in producer.outputs:
-        users = list(dict.fromkeys(readers.get(v, ())))
-        if not users or v in graph.outputs:
-            continue
-        key = (_structure(producer), v.index, tuple(_structure(u) for u in users))
-        if key in decided:
-            continue
-        decided.add(key)
-        new = _try(graph, producer, v, users, opts)
-        if new is not None:
-            return new
-    return None
 
 
 def _structure(node: Node):
     return (node.op, node.attrs, node.types, node.subgraph.key() if node.subgraph is not None else None)
 
 
-def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: CompileOptions) -> Graph | None:
-    kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping_values(graph, [producer])]
+def _try(producer: Node, v: Value, users: list[Node], escaping: Callable, opts: CompileOptions) -> dict | None:
+    """The replacements (see `_rebuild`) if recomputing `v` in its users is accepted, else None."""
+    kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping([producer])]
     if not kept and len(users) < 2:
         return None  # moving a whole producer into its only reader is fusion: composite fusion's call
     if admit(producer, opts, is_fusible, "recompute") is not None:
@@ -91,7 +106,7 @@ def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: Compil
         private, _ = restrict(producer, [v.index])
         rewired = u.replace(inputs=tuple(private.out if x == v else x for x in u.inputs))
         node, outer = build_composite([private, rewired], {rewired.outputs[i] for i, o in enumerate(u.outputs)
-                                                           if o in escaping_values(graph, [u])})
+                                                           if o in escaping([u])})
         reason = kernel_reason(node.subgraph, opts)
         if reason is not None:
             opts.log.add(STAGE, names, False, f"recompute: {reason}")
@@ -110,7 +125,7 @@ def _try(graph: Graph, producer: Node, v: Value, users: list[Node], opts: Compil
         return None
     opts.log.add(STAGE, names, True, "recompute: cheap producer duplicated into its readers", **figures)
     replaced = {producer: (rest, rest_map), **new_users}
-    return _rebuild(graph, replaced)
+    return replaced
 
 
 def _rebuild(graph: Graph, replaced: dict) -> Graph:
