@@ -10,7 +10,9 @@ graph of its own, and composites may not nest):
     them (checked and canonical) and its result types exactly what `make_node` infers;
   - a Composite holds a verified subgraph whose input types are the composite's input types and whose
     output types are the composite's result types.
-Errors are VerifyError naming the node by position, op and name.
+Errors are VerifyError naming the node by position, op and name. A primitive's signature (op, attrs,
+input and result types) found well-formed once is not inferred again (`_WELL_FORMED`), so verifying
+after every pass stays cheap on big graphs.
 """
 from __future__ import annotations
 
@@ -24,6 +26,29 @@ COMPOSITE = "Composite"
 
 def _where(node: Node, position: int, context: str) -> str:
     return f"{context}node {position} {describe(node)}"
+
+
+class _Where:
+    """`_where` made only when a message needs it: verify runs after every pass on every node."""
+
+    __slots__ = ("node", "position", "context")
+
+    def __init__(self, node: Node, position: int, context: str):
+        self.node, self.position, self.context = node, position, context
+
+    def __str__(self) -> str:
+        return _where(self.node, self.position, self.context)
+
+
+# Signatures of primitive nodes found well-formed: whether a primitive is well-formed depends only on its
+# op, attrs, input types, result types and having no subgraph, so a node of a known signature (a rebuilt copy, the same op
+# repeated down a chain, the next pass's graph) is not inferred again. Bounded: cleared when full.
+_WELL_FORMED: set = set()
+_WELL_FORMED_MAX = 1 << 16
+
+
+def _signature(node: Node) -> tuple:
+    return node.op, node.attrs, tuple(v.type for v in node.inputs), node.types, node.subgraph is None
 
 
 def _types(values) -> str:
@@ -77,6 +102,21 @@ def _check_primitive(node: Node, where: str) -> None:
                           f"inferred ({', '.join(map(str, expected.types))}) for inputs {_types(node.inputs)}")
 
 
+def _check_known_primitive(node: Node, where) -> None:
+    """`_check_primitive`, skipped for a signature found well-formed before."""
+    signature = _signature(node)
+    try:
+        if signature in _WELL_FORMED:
+            return
+    except TypeError:  # an unhashable attr: checked every time
+        signature = None
+    _check_primitive(node, where)
+    if signature is not None:
+        if len(_WELL_FORMED) >= _WELL_FORMED_MAX:
+            _WELL_FORMED.clear()
+        _WELL_FORMED.add(signature)
+
+
 def _check_composite(node: Node, where: str, inside_composite: bool) -> None:
     sub = node.subgraph
     if inside_composite:
@@ -106,7 +146,7 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
                               f"{position_of[node]} (each value must be defined once)")
         position_of[node] = i
     for i, node in enumerate(graph.nodes):
-        where = _where(node, i, context)
+        where = _Where(node, i, context)
         if node.op == "Input" or node in input_nodes:
             raise VerifyError(f"{where}: Input nodes belong in graph.inputs, not among the nodes")
         if not all(isinstance(t, TensorType) for t in node.types):
@@ -117,7 +157,7 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
         if node.op == COMPOSITE:
             _check_composite(node, where, inside_composite)
         else:
-            _check_primitive(node, where)
+            _check_known_primitive(node, where)
         defined.update(node.outputs)
     for k, v in enumerate(graph.outputs):
         if not isinstance(v, Value) or v not in defined:
