@@ -122,12 +122,15 @@ def format_shape(shape) -> str:
 
 
 def write_atomic(path: str, data: bytes) -> None:
+    """`data` into `path` whole or not at all (a temporary file renamed; removed if the write fails)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise DumpError(f"cannot write dump file {path!r}: {e.strerror or type(e).__name__}") from None
 
 

@@ -28,13 +28,18 @@ def ensure_dir(path: str, what: str = "save_graphs_path") -> str:
 
 
 def write_atomic(path: str, text: str) -> None:
+    """`text` into `path` whole or not at all; characters UTF-8 cannot hold (a lone surrogate in a
+    name) are written as backslash escapes."""
     directory = os.path.dirname(path) or "."
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path)[-20:])
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
         os.replace(tmp, path)
     except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.remove(tmp)
         raise DumpError(f"cannot write {path!r}: {e.strerror}") from None
 
 

@@ -41,8 +41,9 @@ def _visible(text, limit: int) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-def _string(*lines: str, limit: int = LABEL_NAME_LIMIT) -> str:
-    """A quoted DOT string showing the non-empty lines (the first up to 200 characters, or `limit`)."""
+def dot_string(*lines: str, limit: int = LABEL_NAME_LIMIT) -> str:
+    """A quoted DOT string showing the non-empty lines (the first up to 200 characters, or `limit`):
+    the one escaper of every .dot writer (ir.dot, kernels.kernel_graph), as names are untrusted."""
     shown = [_visible(line, max(200, limit) if i == 0 else limit) for i, line in enumerate(lines) if line]
     body = "\\n".join(t.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;") for t in shown)
     # Graphviz reads backslash-quote as an escaped quote even after an escaped backslash
@@ -65,8 +66,8 @@ class _Writer:
                 value = value[value.index("(") + 1:-1] if value.endswith(")") else value
             except Exception:  # a malformed value still gets a picture
                 value = "?"
-        tooltip = f", tooltip={_string(node.name, limit=TOOLTIP_LIMIT)}" if node.name else ""
-        self.lines.append(f"{indent}{ident} [label={_string(str(node.op), types, value, node.name)}"
+        tooltip = f", tooltip={dot_string(node.name, limit=TOOLTIP_LIMIT)}" if node.name else ""
+        self.lines.append(f"{indent}{ident} [label={dot_string(str(node.op), types, value, node.name)}"
                           f'{tooltip}, fillcolor="{op_color(node.op)}"];')
 
     def tail(self, env: dict[Value, tuple[str, int, int]], v, indent: str) -> tuple[str, int, int]:
@@ -76,7 +77,7 @@ class _Writer:
         ident = f"undefined{self.undefined}"
         self.undefined += 1
         what = f"{v.node.op}#{v.index}" if isinstance(v, Value) else type(v).__name__
-        self.lines.append(f"{indent}{ident} [label={_string('undefined value', what)}, style=dashed];")
+        self.lines.append(f"{indent}{ident} [label={dot_string('undefined value', what)}, style=dashed];")
         return ident, 0, 1
 
     def edge(self, source: tuple[str, int, int], head: str) -> None:
@@ -102,11 +103,11 @@ class _Writer:
             for sv, v in zip(sub.inputs, node.inputs):
                 inner[sv] = self.tail(env, v, indent)
             self.lines.append(f"{indent}subgraph cluster_{cluster} {{")
-            self.lines.append(f"{indent}  label={_string(node.name or str(node.op))}; "
-                              f"tooltip={_string(node.name, limit=TOOLTIP_LIMIT)};")
+            self.lines.append(f"{indent}  label={dot_string(node.name or str(node.op))}; "
+                              f"tooltip={dot_string(node.name, limit=TOOLTIP_LIMIT)};")
             self.lines.append(f'{indent}  style="rounded,filled"; fillcolor="#f5f5f5"; color="#7f7f7f";')
             if not sub.nodes:
-                self.lines.append(f"{indent}  {ident} [label={_string(str(node.op), '(empty)')}, shape=plain];")
+                self.lines.append(f"{indent}  {ident} [label={dot_string(str(node.op), '(empty)')}, shape=plain];")
             self.body(sub, inner, f"c{cluster}_", indent + "  ")
             self.lines.append(f"{indent}}}")
             for k, v in enumerate(node.outputs):
@@ -120,15 +121,15 @@ def to_dot(graph: Graph, title: str = "") -> str:
     w.lines += ["digraph G {", "  rankdir=TB;", f"  graph [{_ATTRS}];",
                 f'  node [shape=box, style="rounded,filled", {_ATTRS}];', f"  edge [{_ATTRS}];"]
     if title:
-        w.lines.append(f"  label={_string(title)}; labelloc=t;")
+        w.lines.append(f"  label={dot_string(title)}; labelloc=t;")
     env: dict[Value, tuple[str, int, int]] = {}
     for i, v in enumerate(graph.inputs):
         w.lines.append(f'  in{i} [shape=ellipse, fillcolor="#e0e0e0", '
-                       f"label={_string(f'input {i}', str(v.type), v.node.name)}];")
+                       f"label={dot_string(f'input {i}', str(v.type), v.node.name)}];")
         env[v] = (f"in{i}", 0, 1)
     w.body(graph, env, "", "  ")
     for i, v in enumerate(graph.outputs):
         shown = str(v.type) if isinstance(v, Value) else "?"
-        w.lines.append(f'  out{i} [shape=ellipse, fillcolor="#e0e0e0", label={_string(f"output {i}", shown)}];')
+        w.lines.append(f'  out{i} [shape=ellipse, fillcolor="#e0e0e0", label={dot_string(f"output {i}", shown)}];')
         w.edge(w.tail(env, v, "  "), f"out{i}")
     return "\n".join(w.lines + w.edges + ["}"]) + "\n"

@@ -8,13 +8,16 @@ program gives the same bytes.
 """
 from __future__ import annotations
 
+from ir.dot import dot_string
 from ir.ops.host import device_regions
 
 NL = "\n"
+LINE_LIMIT = 1000   # characters of one label line (a node name may be 10 KB)
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """`text` (lines joined by newlines) as a quoted DOT string: ir.dot's escaping, as names are untrusted."""
+    return dot_string(*text.split(NL), limit=LINE_LIMIT)
 
 
 def _shapes(types) -> str:

@@ -7,7 +7,10 @@ reaches a kernel's spec). Each must run, match the numpy reference (device_targe
 on and --dump_as_text writing the sources, and leave the canary file absent.
 """
 import ast
+import json
 import os
+import shutil
+import subprocess
 import warnings
 
 import numpy as np
@@ -267,3 +270,40 @@ def test_onnx_hostile_string_attribute_is_a_clear_error(hostile, canary, which):
     with pytest.raises(GraphKernelError, match=r"Gelu node .*approximate="):
         gx.load(hostile_model(hostile, gelu=hostile[which]))(x)
     assert not os.path.exists(canary)
+
+
+# --- the kernel graph .dot: a numpy launch is labelled with its node's (hostile) name ---------------
+class MatMulAdd(Cell):
+    def __init__(self):
+        super().__init__()
+        self.matmul, self.add = P.MatMul(), P.Add()
+
+    def construct(self, x):
+        return self.add(self.matmul(x, x), x)
+
+
+DOT_NAMES = ['x\\"; image="/etc/passwd"; label="', "a\\", "\ud800\n\"q\\", "名前\u202e"]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_kernel_graph_dot_of_hostile_names_is_one_picture_without_injected_attributes(tmp_path):
+    class Net(Cell):
+        def __init__(self):
+            super().__init__()
+            for name in DOT_NAMES:
+                setattr(self, name, MatMulAdd())
+
+        def construct(self, x):
+            for name in DOT_NAMES:
+                x = getattr(self, name)(x)
+            return x
+
+    context.set_context(device_target="Ascend", enable_graph_kernel=True, save_graphs=True,
+                        save_graphs_path=str(tmp_path))
+    compiled = Net().compile(Tensor(np.eye(3, dtype=np.float32)))
+    text = (tmp_path / f"kernel_graph_{compiled.graph_id}.dot").read_text(encoding="utf-8")
+    run = subprocess.run([shutil.which("dot"), "-Tjson"], input=text.encode(), capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    objects = json.loads(run.stdout)["objects"]
+    assert len(objects) == len(compiled.kernels) + 2            # every launch, one input, one output
+    assert not any("image" in o for o in objects)
