@@ -4,7 +4,8 @@ Names, attribute values and keys, and doc strings holding quotes, triple quotes,
 `__import__('os').system('touch CANARY')`, unicode and 10 KB of text go through an ONNX model, a Cell
 and a hand-built IR graph (whose nodes carry string attributes no op accepts, the one way such text
 reaches a kernel's spec). Each must run, match the numpy reference (device_target="CPU"), with fusion
-on and --dump_as_text writing the sources, and leave the canary file absent.
+on and --dump_as_text writing the sources, and leave the canary file absent. The gate (identifier,
+doc_text, check_source) is tested on its own, and the kernel graph .dot on hostile names.
 """
 import ast
 import json
@@ -21,7 +22,7 @@ from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
 from ir.errors import GraphKernelError
-from ir.graph import Graph, Node, TensorType
+from ir.graph import Graph, TensorType
 from ir.dtypes import DType
 from ir.ops import make_node
 from kernels import DeviceConfig, KernelBuildWarning, lower
