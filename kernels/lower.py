@@ -202,7 +202,7 @@ class _Builder:
         except Exception as e:  # noqa: BLE001 - any build failure must leave the run alive
             ops = [n.op for n in sub.nodes if n.op != "Const"]
             if node.subgraph is not None and len(ops) > 1:
-                warnings.warn(f"kernel of {label} ({'+'.join(ops)}) failed to build "
+                warnings.warn(f"kernel of {label} ({_ops_text(ops)}) failed to build "
                               f"({type(e).__name__}: {_first_line(e)}); inlined into single-op kernels",
                               KernelBuildWarning, stacklevel=4)
                 self.inline(node)
@@ -268,6 +268,11 @@ class _Builder:
 def _touches_float16(sub: Graph) -> bool:
     return any(v.dtype == DType.float16 for v in sub.inputs) or any(
         t.dtype == DType.float16 for n in sub.nodes for t in n.types)
+
+
+def _ops_text(ops: list[str], shown: int = 8) -> str:
+    """`Mul+Add+...`: the first ops of a kernel, then how many there are (a warning stays one line)."""
+    return "+".join(ops) if len(ops) <= shown else "+".join(ops[:shown]) + f"+... ({len(ops)} ops)"
 
 
 def _first_line(e: Exception) -> str:

@@ -277,3 +277,55 @@ def test_a_raising_pyfunc_names_its_op_and_the_next_call_runs(target, fusion):
     assert isinstance(cause, ZeroDivisionError)
     assert_close(net(Tensor(x)).asnumpy(), np.exp(np.sort(x * np.float32(2), axis=-1)) + np.float32(1))
     assert net.trace_count == 1
+
+
+# --- big graphs ---------------------------------------------------------------------------------------
+# Deeper than Python's recursion limit (1000) and too big for a pass that walks the graph per node or
+# per candidate: each compiles through trace, every pass and the lowering in seconds.
+
+class Chain(Cell):
+    """`length` elementwise ops in a row: x*0.5, +1.0, x*0.5, +1.0, ..."""
+
+    def __init__(self, length):
+        super().__init__()
+        self.length = length
+        self.mul, self.add = P.Mul(), P.Add()
+
+    def construct(self, x):
+        for i in range(self.length):
+            x = self.add(x, 1.0) if i % 2 else self.mul(x, 0.5)
+        return x
+
+
+def chain_reference(x, length):
+    """The chain in numpy float32, op by op: the kernels round each op the same way (no FMA)."""
+    half, one = np.float32(0.5), np.float32(1.0)
+    for i in range(length):
+        x = x + one if i % 2 else x * half
+    return x
+
+
+@pytest.fixture(scope="module")
+def deep_chain():
+    return Chain(10000), f32(4, 8, seed=3)
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+@TARGETS
+def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
+    net, x = deep_chain
+    context.set_context(device_target=target, enable_graph_kernel=fusion)
+    compiled = net.compile(Tensor(x))
+    limit = 200   # composite_op_limit_size
+    assert compiled.kernel_count == (10000 // limit if fusion else 10000)
+    if fusion:
+        assert max(len(k.op_types) for k in compiled.kernels) == limit
+    assert_close(compiled(Tensor(x)).asnumpy(), chain_reference(x, 10000), bitwise=True)
+
+
+def test_a_100000_node_graph_compiles_fused_on_the_kernels():
+    context.set_context(device_target="Ascend", enable_graph_kernel=True)
+    x = f32(4, 8, seed=4)
+    compiled = Chain(100000).compile(Tensor(x))
+    assert compiled.kernel_count == 500 and len(compiled.graph.nodes) == 500
+    assert_close(compiled(Tensor(x)).asnumpy(), chain_reference(x, 100000), bitwise=True)
