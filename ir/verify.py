@@ -16,6 +16,8 @@ after every pass stays cheap on big graphs.
 """
 from __future__ import annotations
 
+import struct
+
 from ir.errors import IRError, VerifyError
 from ir.graph import Graph, Node, TensorType, Value
 from ir.ops import canonical_name, get, make_node
@@ -47,8 +49,19 @@ _WELL_FORMED: set = set()
 _WELL_FORMED_MAX = 1 << 16
 
 
+def _typed(value):
+    """An attr value as a key that tells types apart: True, 1, 1.0 and -0.0 are equal in Python, but only
+    some are a valid attr (a perm of -0.0 must not pass because a perm of 0 did); floats by their bits."""
+    if isinstance(value, tuple):
+        return tuple(_typed(v) for v in value)
+    if isinstance(value, float):
+        return float, struct.pack("<d", value)
+    return type(value), value
+
+
 def _signature(node: Node) -> tuple:
-    return node.op, node.attrs, tuple(v.type for v in node.inputs), node.types, node.subgraph is None
+    attrs = tuple((key, _typed(value)) for key, value in node.attrs)
+    return node.op, attrs, tuple(v.type for v in node.inputs), node.types, node.subgraph is None
 
 
 def _types(values) -> str:

@@ -243,3 +243,13 @@ def test_long_adversarial_lines_fail_fast(case):
     with bounded(10, case):
         with pytest.raises(ParseError):
             parse_graph(ADVERSARIAL_LINES[case])
+
+
+@pytest.mark.parametrize("perm", ["[2, -0.0, 1]", "[2, false, 1]", "[2.0, 0, 1]"])
+def test_verify_tells_an_attr_from_an_equal_one_of_another_type(perm):
+    """Found by fuzzing: verify remembers signatures found well-formed, and (2, -0.0, 1) == (2, 0, 1) in
+    Python; once the int perm had passed, the float one passed too and the interpreter failed on it."""
+    text = "graph(%0: f32[2,3,4]) {{\n  %1 = Transpose(%0) {{perm={}}} : f32[4,2,3]\n  return %1\n}}\n"
+    verify(parse_graph(text.format("[2, 0, 1]")))
+    with pytest.raises(VerifyError, match=r"node 0 Transpose: .*expected an int"):
+        verify(parse_graph(text.format(perm)))
