@@ -48,6 +48,9 @@ SAMPLES = {
     "Concat": ([tt(F32, 2, 3), tt(F32, 2, 1)], {"axis": -1}),
     "Split": ([tt(F32, 4, 3)], {"axis": 0, "sizes": (1, 3)}),
     "Gather": ([tt(F32, 4, 3), tt(I64, 2)], {"axis": 0}),
+    "PyFunc": ([tt(F32, 2, 3)], {"fn": np.negative, "in_types": (F32,), "in_shapes": ((2, 3),),
+                                 "out_types": (F32,), "out_shapes": ((2, 3),)}),
+    "HostCall": ([tt(F32, 2, 3), tt(F32, 3)], {"host_op": "Add"}),
 }
 
 

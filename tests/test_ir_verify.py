@@ -16,9 +16,8 @@ def test_well_formed_graphs_pass(key):
 @pytest.mark.parametrize("op", registered_ops())
 def test_every_op_sample_passes(op):
     graph = op_graph(op)
-    if graph is None:
-        pytest.skip(f"no sample inputs for {op}")
-    verify(graph)
+    assert graph is not None, f"no sample inputs for {op}; add one to tests/ir_graphs.py SAMPLES"
+    assert verify(graph) is graph
 
 
 def two_neg():
