@@ -1,9 +1,7 @@
 """set_context / get_context: the session's settings, each validated against one table.
 
-A key is in the table with its default, a check that returns the canonical value (or raises with
-what is accepted), and whether its feature exists yet. Setting a key whose feature is not built
-raises NotImplementedError naming it (a non-default value only): nothing is silently ignored.
-Settings apply to graphs compiled after they are set (they are part of the compile cache key).
+A key is in the table with its default and a check that returns the canonical value (or raises with
+what is accepted): nothing is silently ignored. Settings apply to graphs compiled after they are set (they are part of the compile cache key).
 """
 from __future__ import annotations
 
@@ -103,7 +101,6 @@ def _dump_setting(checker: str):
 class Key:
     default: Any
     check: Callable[[Any], Any]
-    built: bool = True          # False: the feature does not exist yet; only the default is accepted
     compile: bool = True        # part of the compile cache key
 
 
@@ -158,9 +155,6 @@ def set_context(**kwargs) -> None:
             raise ContextError(f"set_context({name}=...): {e}") from None
         except GraphKernelError as e:
             raise type(e)(f"set_context({name}=...): {e}") from None
-        if not key.built and canonical != key.default:
-            raise NotImplementedError(f"context key {name!r} is not built yet in graphkernel "
-                                      f"(only its default {key.default!r} is accepted)")
         staged[name] = canonical
     _settings.update(staged)
     _compile_key_cache.clear()

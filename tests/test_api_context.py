@@ -1,4 +1,4 @@
-"""set_context/get_context: validation, accepted values listed, unbuilt features refused by name."""
+"""set_context/get_context: validation, accepted values listed."""
 import pytest
 
 from graphkernel import GraphKernelError, context
@@ -45,15 +45,6 @@ def test_misspelt_flag_suggests_nearest():
         context.set_context(graph_kernel_flags="--opt_levle=2")
     with pytest.raises(GraphKernelError, match=r"--opt_level=9: expected an integer in 0..3"):
         context.set_context(graph_kernel_flags="--opt_level=9")
-
-
-def test_unbuilt_feature_is_refused_by_name_default_accepted(monkeypatch):
-    # every key of SPEC §3 is built now: an unbuilt one is made up for the test
-    monkeypatch.setitem(context.KEYS, "future_key", context.Key(0, lambda v: v, built=False))
-    monkeypatch.setitem(context._settings, "future_key", 0)
-    context.set_context(future_key=0)   # the default: fine
-    with pytest.raises(NotImplementedError, match="'future_key' is not built yet"):
-        context.set_context(future_key=1)
 
 
 def test_reset_graph_id_exists():
