@@ -53,6 +53,9 @@ SAMPLES = {
     "HostCall": ([tt(F32, 2, 3), tt(F32, 3)], {"host_op": "Add"}),
 }
 
+# Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, with no text form.
+NO_TEXT_FORM = frozenset({"PyFunc"})
+
 
 def op_graph(op: str) -> Graph | None:
     """A graph of one `op` node reading fresh inputs, all its results outputs; None if no sample fits."""

@@ -23,7 +23,7 @@ from ir import parse_graph, print_graph, verify
 from ir.errors import GraphKernelError, ParseError, VerifyError
 from ir.graph import Graph
 from ir.interpret import interpret
-from ir_graphs import op_graph, random_graphs, registered_ops, seed_graphs
+from ir_graphs import NO_TEXT_FORM, op_graph, random_graphs, registered_ops, seed_graphs
 from fuzz_helpers import EXAMPLE_SECONDS, bounded, deliberate, fuzz_settings
 
 RUN_ELEMENTS = 1 << 16   # graphs with a larger value are parsed and verified, not run
@@ -33,7 +33,7 @@ def _seed_texts() -> dict[str, str]:
     graphs = dict(seed_graphs())
     for op in registered_ops():
         graph = op_graph(op)
-        if graph is not None:
+        if graph is not None and op not in NO_TEXT_FORM:
             graphs[f"op {op}"] = graph
     return {key: print_graph(g) for key, g in graphs.items()}
 
