@@ -1,4 +1,4 @@
-"""The `graphkernel` command line: `graphkernel demo` (more subcommands come with their features)."""
+"""The `graphkernel` command line: `graphkernel demo`, `graphkernel run MODEL.onnx`, `graphkernel bench`."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,16 @@ def _demo(args) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphkernel", description="Graph-kernel fusion for an emulated "
                                      "Ascend AI Core, on the CPU.")
@@ -27,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the seed example: fusion off and on, dumps, timings")
     demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
-    demo.add_argument("--repeat", type=int, default=200, help="calls timed per net (median reported)")
+    demo.add_argument("--repeat", type=_positive_int, default=200,
+                      help="calls timed per net and side at 4x4 (median reported)")
     demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
                       "(needs Graphviz's dot)")
     demo.set_defaults(run=_demo)

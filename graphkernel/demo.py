@@ -41,14 +41,29 @@ class NetCompositeFuse(Cell):
         return pow_res
 
 
-def _median_call_us(fn, x, repeat: int) -> float:
-    fn(x)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(x)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e6
+def interleaved_step_us(net_cls, x: Tensor, repeat: int, rounds: int = 10) -> dict[bool, float]:
+    """Median step time (us) of `net_cls` with fusion off and on, timed in alternating rounds so that
+    drift on a busy machine hits both sides alike."""
+    nets = {}
+    for fusion in (False, True):
+        context.set_context(enable_graph_kernel=fusion)
+        nets[fusion] = net_cls()
+        nets[fusion](x)                         # compile and warm up
+    times: dict[bool, list[float]] = {False: [], True: []}
+    per_round = max(1, repeat // rounds)
+    for _ in range(rounds):
+        for fusion, net in nets.items():
+            context.set_context(enable_graph_kernel=fusion)
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                net(x)
+                times[fusion].append(time.perf_counter() - t0)
+    return {fusion: float(np.median(t)) * 1e6 for fusion, t in times.items()}
+
+
+def reference(net_cls, x: np.ndarray) -> np.ndarray:
+    """What numpy computes for the seed's nets."""
+    return (x * 2 + 1) ** 3 if net_cls is NetCompositeFuse else x * 2 + 1
 
 
 LARGE = (4096, 1024)
@@ -56,7 +71,10 @@ LARGE = (4096, 1024)
 
 def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", repeat: int = 200,
              seed: int = 0, out=print, large: tuple[int, int] | None = LARGE) -> dict:
-    """Run both nets with fusion off and on; returns what it printed as data (for tests)."""
+    """Run both nets with fusion off and on; returns what it printed as data (for tests).
+
+    Each net is compiled with fusion off and on (dumps under <save_graphs_path>/<Net>/fusion_{off,on}/),
+    checked against numpy, and timed: `repeat` calls per side at 4x4, fewer at `large`, interleaved."""
     rng = np.random.default_rng(seed)
     x = Tensor(rng.standard_normal((4, 4)).astype(np.float32))
     results = {}
@@ -72,11 +90,9 @@ def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", r
             compiled = net.compile(x)
             compile_ms = (time.perf_counter() - t0) * 1e3
             result = net(x)
-            call_us = _median_call_us(net, x, repeat)
-            expected = ((x.asnumpy() * 2 + 1) ** 3 if net_cls is NetCompositeFuse else x.asnumpy() * 2 + 1)
-            ok = np.allclose(result.asnumpy(), expected, rtol=1e-5, atol=1e-6)
+            ok = np.allclose(result.asnumpy(), reference(net_cls, x.asnumpy()), rtol=1e-5, atol=1e-6)
             results[(net_cls.__name__, fusion)] = dict(
-                kernels=[k.name for k in compiled.kernels], compile_ms=compile_ms, call_us=call_us,
+                kernels=[k.name for k in compiled.kernels], compile_ms=compile_ms,
                 matches_numpy=ok, dump_files=compiled.dump_files, result=result.asnumpy())
             out(f"================ {net_cls.__name__}, enable_graph_kernel={fusion} ================")
             if not fusion:
@@ -85,23 +101,23 @@ def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", r
             out(f"matches numpy: {ok}")
             out(f"kernels ({len(compiled.kernels)}): " + ", ".join(
                 f"{k.name}[{'+'.join(k.op_types)}]" for k in compiled.kernels))
-            out(f"compile {compile_ms:.1f} ms, step {call_us:.1f} us (median of {repeat})")
+            out(f"compile {compile_ms:.1f} ms")
             out("dumps: " + ", ".join(compiled.dump_files))
-    context.set_context(save_graphs=False, enable_graph_kernel=False)
-    out("================ summary: fusion off -> on ================")
+    context.set_context(save_graphs=False)
+    out(f"================ summary: fusion off -> on (median step, {repeat} calls a side, interleaved) "
+        "================")
     for net_cls in (NetBasicFuse, NetCompositeFuse):
         off, on = results[(net_cls.__name__, False)], results[(net_cls.__name__, True)]
+        small = interleaved_step_us(net_cls, x, repeat)
+        results[(net_cls.__name__, "small")] = small
         line = (f"{net_cls.__name__:18s} kernels {len(off['kernels'])} -> {len(on['kernels'])}; "
-                f"4x4 step {off['call_us']:.1f} -> {on['call_us']:.1f} us")
+                f"4x4 step {small[False]:.1f} -> {small[True]:.1f} us ({small[True] / small[False]:.2f}x)")
         if large is not None:
             big = Tensor(rng.standard_normal(large).astype(np.float32))
-            steps = {}
-            for fusion in (False, True):
-                context.set_context(enable_graph_kernel=fusion)
-                steps[fusion] = _median_call_us(net_cls(), big, max(5, repeat // 20))
-            context.set_context(enable_graph_kernel=False)
+            steps = interleaved_step_us(net_cls, big, max(5, repeat // 20), rounds=5)
             results[(net_cls.__name__, "large")] = steps
             line += (f"; {large[0]}x{large[1]} step {steps[False] / 1e3:.2f} -> {steps[True] / 1e3:.2f} ms "
                      f"({steps[True] / steps[False]:.2f}x)")
         out(line + f"; same result: {bool(np.allclose(off['result'], on['result'], rtol=1e-5, atol=1e-6))}")
+    context.set_context(enable_graph_kernel=False)
     return results
