@@ -140,8 +140,9 @@ def copy_bandwidth(elements: int, repeat: int = 25) -> float:
             n = src.size
             for b in prange(blocks):
                 lo, hi = b * n // blocks, (b + 1) * n // blocks
-                for i in range(lo, hi):
-                    dst[i] = src[i]
+                s, d = src[lo:hi], dst[lo:hi]
+                for i in range(hi - lo):  # from 0 over a slice: `range(lo, hi)` does not vectorize
+                    d[i] = s[i]
         _copy_kernel = copy
     src = np.random.default_rng(0).random(elements, np.float32)
     dst = np.empty_like(src)
