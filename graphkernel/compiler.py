@@ -13,7 +13,6 @@ through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,19 +47,22 @@ class KernelSummary:
 
 def options_from_context() -> CompileOptions:
     from graphkernel.fusion_switch import read_fusion_switch
-    from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist
+    from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
     switch = context.get_context("fusion_switch_file")
     mixlist, dtypes = context.get_context("modify_mixlist"), context.get_context("customize_dtypes")
+    mixlist = read_mixlist(mixlist) if mixlist else None
+    dtypes = read_customize_dtypes(dtypes) if dtypes else None
+    mode = effective_mode(context.get_context("precision_mode"), context.get_context("precision_mode_v2"))
+    warn_unused_files(mode, mixlist, dtypes)
     return CompileOptions(
         device_target=context.get_context("device_target"),
         enable_graph_kernel=context.get_context("enable_graph_kernel"),
         flags=parse_flags(context.get_context("graph_kernel_flags")),
         core_num=context.get_context("core_num"),
         deterministic=context.get_context("deterministic"),
-        precision_mode=effective_mode(context.get_context("precision_mode"),
-                                      context.get_context("precision_mode_v2")),
-        mixlist=read_mixlist(mixlist) if mixlist else None,
-        customize_dtypes=read_customize_dtypes(dtypes) if dtypes else None,
+        precision_mode=mode,
+        mixlist=mixlist,
+        customize_dtypes=dtypes,
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
         mix_compile_mode=context.get_context("mix_compile_mode"),
         max_device_memory=max_device_memory(),

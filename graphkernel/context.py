@@ -102,6 +102,7 @@ class Key:
     default: Any
     check: Callable[[Any], Any]
     compile: bool = True        # part of the compile cache key
+    file: bool = False          # a path whose file's version is part of the compile cache key too
 
 
 KEYS: dict[str, Key] = {
@@ -114,11 +115,11 @@ KEYS: dict[str, Key] = {
     "precision_mode": Key("must_keep_origin_dtype", _choice(
         "must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision")),
     "precision_mode_v2": Key(None, _choice(None, "origin", "fp16", "mixed_float16")),
-    "modify_mixlist": Key(None, _precision_file("read_mixlist")),
-    "customize_dtypes": Key(None, _precision_file("read_customize_dtypes")),
+    "modify_mixlist": Key(None, _precision_file("read_mixlist"), file=True),
+    "customize_dtypes": Key(None, _precision_file("read_customize_dtypes"), file=True),
     "deterministic": Key(0, _choice(0, 1)),
     "mix_compile_mode": Key(False, _bool),
-    "fusion_switch_file": Key(None, _fusion_switch_file),
+    "fusion_switch_file": Key(None, _fusion_switch_file, file=True),
     "enable_dump": Key(False, _bool),
     "dump_path": Key(None, _dump_setting("check_dump_path")),
     "dump_mode": Key("output", _choice("input", "output", "all")),
@@ -177,8 +178,12 @@ _compile_key_ids: dict = {}
 
 
 def compile_settings() -> tuple:
-    """The settings a compile depends on, as a hashable tuple (part of the compile cache key)."""
-    return tuple((k, _settings[k]) for k, key in KEYS.items() if key.compile)
+    """The settings a compile depends on, as a hashable tuple (part of the compile cache key). A
+    configuration file counts with its version as of this call: after editing one, call set_context
+    again and Cells compiled before the edit compile anew."""
+    from graphkernel.config_file import file_version
+    return tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
+                 for k, key in KEYS.items() if key.compile)
 
 
 def compile_settings_id() -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import os
 import shlex
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from ir.errors import GraphKernelError
 

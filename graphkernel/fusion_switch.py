@@ -7,10 +7,9 @@ naming the file and the key.
 """
 from __future__ import annotations
 
-import json
 import warnings
 
-from graphkernel.config_file import ConfigFileError, parsed_once, read_text
+from graphkernel.config_file import ConfigFileError, load_json, parsed_once, read_text
 
 # Our pass names per CANN group: GraphFusion = graph-level passes, UBFusion = fusion inside the UB.
 PASS_GROUPS = {
@@ -28,11 +27,7 @@ class FusionSwitchError(ConfigFileError):
 def read_fusion_switch(path: str) -> frozenset[str]:
     """The set of pass names the file turns off (parsed, and warned about, once per file version)."""
     text = read_text(path, "fusion_switch_file", FusionSwitchError)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise FusionSwitchError(f"fusion_switch_file {path!r}: not valid JSON: {e.msg} at line {e.lineno}, "
-                                f"column {e.colno}") from None
+    doc = load_json(text, path, "fusion_switch_file", FusionSwitchError)
     if not isinstance(doc, dict) or set(doc) != {"Switch"} or not isinstance(doc["Switch"], dict):
         raise FusionSwitchError(f"fusion_switch_file {path!r}: expected {{\"Switch\": {{\"GraphFusion\": "
                                 "{...}, \"UBFusion\": {...}}}}")

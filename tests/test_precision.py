@@ -4,6 +4,7 @@ Graphs are built with make_node and run through the precision pass directly wher
 placement; through a Cell on the CPU target where it is about results, context keys or dumps.
 """
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from graphkernel.passes.precision import precision
 from graphkernel.precision import (PrecisionConfigError, read_customize_dtypes, read_mixlist, render_table,
                                    resolve)
 from graphkernel.precision.lists import table
-from graphkernel.precision.mixlist import strip_line_comments
+from graphkernel.config_file import strip_line_comments
 from fusion_helpers import bert_layer
 from pass_helpers import F16, F32, F64, I32, GraphBuilder, interpret, random_inputs, tt, verify
 from tolerance import assert_close
@@ -315,11 +316,13 @@ def test_line_comments_are_stripped_outside_strings_only():
     assert json.loads(strip_line_comments(text)) == {"a": "http://x", "b": '"//"'}
 
 
-def test_mixlist_is_ignored_with_a_warning_outside_allow_mix_precision(tmp_path):
-    mixlist = read_mixlist(write(tmp_path, "m.json", '{"black-list": {"to-add": ["MatMul"]}}'))
-    with pytest.warns(UserWarning, match="has no effect under precision_mode='force_fp16'"):
-        out = run_pass(mm_graph(), "force_fp16", mixlist=mixlist)
-    assert dtype_of(out, "MatMul") == [F16]
+@pytest.mark.parametrize("mode", ["force_fp16", "must_keep_origin_dtype"])
+def test_mixlist_is_ignored_with_a_warning_outside_allow_mix_precision(cpu, tmp_path, mode):
+    context.set_context(precision_mode=mode,
+                        modify_mixlist=write(tmp_path, "m.json", '{"black-list": {"to-add": ["MatMul"]}}'))
+    with pytest.warns(UserWarning, match=f"has no effect under precision_mode='{mode}'"):
+        compiled, _ = compile_net(MatMulSoftmax(), (4, 8), (8, 16))
+    assert dtype_of(compiled.graph, "MatMul") == [F16 if mode == "force_fp16" else F32]
 
 
 # ---- seed 002 case 04: a float16 ReduceSum and the black list ----------------------------------------
@@ -435,6 +438,22 @@ def test_white_listed_softmax_runs_its_expansion_in_float16(cpu, tmp_path):
     assert_close(got.astype(np.float16), want.astype(np.float16), rtol_scale=4)
 
 
+def test_an_edited_mixlist_recompiles_a_compiled_cell_after_set_context(cpu, tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text('{"white-list": {"to-add": ["SoftmaxV2"]}}')
+    context.set_context(precision_mode="allow_mix_precision", modify_mixlist=str(path))
+    net = MatMulSoftmax()
+    compiled, args = compile_net(net, (4, 8), (8, 16))
+    assert dtype_of(compiled.stages["precision"], "Exp") == [F16]
+    path.write_text('{"black-list": {"to-add": ["Matmul"]}}')
+    os.utime(path, ns=(1, 1))   # another version even within one step of the file system's clock
+    context.set_context(modify_mixlist=str(path))
+    again = net.compile(*args)
+    assert again.graph_id != compiled.graph_id
+    g = again.stages["precision"]
+    assert dtype_of(g, "MatMul") == [F32] and dtype_of(g, "Exp") == [F32]
+
+
 # ---- customize_dtypes ---------------------------------------------------------------------------------
 
 class MatMulExpRelu(Cell):
@@ -482,7 +501,9 @@ def test_customize_dtypes_composite_type_governs_its_expansion(cpu, tmp_path):
 def test_customize_dtypes_is_ignored_under_must_keep_origin_dtype(cpu, tmp_path):
     cfg = write(tmp_path, "c.cfg", "OpType::Exp:InputDtype:float16,OutputDtype:float16\n")
     context.set_context(customize_dtypes=cfg)
-    compiled, _ = compile_net(MatMulExpRelu(), (4, 8), (8, 16))
+    with pytest.warns(UserWarning, match=r"customize_dtypes '.*c\.cfg' has no effect under "
+                                         r"precision_mode='must_keep_origin_dtype'"):
+        compiled, _ = compile_net(MatMulExpRelu(), (4, 8), (8, 16))
     assert "precision" not in compiled.stages
     assert all(v.dtype == F32 for n in compiled.graph.nodes for v in n.outputs)
 
@@ -549,6 +570,10 @@ def test_missing_file_is_an_error_naming_it_at_set_time(tmp_path, key):
     ('{"black-list": {"to-add": ["Exp", 3]}}', r"black-list.to-add\[1\] is 3, not an op name"),
     ('{"black-list": {"to-add": ["Matmul"]}, "white-list": {"to-add": ["MatMulV2"]}}',
      r"black-list.to-add\[0\] 'Matmul' and white-list.to-add\[0\] 'MatMulV2' contradict"),
+    ('{"black-list": {"to-add": ["Exp"]}, "black-list": {"to-add": ["MatMul"]}}',
+     r"key 'black-list' appears twice in one object"),
+    ('{ "black-list": { // comment "to-add": ["Matmul"] } }',
+     r"not valid JSON: .* at line 1, column \d+ \(a // comment runs to the end of its line\)"),
 ])
 def test_bad_mixlist_names_file_and_line_or_key(tmp_path, text, message):
     path = write(tmp_path, "mix.json", text)

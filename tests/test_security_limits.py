@@ -9,7 +9,6 @@ that raise, and graphs too big or too deep for recursive or quadratic code.
     a raising PyFunc      names the op; the next call runs normally
     big graphs            a 10,000-deep chain and a 100,000-node graph through trace, passes and lowering
 """
-import math
 
 import numpy as np
 import pytest

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ir.errors import ShapeError
+from ir.graph import Graph
 from ir.ops import OPS, OpDef, Pattern
 from ir.parser import parse_graph
 from ir.printer import print_graph
@@ -413,7 +414,7 @@ STEPS = ("binary", "with_const", "const_with", "pow", "neg", "cast_chain", "redu
          "const_const", "twice")
 
 
-def build_random_graph(steps) -> "Graph":
+def build_random_graph(steps) -> Graph:
     g = GraphBuilder(tt(F32, 3, 4), tt(F32, 4))
     pool = list(g.inputs)
     for kind, i, j, c, flag in steps:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.dtypes import DType, as_dtype
+from ir.dtypes import DType
 from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node

@@ -26,14 +26,13 @@ ops: simplify removes the exact ones and fusion fuses the rest.
 from __future__ import annotations
 
 import re
-import warnings
 
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS, is_host, make_node
 from graphkernel.options import CompileOptions
-from graphkernel.precision import (ALLOW_FP32_TO_FP16, ALLOW_MIX, BLACK, FORCE_FP16, GRAY, WHITE,
+from graphkernel.precision import (ALLOW_FP32_TO_FP16, BLACK, FORCE_FP16, GRAY, WHITE,
                                    PrecisionConfigError, default_list, lacks_fp32, pass_runs)
 from graphkernel.precision.lists import default_lists
 
@@ -160,9 +159,6 @@ def precision(graph: Graph, opts: CompileOptions) -> Graph:
     """The graph with Casts placed per opts.precision_mode, the lists and customize_dtypes."""
     if not pass_runs(opts.precision_mode):
         return graph
-    if opts.mixlist is not None and opts.precision_mode != ALLOW_MIX:
-        warnings.warn(f"modify_mixlist {opts.mixlist.path!r} has no effect under precision_mode="
-                      f"{opts.precision_mode!r} (only under allow_mix_precision)", UserWarning, stacklevel=2)
     walk = _Lowering(graph, opts)
     for node in graph.nodes:
         walk.visit(node)

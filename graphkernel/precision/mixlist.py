@@ -24,11 +24,10 @@ to both lists, or added to and removed from one) is a PrecisionConfigError namin
 """
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 
-from graphkernel.config_file import PrecisionConfigError, parsed_once, read_text
+from graphkernel.config_file import PrecisionConfigError, load_json, parsed_once, read_text
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, resolve
 
 KEY = "modify_mixlist"
@@ -45,34 +44,9 @@ class Mixlist:
         return dict(self.overrides)
 
 
-def strip_line_comments(text: str) -> str:
-    """`text` without `//` comments outside JSON strings (newlines kept, so line numbers hold)."""
-    out, i, in_string = [], 0, False
-    while i < len(text):
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                out.append(text[i:i + 2])
-                i += 2
-                continue
-            in_string = c != '"'
-        elif c == '"':
-            in_string = True
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 def _load(path: str) -> dict:
-    try:
-        doc = json.loads(strip_line_comments(read_text(path, KEY, PrecisionConfigError)))
-    except json.JSONDecodeError as e:
-        raise PrecisionConfigError(f"{KEY} file {path!r}: not valid JSON: {e.msg} at line {e.lineno}, "
-                                   f"column {e.colno}") from None
+    doc = load_json(read_text(path, KEY, PrecisionConfigError), path, KEY, PrecisionConfigError,
+                    line_comments=True)
     if not isinstance(doc, dict):
         raise PrecisionConfigError(f"{KEY} file {path!r}: expected an object with \"black-list\" and/or "
                                    "\"white-list\"")

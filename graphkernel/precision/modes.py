@@ -18,6 +18,8 @@ set, wins over precision_mode (the seed offers it as the newer spelling of the s
 """
 from __future__ import annotations
 
+import warnings
+
 MUST_KEEP = "must_keep_origin_dtype"
 ALLOW_FP32_TO_FP16 = "allow_fp32_to_fp16"
 FORCE_FP16 = "force_fp16"
@@ -35,3 +37,14 @@ def effective_mode(precision_mode: str, precision_mode_v2: str | None) -> str:
 def pass_runs(mode: str) -> bool:
     """Whether the precision stage runs (and writes its dump): every mode but must_keep_origin_dtype."""
     return mode != MUST_KEEP
+
+
+def warn_unused_files(mode: str, mixlist, customize_dtypes) -> None:
+    """Warn about a modify_mixlist or customize_dtypes file that `mode` does not read (a user who set
+    one and forgot precision_mode would otherwise see nothing happen)."""
+    if mixlist is not None and mode != ALLOW_MIX:
+        warnings.warn(f"modify_mixlist {mixlist.path!r} has no effect under precision_mode={mode!r} "
+                      "(only under allow_mix_precision)", UserWarning, stacklevel=3)
+    if customize_dtypes is not None and not pass_runs(mode):
+        warnings.warn(f"customize_dtypes {customize_dtypes.path!r} has no effect under precision_mode="
+                      f"{mode!r}", UserWarning, stacklevel=3)
