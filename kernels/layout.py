@@ -91,9 +91,12 @@ def _const_attr(value) -> tuple:
 
 
 def _code_attrs(node) -> tuple:
+    """The attrs codegen reads: the op's declared ones (an attr the op does not declare, as a hand-built
+    or hostile graph may carry, changes no code and never reaches the key or the kernel's source)."""
     if node.op == "Const":
         return (_const_attr(node.attr("value")),)
-    return tuple((k, v) for k, v in node.attrs if k not in _LAYOUT_ATTRS)
+    declared = {a.name for a in get(node.op).attrs}
+    return tuple((k, v) for k, v in node.attrs if k in declared and k not in _LAYOUT_ATTRS)
 
 
 def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:

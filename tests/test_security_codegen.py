@@ -182,7 +182,7 @@ def test_ir_graph_with_hostile_attrs_and_names_runs_safely(hostile, canary, tmp_
         assert_close(got, want)
     sources = assert_kernel_sources_safe(tmp_path, canary)
     assert len(sources) == (1 if fuse else 4)
-    assert all("__import__(?os?).system(?touch" in s for s in sources.values())   # the key shows it, as words
+    assert not any("system" in s for s in sources.values())   # undeclared attrs change no code, not even the key
 
 
 def test_a_spec_whose_op_is_no_identifier_is_refused(hostile):
