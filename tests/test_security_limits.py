@@ -24,6 +24,7 @@ from ir.errors import ExecutionError, GraphKernelError
 from ir.limits import ResourceLimitError
 from kernels import DeviceConfig, lower
 from kernels.executor import Storage, plan_arena
+from fuzz_helpers import bounded
 from tolerance import assert_close
 
 TARGETS = pytest.mark.parametrize("target", ["CPU", "Ascend"])
@@ -280,7 +281,9 @@ def test_a_raising_pyfunc_names_its_op_and_the_next_call_runs(target, fusion):
 
 # --- big graphs ---------------------------------------------------------------------------------------
 # Deeper than Python's recursion limit (1000) and too big for a pass that walks the graph per node or
-# per candidate: each compiles through trace, every pass and the lowering in seconds.
+# per candidate: each compiles through trace, every pass and the lowering in seconds. GRAPH_SECONDS is
+# no speed target: it turns a pass gone quadratic (hours on these graphs) into a failure, not a hang.
+GRAPH_SECONDS = 300
 
 class Chain(Cell):
     """`length` elementwise ops in a row: x*0.5, +1.0, x*0.5, +1.0, ..."""
@@ -314,7 +317,8 @@ def deep_chain():
 def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
     net, x = deep_chain
     context.set_context(device_target=target, enable_graph_kernel=fusion)
-    compiled = net.compile(Tensor(x))
+    with bounded(GRAPH_SECONDS, "compiling a 10,000-deep chain"):
+        compiled = net.compile(Tensor(x))
     limit = 200   # composite_op_limit_size
     assert compiled.kernel_count == (10000 // limit if fusion else 10000)
     if fusion:
@@ -325,6 +329,7 @@ def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
 def test_a_100000_node_graph_compiles_fused_on_the_kernels():
     context.set_context(device_target="Ascend", enable_graph_kernel=True)
     x = f32(4, 8, seed=4)
-    compiled = Chain(100000).compile(Tensor(x))
+    with bounded(GRAPH_SECONDS, "compiling a 100,000-node graph"):
+        compiled = Chain(100000).compile(Tensor(x))
     assert compiled.kernel_count == 500 and len(compiled.graph.nodes) == 500
     assert_close(compiled(Tensor(x)).asnumpy(), chain_reference(x, 100000), bitwise=True)
