@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from ir.printer import printable
 from graphkernel.datadump import dump_file, ensure_directory, file_stem, format_shape, save_array, write_atomic
 from graphkernel.observe import user_stacklevel
 
@@ -104,6 +105,6 @@ class OverflowCheck:
             self.warned = True
             counts = ", ".join(f"output {o['index']}: {o['inf_count']} inf, {o['nan_count']} nan"
                                for o in first["outputs"])
-            warnings.warn(f"overflow in graph {first['graph_id']} step {step}: kernel {first['name']} "
+            warnings.warn(f"overflow in graph {first['graph_id']} step {step}: kernel {printable(first['name'])} "
                           f"({'+'.join(first['op_types'])}) produced inf/NaN ({counts}); report: "
                           f"{self.report_path}", OverflowWarning, stacklevel=user_stacklevel())

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ir.dtypes import DType
 from ir.errors import GraphKernelError
 from ir.filenames import path_in
+from ir.printer import printable
 from graphkernel import observe
 from graphkernel.datadump import csv_bytes, format_shape, write_atomic
 
@@ -151,7 +152,7 @@ class Profiler:
 
 def format_table(rows: list[dict], steps: int) -> str:
     shown = ("op_type", "block_dim", "input_shape", "input_data_type", "calls", "avg_time_us", "name")
-    cells = [[str(r[c]) for c in shown] for r in rows]
+    cells = [[printable(r[c]) for c in shown] for r in rows]   # a name cannot redraw the terminal
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(shown)]
     lines = [f"Profiler: {len(rows)} kernels, {steps} steps"]
     lines.append("  ".join(c.ljust(w) for c, w in zip(shown, widths)).rstrip())

@@ -18,7 +18,7 @@ import colorsys
 import hashlib
 
 from ir.graph import Graph, Node, Value
-from ir.printer import format_attr, quote
+from ir.printer import format_attr, printable
 
 LABEL_NAME_LIMIT = 60     # characters of a scope name shown under the op
 TOOLTIP_LIMIT = 2000
@@ -33,18 +33,10 @@ def op_color(op: str) -> str:
     return "#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255))
 
 
-def _visible(text, limit: int) -> str:
-    """One printable line: non-printable characters shown as escapes, long text shortened."""
-    text = str(text)
-    if not text.isprintable():
-        text = "".join(ch if ch.isprintable() else quote(ch)[1:-1] for ch in text)
-    return text[:limit] + "..." if len(text) > limit else text
-
-
 def dot_string(*lines: str, limit: int = LABEL_NAME_LIMIT) -> str:
     """A quoted DOT string showing the non-empty lines (the first up to 200 characters, or `limit`):
     the one escaper of every .dot writer (ir.dot, kernels.kernel_graph), as names are untrusted."""
-    shown = [_visible(line, max(200, limit) if i == 0 else limit) for i, line in enumerate(lines) if line]
+    shown = [printable(line, max(200, limit) if i == 0 else limit) for i, line in enumerate(lines) if line]
     body = "\\n".join(t.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;") for t in shown)
     # Graphviz reads backslash-quote as an escaped quote even after an escaped backslash
     return '"' + body + (" " if body.endswith("\\") else "") + '"'

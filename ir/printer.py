@@ -57,6 +57,16 @@ def quote(text: str) -> str:
     return '"' + "".join(parts) + '"'
 
 
+def printable(text, limit: int | None = None) -> str:
+    """`text` as one printable line for a terminal, a table or a label: every non-printable character
+    (newline, ESC, ...) shown as its escape, so a hostile name cannot redraw a terminal or forge a row;
+    cut at `limit` characters with `...`."""
+    text = str(text)
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else quote(ch)[1:-1] for ch in text)
+    return text if limit is None or len(text) <= limit else text[:limit] + "..."
+
+
 def word(text: str) -> str:
     """An op name or attribute key: bare when it is a plain identifier, quoted otherwise."""
     return text if IDENT.match(text) and text not in RESERVED else quote(text)
@@ -66,8 +76,7 @@ def describe(node: Node, limit: int = 200) -> str:
     """`Op (name)` for error messages, the name escaped and shortened."""
     if not node.name:
         return str(node.op)
-    name = quote(node.name)[1:-1]
-    return f"{node.op} ({name[:limit] + '...' if len(name) > limit else name})"
+    return f"{printable(node.op)} ({printable(node.name, limit)})"
 
 
 def format_type(t: TensorType) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
+from ir.printer import printable
 from ir.ops import Pattern, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
@@ -163,9 +164,9 @@ class _Builder:
         elif node.op == "Reshape":
             self.where[node.out] = self.where[node.inputs[0]]
         elif node.subgraph is not None:
-            self.generated(node, node.subgraph, node.inputs, node.name or "composite")
+            self.generated(node, node.subgraph, node.inputs, printable(node.name or "composite", 200))
         elif _kernel_op(node):
-            self.generated(node, _one_node_graph(node), node.inputs, node.name or node.op)
+            self.generated(node, _one_node_graph(node), node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
             self.numpy_step(node, _matmul_fn(node), "numpy")
         elif node.op == "Transpose":
@@ -277,7 +278,7 @@ def _ops_text(ops: list[str], shown: int = 8) -> str:
 
 def _first_line(e: Exception) -> str:
     text = str(e).strip().splitlines()
-    return text[0][:200] if text else ""
+    return printable(text[0], 200) if text else ""
 
 
 def _write_source(directory: str, name: str, source: str) -> None:

@@ -10,7 +10,7 @@ from graphkernel import Profiler, Tensor, context, observe
 from graphkernel import dtype as mstype
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.profiler import KERNEL_COLUMNS, ProfilerError, dt_name
+from graphkernel.profiler import KERNEL_COLUMNS, ProfilerError, dt_name, format_table
 from ir.dtypes import DType
 
 SEED_COLUMNS = ["op_type", "block_dim", "input_shape", "input_data_type", "input_formats"]
@@ -167,3 +167,12 @@ def test_unwritable_output_path_names_it(tmp_path):
 def test_cann_dtype_names():
     assert [dt_name(d) for d in (DType.float16, DType.float32, DType.int32, DType.bool)] == [
         "DT_FLOAT16", "DT_FLOAT", "DT_INT32", "DT_BOOL"]
+
+
+def test_the_table_shows_a_hostile_name_on_one_line_without_control_characters():
+    row = {"op_type": "Mul", "block_dim": 1, "input_shape": "2,3", "input_data_type": "DT_FLOAT", "calls": 1,
+           "avg_time_us": 1.0, "name": "evil\x1b[2K\rFAKE ROW\nMul 1 2,3"}
+    table = format_table([row], steps=1)
+    assert "\x1b" not in table and "\r" not in table
+    assert len(table.splitlines()) == 3   # title, header, the one row
+    assert table.splitlines()[2].endswith("evil\\u001b[2K\\rFAKE ROW\\nMul 1 2,3")

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from graphkernel.onnx.types import OnnxInputError
+from ir.printer import printable
 
 
 def add_run_parser(sub) -> None:
@@ -85,8 +86,8 @@ def _shape(types) -> str:
 
 
 def run_command(args) -> int:
-    from graphkernel import context
     import graphkernel.onnx as gx
+    from graphkernel import context
     if args.repeat < 1:
         raise OnnxInputError(f"--repeat {args.repeat}: needs at least 1")
     context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
@@ -106,17 +107,17 @@ def run_command(args) -> int:
           f"target {args.device_target}, graph kernel {'off' if args.no_graph_kernel else 'on'}")
     print("inputs:" if inputs else "inputs: (none)")
     for name, t in zip(cell.input_names, inputs):
-        print(f"  {name}  {t.dtype.value}{list(t.shape)}")
+        print(f"  {printable(name)}  {t.dtype.value}{list(t.shape)}")
     print("outputs:")
     for name, t in zip(cell.output_names, outputs):
         a = t.asnumpy()
         mean_abs = float(np.mean(np.abs(a.astype(np.float64)))) if a.size else 0.0
-        print(f"  {name}  {a.dtype}{list(a.shape)}  checksum sum={float(np.sum(a, dtype=np.float64)):.9g} "
+        print(f"  {printable(name)}  {a.dtype}{list(a.shape)}  checksum sum={float(np.sum(a, dtype=np.float64)):.9g} "
               f"mean|x|={mean_abs:.9g}")
     print(f"kernels ({len(compiled.kernels)}):")
     for k, info in enumerate(compiled.kernels):
         block = "-" if info.block_dim is None else info.block_dim
-        print(f"  {k:3d}  {info.name}  [{' '.join(info.op_types)}]  block_dim={block}  "
+        print(f"  {k:3d}  {printable(info.name)}  [{' '.join(info.op_types)}]  block_dim={block}  "
               f"({_shape(info.inputs)}) -> ({_shape(info.outputs)})")
 
     steps = []
