@@ -1,7 +1,8 @@
 """Tensor (a numpy array with a dtype the IR knows) and Parameter (a named, mutable Tensor of a Cell).
 
-Operators on Tensors (`x + y`, `x * 2.0`, `-x`, `x ** 3`, `x / y`, comparisons) call the same
-primitives as `P.Add` and friends, so they work eagerly and inside a traced `construct` alike.
+Operators on Tensors (`x + y`, `x * 2.0`, `-x`, `x ** 3`, `x / y`, `x > y`, `x == y`, `x != y`) call the
+same primitives as `P.Add` and friends, so they work eagerly and inside a traced `construct` alike;
+comparisons give bool tensors.
 """
 from __future__ import annotations
 
@@ -62,8 +63,23 @@ class TensorOps:
         from graphkernel.ops import operations as P
         return P.Abs()(self)
 
-    # == and != keep Python's identity semantics (Tensors are used as dict keys); use P.Equal.
+    # == and != compare element by element, as in MindSpore: a bool tensor (so `if x == 0:` on a traced
+    # value is the graph-mode error it must be, not a silent False). Hashing stays by identity.
+    def __eq__(self, o):
+        return self._binary("Equal", o) if _operand(o) else NotImplemented
+
+    def __ne__(self, o):
+        if not _operand(o):
+            return NotImplemented
+        from graphkernel.ops import operations as P
+        return P.Equal()(self._binary("Equal", o), False)   # not(equal), as ONNX's Not is written
+
     __hash__ = object.__hash__
+
+
+def _operand(o) -> bool:
+    """Whether `o` can be the other side of an operator: a tensor, an array or a Python number."""
+    return isinstance(o, (TensorOps, np.ndarray, np.generic, bool, int, float))
 
 
 class Tensor(TensorOps):

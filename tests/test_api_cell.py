@@ -159,6 +159,33 @@ def test_data_dependent_control_flow_is_explained(cpu):
     assert Branchy()(Tensor(X)).shape == (4, 4)
 
 
+class Compare(Cell):
+    def construct(self, x, y):
+        return x == y, x != y, x == 0.5, x > y
+
+
+@pytest.mark.parametrize("mode", ["GRAPH_MODE", "PYNATIVE_MODE"])
+def test_equality_operators_compare_elementwise(cpu, mode):
+    context.set_context(mode=getattr(context, mode))
+    x = np.array([0.5, 1.0, np.nan, 2.0], np.float32)
+    y = np.array([0.5, 2.0, np.nan, 2.0], np.float32)
+    got = [t.asnumpy() for t in Compare()(Tensor(x), Tensor(y))]
+    want = [x == y, x != y, x == np.float32(0.5), x > y]
+    for g, w in zip(got, want):
+        assert g.dtype == np.bool_ and np.array_equal(g, w)
+    assert (Tensor(x) == "x") is False and (Tensor(x) != None) is True   # noqa: E711 - no elementwise meaning
+
+
+@pytest.mark.parametrize("construct", [
+    lambda self, x: x if x == 0 else -x,       # data-dependent: would silently take one branch
+    lambda self, x: x[0],                      # indexing
+], ids=["if x == 0", "x[0]"])
+def test_equality_branches_and_indexing_on_traced_values_are_explained(cpu, construct):
+    net = type("Net", (Cell,), {"construct": construct})()
+    with pytest.raises(GraphKernelError, match=r"GRAPH_MODE"):
+        net(Tensor(X))
+
+
 def test_bad_primitive_use(cpu):
     with pytest.raises(GraphKernelError, match=r"P.ReduceSum\(\): keep_dims='yes'"):
         P.ReduceSum(keep_dims="yes")
