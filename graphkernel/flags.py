@@ -1,6 +1,7 @@
 """graph_kernel_flags: MindSpore's syntax (`--key=value`, bare `--key` = true, lists comma-separated).
 
-`parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key.
+`parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key,
+and so does an op or a `stage.pass` in a list flag that does not exist.
 MS_DEV_GRAPH_KERNEL_FLAGS in the environment is read too, after the context's flags (so it wins).
 """
 from __future__ import annotations
@@ -84,4 +85,29 @@ def parse_flags(text: str, *, read_env: bool = True) -> GraphKernelFlags:
                 hint = f"; did you mean --{near[0]}?" if near else ""
                 raise FlagError(f"{source}: unknown flag --{key}{hint}")
             values[key] = _value(key, raw if eq else None)
+            if key in _LIST:
+                _check_names(source, key, values[key])
     return GraphKernelFlags(**values)
+
+
+def _check_names(source: str, key: str, names: frozenset) -> None:
+    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing."""
+    from ir.ops import OPS, Pattern
+    if key.endswith("_pass"):
+        from graphkernel.pipeline import pass_names
+        known, what = pass_names(), "a stage.pass of the pipeline"
+    elif "expand" in key:
+        from graphkernel.expanders import EXPANDERS
+        known, what = sorted(EXPANDERS), "a composite op the expanders rewrite"
+    else:
+        known, what = sorted(OPS), "an op"
+    for name in sorted(names):
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
+        op = OPS.get(name)
+        if key.startswith("enable_cluster") and (op.expandable or op.pattern >= Pattern.INJECTIVE):
+            kind = ("a composite op (fusion takes the primitives it expands into)" if op.expandable
+                    else f"{op.pattern.name}, never fused")
+            raise FlagError(f"{source}: --{key}={name}: {name} is {kind}")

@@ -7,13 +7,15 @@ naming the file and the key.
 """
 from __future__ import annotations
 
+import difflib
 import warnings
 
 from graphkernel.config_file import ConfigFileError, load_json, parsed_once, read_text
 
-# Our pass names per CANN group: GraphFusion = graph-level passes, UBFusion = fusion inside the UB.
+# Our pass names per CANN group: GraphFusion = graph-level rewrites, UBFusion = fusion inside the UB.
+# The precision pass is no fusion pass: precision_mode alone decides whether it runs.
 PASS_GROUPS = {
-    "GraphFusion": ("expand", "precision", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
+    "GraphFusion": ("expand", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
                     "composite_fusion", "recompute", "parallel_fusion"),
     "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion"),
 }
@@ -28,9 +30,15 @@ def read_fusion_switch(path: str) -> frozenset[str]:
     """The set of pass names the file turns off (parsed, and warned about, once per file version)."""
     text = read_text(path, "fusion_switch_file", FusionSwitchError)
     doc = load_json(text, path, "fusion_switch_file", FusionSwitchError)
-    if not isinstance(doc, dict) or set(doc) != {"Switch"} or not isinstance(doc["Switch"], dict):
-        raise FusionSwitchError(f"fusion_switch_file {path!r}: expected {{\"Switch\": {{\"GraphFusion\": "
-                                "{...}, \"UBFusion\": {...}}}}")
+    expected = '{"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}'
+    if not isinstance(doc, dict):
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: expected {expected}")
+    if set(doc) != {"Switch"}:
+        unknown = ", ".join(repr(k) for k in sorted(set(doc) - {"Switch"}))
+        what = f"unknown key {unknown}" if unknown else 'no "Switch" key'
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: {what}; expected {expected}")
+    if not isinstance(doc["Switch"], dict):
+        raise FusionSwitchError(f"fusion_switch_file {path!r}: Switch must be an object; expected {expected}")
     off: set[str] = set()
     for group, passes in doc["Switch"].items():
         if group not in PASS_GROUPS:
@@ -49,6 +57,8 @@ def read_fusion_switch(path: str) -> frozenset[str]:
                 if state == "off":
                     off.add(name)
             else:
+                near = difflib.get_close_matches(name, PASS_GROUPS[group], n=1)
+                hint = f"; did you mean {group}.{near[0]}?" if near else ""
                 warnings.warn(f"fusion_switch_file {path!r}: {group}.{name} is not a graphkernel pass "
-                              "(ignored)", UserWarning, stacklevel=2)
+                              f"(ignored{hint})", UserWarning, stacklevel=2)
     return frozenset(off)

@@ -40,6 +40,12 @@ class FusionLog(list):
         self.append(FusionRecord(stage, tuple(candidates), accepted, reason, figures))
 
 
+FUSION_STAGES = ("fuse_basic", "composite")   # stages that run only with enable_graph_kernel
+# passes a flag opens below their opt_level
+ENABLE_FLAGS = {"recompute": "enable_recompute_fusion", "parallel_fusion": "enable_parallel_fusion",
+                "stitch_fusion": "enable_stitch_fusion"}
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     device_target: str = "Ascend"
@@ -62,16 +68,10 @@ class CompileOptions:
         return 2 if self.flags.opt_level is None else self.flags.opt_level
 
     @property
-    def recompute(self) -> bool:
-        return self.opt_level >= 2 or (self.enable_graph_kernel and self.flags.enable_recompute_fusion)
-
-    @property
-    def parallel_fusion(self) -> bool:
-        return self.opt_level >= 3 or (self.enable_graph_kernel and self.flags.enable_parallel_fusion)
-
-    @property
     def stitch_fusion(self) -> bool:
-        return self.opt_level >= 3 or (self.enable_graph_kernel and self.flags.enable_stitch_fusion)
+        """composite_fusion may stitch reduce-then-broadcast rows larger than the UB (an option of that
+        pass, addressed by name like a pass: composite.stitch_fusion)."""
+        return self.pass_enabled("composite.stitch_fusion", 3)
 
     def expand_enabled(self, op: str, default: bool = True) -> bool:
         """Whether the expander of `op` runs, per the *_expand_ops flags."""
@@ -92,10 +92,14 @@ class CompileOptions:
         return default or op in f.enable_cluster_ops
 
     def pass_enabled(self, qualified: str, level: int) -> bool:
-        """`qualified` is "stage.pass"; `level` the opt_level at which the pass turns on by default."""
-        name = qualified.split(".", 1)[-1]
+        """Whether pass `stage.name`, on by default from opt_level `level`, runs. fusion_switch_file and
+        --disable_pass turn it off; --enable_pass or its --enable_*_fusion flag turn it on below its
+        level; a fusion pass needs enable_graph_kernel."""
+        stage, name = qualified.split(".", 1)
+        if stage in FUSION_STAGES and not self.enable_graph_kernel:
+            return False
         if qualified in self.flags.disable_pass or name in self.fusion_switch_off:
             return False
-        if qualified in self.flags.enable_pass:
+        if qualified in self.flags.enable_pass or getattr(self.flags, ENABLE_FLAGS.get(name, ""), False):
             return True
         return self.opt_level >= level

@@ -11,7 +11,7 @@ import os
 from typing import Callable
 
 from ir.graph import Graph
-from graphkernel.options import CompileOptions
+from graphkernel.options import FUSION_STAGES, CompileOptions
 from graphkernel.precision.modes import pass_runs
 
 Pass = Callable[[Graph, CompileOptions], Graph]
@@ -45,6 +45,11 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
     ]
 
 
+# Options of a pass that are addressed by name like passes (--disable_pass, fusion_switch_file).
+PASS_OPTIONS = [
+    ("composite", "stitch_fusion", 3),                   # composite_fusion: rows larger than the UB
+]
+
 # The stage whose end writes each dump (SPEC §4); `{id}` is the graph id.
 STAGE_DUMPS = {
     "validate": "6_validate",
@@ -54,25 +59,22 @@ STAGE_DUMPS = {
     "fuse_basic": "hwopt_d_fuse_basic_opt_end_graph_{id}",
     "composite": "hwopt_d_composite_opt_end_graph_{id}",
 }
-FUSION_STAGES = ("fuse_basic", "composite")
 
 
-def _gate_open(stage: str, name: str, level: int, opts: CompileOptions) -> bool:
-    qualified = f"{stage}.{name}"
-    if name == "recompute" and opts.recompute:
-        level = 0
-    if name == "parallel_fusion" and opts.parallel_fusion:
-        level = 0
-    if stage in FUSION_STAGES and not opts.enable_graph_kernel:
-        return False
-    return opts.pass_enabled(qualified, level)
+def pass_names() -> list[str]:
+    """Every `stage.pass` name --enable_pass/--disable_pass accept, in pipeline order."""
+    return [f"{stage}.{name}" for stage, name, _, _ in _passes()] + \
+           [f"{stage}.{name}" for stage, name, _ in PASS_OPTIONS]
 
 
 def stages_run(opts: CompileOptions) -> list[str]:
-    """The stages whose dumps this compile writes, in order."""
+    """The stages whose dumps this compile writes, in order: the fusion stages with enable_graph_kernel at
+    opt_level 1 and up, or when --enable_pass opens one of their passes below that."""
     stages = ["validate", "expand"] + (["precision"] if pass_runs(opts.precision_mode) else []) + ["simplify"]
-    if opts.enable_graph_kernel and opts.opt_level >= 1:
-        stages += ["fuse_basic", "composite"]
+    if opts.enable_graph_kernel:
+        passes = _passes()
+        stages += [stage for stage in FUSION_STAGES if opts.opt_level >= 1 or any(
+            s == stage and opts.pass_enabled(f"{s}.{name}", level) for s, name, _, level in passes)]
     return stages
 
 
@@ -83,7 +85,7 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
     passes = _passes()
     for stage in stages_run(opts)[1:]:
         for pass_stage, name, fn, level in passes:
-            if pass_stage == stage and _gate_open(stage, name, level, opts):
+            if pass_stage == stage and opts.pass_enabled(f"{stage}.{name}", level):
                 graph = fn(graph, opts)
                 if check:
                     from ir.verify import verify

@@ -95,10 +95,13 @@ def test_broadcast_fusion_off_keeps_broadcasting_ops_out():
     assert any("Add broadcasts an input: broadcast_fusion is off" in r.reason for r in opts.log)
 
 
-def test_stitch_fusion_off_by_switch_even_at_opt_level_3():
+@pytest.mark.parametrize("off", [dict(switched_off=("stitch_fusion",)),
+                                 dict(flags="--disable_pass=composite.stitch_fusion")],
+                         ids=["fusion_switch_file", "--disable_pass"])
+def test_stitch_fusion_off_even_at_opt_level_3(off):
     graph = softmax_graph(row=100000)
     assert kernel_count(fuse_all(graph, options(opt_level=3))[1]) < 5
-    opts = options(opt_level=3, switched_off=("stitch_fusion",))
+    opts = options(opt_level=3, **off)
     _, final = fuse_all(graph, opts)
     assert any("stitch fusion is off" in r.reason for r in opts.log)
     assert kernel_count(final) == kernel_count(fuse_all(graph, options(opt_level=2))[1])

@@ -99,6 +99,31 @@ def test_enable_and_disable_pass_by_stage_name(cpu, x):
     assert compiled.kernel_count == 1    # composite fusion still fuses Mul, Add, Pow
 
 
+def test_enable_pass_opens_a_pass_below_its_opt_level(cpu, x):
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags="--opt_level=0")
+    assert NetCompositeFuse().compile(x).kernel_count == 3
+    context.set_context(graph_kernel_flags="--opt_level=0 --enable_pass=fuse_basic.basic_fusion")
+    compiled = NetCompositeFuse().compile(x)
+    assert compiled.kernel_count == 2 and "fuse_basic" in compiled.stages   # {Mul, Add} and Pow
+
+
+@pytest.mark.parametrize("flags, message", [
+    ("--disable_cluster_ops=pow", r"--disable_cluster_ops=pow: not an op \(did you mean Pow\?\)"),
+    ("--enable_expand_ops=Bogus", r"--enable_expand_ops=Bogus: not a composite op the expanders rewrite; "
+                                  r"accepted: BiasAdd, GeLU"),
+    ("--disable_pass=composite.composite_fusoin", r"--disable_pass=composite.composite_fusoin: not a stage.pass "
+                                                  r"of the pipeline \(did you mean composite.composite_fusion\?\)"),
+    ("--enable_pass=recompute", r"--enable_pass=recompute: not a stage.pass .*composite.recompute"),
+    ("--enable_cluster_ops=MatMul", r"--enable_cluster_ops=MatMul: MatMul is OPAQUE, never fused"),
+    ("--enable_cluster_ops_only=Softmax,Mul", r"--enable_cluster_ops_only=Softmax: Softmax is a composite op "
+                                              r"\(fusion takes the primitives it expands into\)"),
+])
+def test_list_flags_name_only_ops_and_passes_that_exist(flags, message):
+    with pytest.raises(GraphKernelError, match=r"set_context\(graph_kernel_flags=...\): graph_kernel_flags: "
+                                                + message):
+        context.set_context(graph_kernel_flags=flags)
+
+
 def test_expand_flags_apply_with_fusion_off(cpu, x):
     class Soft(Cell):
         def construct(self, x):
@@ -133,11 +158,27 @@ def test_fusion_switch_cann_pass_we_lack_warns(cpu, tmp_path):
                         "UBFusion.TbePool2dQuantFusionPass is not a graphkernel pass (ignored)"]
 
 
+def test_fusion_switch_suggests_the_pass_a_misspelt_name_meant(tmp_path):
+    path = write_switch(tmp_path, {"Switch": {"GraphFusion": {"composite_fusoin": "off"}}})
+    with pytest.warns(UserWarning, match=r"GraphFusion.composite_fusoin is not a graphkernel pass \(ignored; "
+                                         r"did you mean GraphFusion.composite_fusion\?\)"):
+        context.set_context(fusion_switch_file=path)
+
+
+def test_fusion_switch_all_off_leaves_the_precision_mode_alone(cpu, x, tmp_path):
+    context.set_context(precision_mode="force_fp16", fusion_switch_file=write_switch(
+        tmp_path, {"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}}))
+    compiled = NetCompositeFuse().compile(x)
+    assert any(n.op == "Cast" for n in compiled.graph.nodes)
+
+
 @pytest.mark.parametrize("doc, message", [
     ('{"Switch": {"GraphFusion": {', r"not valid JSON: .* at line 1"),
     ({"Switch": {"VectorFusion": {}}}, r"unknown group 'VectorFusion'; accepted: GraphFusion, UBFusion"),
     ({"Switch": {"GraphFusion": {"cse": "maybe"}}}, r"Switch.GraphFusion.cse is 'maybe'; accepted"),
-    ({"switch": {}}, r'expected \{"Switch"'),
+    ({"switch": {}}, r"unknown key 'switch'; expected \{\"Switch\": \{\"GraphFusion\": \{...\}, "
+                     r"\"UBFusion\": \{...\}\}\}$"),
+    ({"Switch": []}, r"Switch must be an object"),
 ])
 def test_fusion_switch_bad_files_are_named(tmp_path, doc, message):
     path = write_switch(tmp_path, doc)

@@ -26,11 +26,6 @@ from graphkernel.passes.fusion_utils import build_composite, primitives
 OpFilter = Callable[[Node], bool]
 
 
-def stitch_enabled(opts: CompileOptions) -> bool:
-    """Stitch fusion: opt_level 3 or --enable_stitch_fusion, unless fusion_switch_file turns it off."""
-    return opts.stitch_fusion and "stitch_fusion" not in opts.fusion_switch_off
-
-
 def broadcasts(node: Node) -> bool:
     """The node spreads a non-scalar input over a larger shape (BroadcastTo, or numpy broadcasting)."""
     return any(v.type.size > 1 and v.shape != out.shape for v in node.inputs for out in node.outputs)
@@ -111,7 +106,7 @@ def kernel_reason(merged: Graph, opts: CompileOptions) -> str | None:
 
 def ub_reason(est: Estimate, opts: CompileOptions) -> str | None:
     """Why a kernel of this estimate may not exist (its live rows overflow the UB, no stitching), or None."""
-    if not est.fits_ub and not stitch_enabled(opts):
+    if not est.fits_ub and not opts.stitch_fusion:
         return (f"live rows need {est.ub_bytes} bytes of UB > {aicore.UB_BYTES} "
                 "(reduce-then-broadcast row does not fit; stitch fusion is off)")
     return None
