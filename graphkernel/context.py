@@ -179,11 +179,13 @@ _compile_key_ids: dict = {}
 
 def compile_settings() -> tuple:
     """The settings a compile depends on, as a hashable tuple (part of the compile cache key). A
-    configuration file counts with its version as of this call: after editing one, call set_context
-    again and Cells compiled before the edit compile anew."""
+    configuration file counts with its version as of this call, MS_DEV_GRAPH_KERNEL_FLAGS with its
+    value: after editing a file or the variable, call set_context again and Cells compiled before
+    compile anew."""
     from graphkernel.config_file import file_version
-    return tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
-                 for k, key in KEYS.items() if key.compile)
+    settings = tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
+                     for k, key in KEYS.items() if key.compile)
+    return settings + (("MS_DEV_GRAPH_KERNEL_FLAGS", os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "")),)
 
 
 def compile_settings_id() -> int:

@@ -79,8 +79,11 @@ def test_dump_as_text_writes_ir_and_a_fusion_log_with_reasons(cpu, x, tmp_path):
 
 def test_env_flags_are_read_after_the_context_flags(cpu, x, monkeypatch):
     context.set_context(enable_graph_kernel=True, graph_kernel_flags="--opt_level=2")
+    net = NetCompositeFuse()
+    assert net.compile(x).kernel_count == 1
     monkeypatch.setenv("MS_DEV_GRAPH_KERNEL_FLAGS", "--opt_level=0")
-    assert NetCompositeFuse().compile(x).kernel_count == 3
+    context.set_context(graph_kernel_flags="--opt_level=2")   # settings are read again: net recompiles
+    assert net.compile(x).kernel_count == 3
     monkeypatch.setenv("MS_DEV_GRAPH_KERNEL_FLAGS", "--opt_levl=0")
     with pytest.raises(GraphKernelError, match=r"MS_DEV_GRAPH_KERNEL_FLAGS: unknown flag --opt_levl; did "
                                                 r"you mean --opt_level\?"):
