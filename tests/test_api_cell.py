@@ -186,6 +186,20 @@ def test_equality_branches_and_indexing_on_traced_values_are_explained(cpu, cons
         net(Tensor(X))
 
 
+def test_a_scalar_takes_the_dtype_of_the_data_it_meets(cpu):
+    cond = Tensor(np.array([True, False, True]))
+    x = Tensor(np.array([1.0, 2.0, 3.0], np.float16))
+    for mode in (context.GRAPH_MODE, context.PYNATIVE_MODE):
+        context.set_context(mode=mode)
+        got = SelectZero()(cond, x).asnumpy()
+        assert got.dtype == np.float16 and np.array_equal(got, [1.0, 0.0, 3.0])
+
+
+class SelectZero(Cell):
+    def construct(self, cond, x):
+        return P.Select()(cond, x, 0.0)
+
+
 def test_bad_primitive_use(cpu):
     with pytest.raises(GraphKernelError, match=r"P.ReduceSum\(\): keep_dims='yes'"):
         P.ReduceSum(keep_dims="yes")
@@ -195,6 +209,10 @@ def test_bad_primitive_use(cpu):
         P.Add()(1.0, 2.0)
     with pytest.raises(GraphKernelError, match=r"scalar 2.5 cannot be represented as int32"):
         P.Mul()(Tensor(np.ones(2, np.int32)), 2.5)
+    with pytest.raises(GraphKernelError, match=r"Mul: scalar 1000000.0 overflows float16"):
+        P.Mul()(Tensor(np.ones(2, np.float16)), 1e6)
+    with pytest.raises(GraphKernelError, match=r"Equal: a numeric scalar 1 cannot be an operand of a bool"):
+        P.Equal()(Tensor(np.ones(2, np.bool_)), 1)
     with pytest.raises(GraphKernelError, match=r"cannot reshape \(4, 4\) \(16 elements\) to \(3, -1\)"):
         P.Reshape()(Tensor(X), (3, -1))
 

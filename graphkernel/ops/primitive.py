@@ -27,14 +27,20 @@ class UnknownPrimitiveError(GraphKernelError, AttributeError):
 
 
 def _scalar_const(value, dtype: DType, op: str) -> np.ndarray:
-    if isinstance(value, (bool, np.bool_)) and dtype != DType.bool:
-        raise DTypeError(f"{op}: a bool scalar cannot be an operand of a {dtype} tensor")
-    arr = np.asarray(value).astype(dtype.np)
-    if dtype != DType.bool and arr.item() != value and not (np.isnan(arr) and np.isnan(value)):
-        if dtype.is_float:
-            pass  # a float rounds to the tensor's precision, as in MindSpore
-        else:
-            raise DTypeError(f"{op}: scalar {value!r} cannot be represented as {dtype}")
+    """A Python scalar as a constant of the tensor operands' dtype. A float rounds to the tensor's
+    precision, as in MindSpore; a value the dtype cannot hold (2.5 as int32, 1e6 as float16, 1 as bool)
+    is an error."""
+    is_bool = isinstance(value, (bool, np.bool_))
+    if is_bool != (dtype == DType.bool):
+        raise DTypeError(f"{op}: a {'bool' if is_bool else 'numeric'} scalar {value!r} cannot be an operand "
+                         f"of a {dtype} tensor")
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.asarray(value).astype(dtype.np)
+    if dtype.is_float:
+        if np.isinf(arr) and not np.isinf(value):
+            raise DTypeError(f"{op}: scalar {value!r} overflows {dtype}")
+    elif arr.item() != value:
+        raise DTypeError(f"{op}: scalar {value!r} cannot be represented as {dtype}")
     return arr
 
 
@@ -118,9 +124,11 @@ class Primitive:
 
 
 def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
-    like = next((x for x in operands if isinstance(x, TensorOps)), None)
-    if like is None:
+    tensors = [x for x in operands if isinstance(x, TensorOps)]
+    if not tensors:
         raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only Python scalars")
+    # scalars take the dtype of the data they meet: the first non-bool tensor (Select's condition is bool)
+    like = next((x for x in tensors if x.dtype != DType.bool), tensors[0])
     values = []
     for x in operands:
         if isinstance(x, SymbolicTensor):
