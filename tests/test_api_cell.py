@@ -144,6 +144,20 @@ def test_non_tensor_argument_and_wrong_count(cpu):
         Seed()(Tensor(X), Tensor(X))
     with pytest.raises(GraphKernelError, match=r"missing a required argument: 'y'"):
         TwoInputs(P.Add())(Tensor(X))
+    with pytest.raises(GraphKernelError, match=r"TwoInputs.construct: missing a required argument: 'y'"):
+        Nested()(Tensor(X))     # a sub-cell called wrongly inside a trace
+    with pytest.raises(GraphKernelError, match=r"P.Mul: unexpected keyword argument 'y' \(tensors are "
+                                                r"positional\)"):
+        P.Mul()(Tensor(X), y=Tensor(X))
+
+
+class Nested(Cell):
+    def __init__(self):
+        super().__init__()
+        self.inner = TwoInputs(P.Add())
+
+    def construct(self, x):
+        return self.inner(x)
 
 
 def test_data_dependent_control_flow_is_explained(cpu):

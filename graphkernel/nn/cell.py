@@ -88,6 +88,10 @@ class Cell:
 
     def _call_nested(self, trace: Trace, args, kwargs):
         """A sub-cell called while its parent is being traced: inline its construct under its scope."""
+        try:
+            inspect.signature(self.construct).bind(*args, **kwargs)
+        except TypeError as e:
+            raise CellCallError(f"{type(self).__name__}.construct: {e}") from None
         trace.scope.append(self._scope_in(trace))
         trace.cells.append(self)
         try:

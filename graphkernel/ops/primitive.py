@@ -88,6 +88,11 @@ class Primitive:
     def _bind(self, args, kwargs):
         name = type(self).__name__
         n = self.num_tensors
+        unexpected = [k for k in kwargs if k not in self.call_attrs]
+        if unexpected:
+            accepted = f"; keywords: {', '.join(self.call_attrs)}" if self.call_attrs else ""
+            raise PrimitiveCallError(f"P.{name}: unexpected keyword argument {unexpected[0]!r} (tensors are "
+                                     f"positional{accepted})")
         if len(args) < n:
             raise PrimitiveCallError(f"P.{name} takes {n} tensor argument(s), got {len(args)}")
         extra = args[n:]
@@ -97,10 +102,7 @@ class Primitive:
                                      f", got {len(args)} positional arguments")
         call = dict(self.call_defaults)
         call.update(zip(self.call_attrs, extra))
-        for k, v in kwargs.items():
-            if k not in self.call_attrs:
-                raise PrimitiveCallError(f"P.{name}: unexpected keyword argument {k!r}")
-            call[k] = v
+        call.update(kwargs)
         missing = [k for k in self.call_attrs if k not in call]
         if missing:
             raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
