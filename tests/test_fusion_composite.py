@@ -1,6 +1,10 @@
 """Composite fusion: kernel counts of the issue's workloads, flags that change them, fused == unfused."""
+import numpy as np
 import pytest
 
+from graphkernel import Tensor, context
+from graphkernel.nn import Cell
+from graphkernel.ops import operations as P
 from fusion_helpers import (Builder, F16, bert_layer, composites, fuse_all, gelu, interpret, kernel_count,
                             layer_norm, ops_of, options, random_inputs, softmax, t)
 from tolerance import assert_close
@@ -213,3 +217,50 @@ def test_bert_layer_keeps_matmuls_out_and_fuses_softmax_layernorm_gelu():
     assert sum("Sqrt" in ops and "ReduceSum" in ops for ops in fused_ops) == 2     # the two LayerNorms
     assert kernel_count(final) < kernel_count(graph) // 2
     check_values(graph, final, rtol_scale=10)
+
+
+# ---- the same counts read from cell.compile(...), through the whole pipeline (expand, simplify, fusion)
+
+class Net(Cell):
+    """A Cell whose construct is `fn(self, *inputs)` over the primitives it is given."""
+
+    def __init__(self, fn, **prims):
+        super().__init__()
+        self.fn = fn
+        for name, prim in prims.items():
+            setattr(self, name, prim)
+
+    def construct(self, *xs):
+        return self.fn(self, *xs)
+
+
+def tensors(*shapes):
+    rng = np.random.default_rng(0)
+    return [Tensor(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+
+
+CELL_COUNTS = {   # name: (construct, primitives, input shapes, kernels with fusion on)
+    "bias+GeLU": (lambda s, x, b: s.gelu(s.bias_add(x, b)), dict(bias_add=P.BiasAdd(), gelu=P.GeLU()),
+                  [(8, 1024), (1024,)], 1),
+    "LayerNorm(1024)": (lambda s, x, g, b: s.ln(x, g, b)[0], dict(ln=P.LayerNorm()),
+                        [(8, 1024), (1024,), (1024,)], 1),
+    "Softmax(1024)": (lambda s, x: s.softmax(x), dict(softmax=P.Softmax()), [(8, 1024)], 1),
+    "MatMul+bias+GeLU": (lambda s, x, w, b: s.gelu(s.bias_add(s.matmul(x, w), b)),
+                         dict(matmul=P.MatMul(), bias_add=P.BiasAdd(), gelu=P.GeLU()),
+                         [(8, 64), (64, 256), (256,)], 2),
+    "diamond through MatMul": (lambda s, x, w: s.matmul(x * 2.0, w) + x * 2.0, dict(matmul=P.MatMul()),
+                               [(16, 16), (16, 16)], 3),
+}
+
+
+@pytest.mark.parametrize("name", CELL_COUNTS)
+def test_kernel_counts_read_from_cell_compile(cpu, name):
+    fn, prims, shapes, fused_count = CELL_COUNTS[name]
+    args = tensors(*shapes)
+    unfused = Net(fn, **prims).compile(*args)
+    context.set_context(enable_graph_kernel=True)
+    fused = Net(fn, **prims).compile(*args)
+    assert fused.kernel_count == fused_count <= unfused.kernel_count
+    for got, want in zip(fused.stages["composite"].outputs, unfused.graph.outputs):
+        assert got.type == want.type
+    assert_close(fused(*args).asnumpy(), unfused(*args).asnumpy())
