@@ -2,7 +2,8 @@
 
 For every generated graph, after basic, composite, recompute and parallel fusion (stitch on too):
 fused values == unfused values, every graph verifies, the kernel count never grows, every composite is
-one kernel by the codegen's contract, and every refused candidate in the log has a reason.
+one kernel by the codegen's contract, every refused candidate in the log has a reason, and fusing the
+graph again gives the same dumps (.dot and IR text) after every pass.
 """
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.parallel_fusion import parallel_fusion
 from graphkernel.passes.recompute import recompute
+from ir import print_graph, to_dot
 from kernels.fusible import unsupported_reason
 
 FULL = (4, 8)
@@ -64,9 +66,11 @@ def test_fusion_preserves_values_and_never_adds_kernels(graph, flags):
     opts = options(flags)
     arrays = random_inputs(graph, seed=1)
     want = interpret(graph, arrays)
-    current = graph
+    current, again = graph, graph
     for fusion_pass in (basic_fusion, composite_fusion, recompute, parallel_fusion):
         fused = fusion_pass(current, opts)
+        again = fusion_pass(again, options(flags))
+        assert to_dot(again) == to_dot(fused) and print_graph(again) == print_graph(fused), fusion_pass.__name__
         verify(fused)
         assert kernel_count(fused) <= kernel_count(current), fusion_pass.__name__
         current = fused
