@@ -20,7 +20,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
-from ir.limits import check_graph
+from ir.limits import check_graph, check_reference_peak
 from ir.ops import placement
 from graphkernel import context, observe
 from graphkernel.flags import parse_flags
@@ -163,22 +163,14 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
                              list(parameters), out_tree)
     if opts.device_target == "Ascend":
-        _attach_device_program(compiled, dumper, eager)
+        from graphkernel.device import attach_program
+        attach_program(compiled, dumper, eager)   # plans its buffers against the limit
+    else:
+        check_reference_peak(final, opts.max_device_memory)
     if not eager:
         from graphkernel.datadump import attach_data_dump
         attach_data_dump(compiled)
     return compiled
-
-
-def _attach_device_program(compiled: CompiledGraph, dumper, eager: bool) -> None:
-    try:
-        from kernels import lower  # noqa: F401
-    except ImportError:
-        context.warn_reference_once("device_target='Ascend': the numba kernels are not built yet; "
-                                    "running on the numpy reference")
-        return
-    from graphkernel.device import attach_program
-    attach_program(compiled, dumper, eager)
 
 
 _eager_cache: dict = {}

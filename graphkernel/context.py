@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -195,15 +194,6 @@ def compile_settings_id() -> int:
         cached = _compile_key_ids.setdefault(compile_settings(), len(_compile_key_ids))
         _compile_key_cache["id"] = cached
     return cached
-
-
-_warned_reference: set = set()
-
-
-def warn_reference_once(reason: str) -> None:
-    if reason not in _warned_reference:
-        _warned_reference.add(reason)
-        warnings.warn(reason, RuntimeWarning, stacklevel=3)
 
 
 def describe() -> str:

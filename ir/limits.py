@@ -9,6 +9,7 @@ elements and bytes, and the limit:
     check_shape(shape, dtype, limit, what)    one tensor; `what` names it for the message
     check_node(node, limit)                   every result of a node
     check_graph(graph, limit)                 every input and every node result, composites' included
+    check_reference_peak(graph, limit)        the values the reference interpreter holds at once
 
 Sizes are Python ints: a product of dims never wraps around as numpy's int64 product would (a shape
 crafted to wrap to a small size is caught too). `limit=None` checks nothing (no limit set).
@@ -85,3 +86,33 @@ def check_graph(graph: Graph, limit: int | None, context: str = "") -> None:
         check_node(node, limit, context)
         if node.subgraph is not None:
             check_graph(node.subgraph, limit, f"{context}{describe(node)}: ")
+
+
+def reference_peak_bytes(graph: Graph) -> int:
+    """The most bytes of computed values alive at once while ir.interpret runs `graph`: a node's results
+    join the live set (a composite's subgraph peaks on its own), a value leaves after its last use unless
+    it is an output. The caller's inputs are not counted: they are the caller's memory."""
+    last: dict = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            last[v] = i
+    outputs = set(graph.outputs)
+    live = peak = 0
+    for i, node in enumerate(graph.nodes):
+        results = sum(tensor_bytes(t.shape, t.dtype) for t in node.types)
+        inner = reference_peak_bytes(node.subgraph) if node.subgraph is not None else results
+        peak = max(peak, live + max(results, inner))
+        live += sum(tensor_bytes(v.shape, v.dtype) for v in node.outputs if v in last or v in outputs)
+        live -= sum(tensor_bytes(v.shape, v.dtype) for v in set(node.inputs)
+                    if last[v] == i and v not in outputs and v.node.op != "Input")
+    return peak
+
+
+def check_reference_peak(graph: Graph, limit: int | None) -> None:
+    """ResourceLimitError when one reference run of `graph` would hold more than `limit` bytes at once."""
+    if limit is None:
+        return
+    peak = reference_peak_bytes(graph)
+    if peak > limit:
+        raise ResourceLimitError(over_limit_message(
+            "one call of this graph on the numpy reference (the values alive at once)", peak, limit))

@@ -21,10 +21,11 @@ from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from ir import parse_graph
 from ir.errors import ExecutionError, GraphKernelError
-from ir.limits import ResourceLimitError
+from ir.limits import ResourceLimitError, reference_peak_bytes
 from kernels import DeviceConfig, lower
 from kernels.executor import Storage, plan_arena
 from fuzz_helpers import bounded
+from kernel_graphs import fused
 from tolerance import assert_close
 
 TARGETS = pytest.mark.parametrize("target", ["CPU", "Ascend"])
@@ -134,6 +135,29 @@ def test_one_calls_buffers_together_over_the_limit_fail_at_lowering():
     program = lower(graph, DeviceConfig(max_device_memory=12000))
     x = f32(1000)
     assert_close(program.run([x])[0], np.exp(x) + np.exp(np.exp(x)))
+
+
+def test_one_reference_call_over_the_limit_fails_at_compile(cpu):
+    """The same graph on the numpy reference: %1, %2 and %3 are alive at once at the Add (12000 bytes)."""
+    graph = parse_graph('graph(%0: f32[1000]) {\n'
+                        '  %1 = Exp(%0) : f32[1000]\n  %2 = Exp(%1) : f32[1000]\n'
+                        '  %3 = Add(%1, %2) : f32[1000]\n  return %3\n}')
+    assert reference_peak_bytes(graph) == 12000
+    context.set_context(max_device_memory=11999)
+    with pytest.raises(ResourceLimitError, match=r"one call of this graph on the numpy reference \(the values "
+                                                 r"alive at once\) needs 12000 bytes"):
+        compile_graph(graph, options_from_context())
+    context.set_context(max_device_memory=12000)
+    x = f32(1000)
+    assert_close(compile_graph(graph, options_from_context()).run_arrays([x])[0], np.exp(x) + np.exp(np.exp(x)))
+
+
+def test_the_reference_peak_frees_values_after_their_last_use():
+    """A chain keeps two values alive at a time however long it is; a composite peaks inside."""
+    chain = parse_graph('graph(%0: f32[1000]) {\n' + "".join(
+        f"  %{i + 1} = Neg(%{i}) : f32[1000]\n" for i in range(10)) + '  return %10\n}')
+    assert reference_peak_bytes(chain) == 8000
+    assert reference_peak_bytes(fused(chain)) == 8000
 
 
 def test_a_lowered_value_over_the_limit_names_its_node():
