@@ -1,8 +1,9 @@
 """float16 kernels: uint16 bits in memory, exact conversions, every primitive's result rounded to
 float16, reductions accumulated in float32 and rounded once, ReduceSum with block_dim 1.
 
-The generated source is checked in pure Python (numpy's float16 conversions stand in for
-kernels.mathfn's) whatever the tree holds; the compiled kernels once kernels.mathfn provides them.
+The generated source is checked in pure Python (numpy's float16 conversions standing in for
+kernels.mathfn's), and the compiled kernels over every float16 value: + - * / and the exact ops bit for
+bit with numpy's float16, the transcendental ops within one float16 step of the reference.
 """
 import sys
 
@@ -12,10 +13,9 @@ import pytest
 from kernels import DeviceConfig, lower
 from kernels.codegen import render
 from kernels.compile import kernel_globals
-from kernels.emitters import float16_supported
 from kernels.layout import describe
 from kernels.lower import choose_launch
-from tests.kernel_graphs import Builder, random_array, reference
+from tests.kernel_graphs import Builder, fused, random_array, reference
 from tests.test_kernels_aicore import PURE_PYTHON_MATH
 from tests.tolerance import assert_close
 
@@ -65,7 +65,6 @@ def test_float16_reduce_sum_runs_in_one_block():
     assert block_dim("ReduceSum") == 1 and block_dim("ReduceMax") > 1
 
 
-@pytest.mark.skipif(not float16_supported(), reason="kernels.mathfn has no float16 conversions yet")
 def test_compiled_float16_kernels():
     g = mixed_graph()
     arrays = [random_array((3, 10), "float16"), random_array((10,), "float16", seed=1)]
@@ -84,3 +83,51 @@ def test_float16_without_conversions_runs_on_the_reference(monkeypatch):
     assert {k.variant for k in program.kernels} == {"reference"}
     for got, want in zip(program.run(arrays), reference(g, arrays)):
         assert_close(got, want, bitwise=True)
+
+
+def all_float16() -> np.ndarray:
+    """Every float16 value, NaNs and infinities included (65536 of them)."""
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+
+
+def steps_apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many float16 steps separate a and b (0 for equal values, both NaN, or +0 and -0)."""
+    def ordered(x):
+        bits = x.view(np.uint16).astype(np.int32)
+        return np.where(bits >= 0x8000, 0x8000 - bits, bits)
+    both_nan = np.isnan(a) & np.isnan(b)
+    return np.where(both_nan, 0, np.abs(ordered(a) - ordered(b)))
+
+
+BINARY_EXACT = ("Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum")
+UNARY = {"Neg": 0, "Abs": 0, "Sqrt": 0, "Exp": 1, "Log": 1, "Tanh": 1, "Erf": 1}   # op: float16 steps allowed
+
+
+@pytest.fixture(scope="module")
+def every_float16_through_one_kernel():
+    """One composite kernel computing each op of BINARY_EXACT and UNARY over every float16 value (paired
+    with a shuffled copy for the binary ops), and the reference's results."""
+    b = Builder("float16")
+    x, y = b.input((1 << 16,)), b.input((1 << 16,))
+    outs = [b.op(op, x, y) for op in BINARY_EXACT] + [b.op(op, x) for op in UNARY]
+    graph = fused(b.graph(*outs))
+    values = all_float16()
+    arrays = [values, np.random.default_rng(0).permutation(values)]
+    program = lower(graph, DeviceConfig())
+    assert [k.variant for k in program.kernels] == ["elementwise"]
+    return program.run(arrays), reference(graph, arrays)
+
+
+@pytest.mark.parametrize("op", BINARY_EXACT)
+def test_compiled_float16_arithmetic_is_bitwise_numpys(every_float16_through_one_kernel, op):
+    got, want = every_float16_through_one_kernel
+    k = BINARY_EXACT.index(op)
+    assert_close(got[k], want[k], bitwise=True, err_msg=op)
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_compiled_float16_functions_within_their_step_bound(every_float16_through_one_kernel, op):
+    got, want = every_float16_through_one_kernel
+    k = len(BINARY_EXACT) + list(UNARY).index(op)
+    steps = steps_apart(got[k], want[k])
+    assert steps.max() <= UNARY[op], f"{op}: {steps.max()} float16 steps at {all_float16()[steps.argmax()]}"
