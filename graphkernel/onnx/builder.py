@@ -72,6 +72,23 @@ class Builder:
     def __init__(self, trace):
         self.trace = trace
         self.node: NodeInfo | None = None
+        # values whose shapes were learnt from one trial run of a host op (NonZero's output), and all
+        # computed from them: their shapes may differ at run time, so no shape may be folded from them
+        self.guessed: set[Value] = set()
+
+    def add(self, node):
+        """Add an IR node to the trace; its results are guessed when one of its inputs is."""
+        node = self.trace.add(node)
+        if self.guessed and any(v in self.guessed for v in node.inputs):
+            self.guessed.update(node.outputs)
+        return node
+
+    def static_shape(self, x, what: str = "its input") -> tuple[int, ...]:
+        """The shape of `x` as a compile-time fact (Shape, Size); OnnxImportError when it was guessed."""
+        if isinstance(x, Value) and x in self.guessed:
+            raise self.node.error(f"the shape of {what} depends on run-time data (a host op's output shape "
+                                  "was learnt from one trial run); graphkernel compiles static shapes only")
+        return shape_of(x)
 
     # -- operands ---------------------------------------------------------------------------------
     def value(self, x) -> Value:
@@ -126,7 +143,7 @@ class Builder:
                 raise
             except Exception as e:  # numpy failing on the values (e.g. an index out of range)
                 raise self.node.error(f"folding {name} on constants failed: {e}") from None
-        node = self.trace.add(make_node(name, [self.value(x) for x in inputs], attrs, name=label))
+        node = self.add(make_node(name, [self.value(x) for x in inputs], attrs, name=label))
         return list(node.outputs)
 
     def cast(self, x, dtype: DType):

@@ -8,10 +8,11 @@
 
 The node's output types come from ONNX shape inference on the one-node model at the call's input
 shapes; when inference leaves a dim or a type unknown, from running the node once at trace time on
-zeros of the input shapes (an op whose output shape depends on its data, such as NonZero, then fails
-at run time with the PyFunc's "result has shape ..." error naming the node). A node whose inputs are
-all constants is computed at once, as the Builder folds constant ops. mix_compile_mode is read when
-the model is loaded.
+zeros of the input shapes. An op whose output shape depends on its data, such as NonZero, then fails
+at run time with the PyFunc's "result has shape ..." error naming the node; a Shape or Size of such an
+output, or of anything computed from it, is refused at compile time (it would fold a guess). A node
+whose inputs are all constants is computed at once, as the Builder folds constant ops.
+mix_compile_mode is read when the model is loaded.
 """
 from __future__ import annotations
 
@@ -131,14 +132,19 @@ def run_on_host(b: Builder, n: NodeInfo, proto, opset: int) -> list:
     if len(const_feeds) == len(present):
         return _aligned(proto, _reference_run(n, evaluator, const_feeds, out_names, "on its constant inputs"))
     zeros = {name: np.zeros(shape_of(x), dtype_of(x).np) for name, x in zip(names, present) if not is_const(x)}
-    types = _inferred_types(model) or _run_types(n, evaluator, {**const_feeds, **zeros}, out_names)
+    types = _inferred_types(model)
+    guessed = types is None
+    if guessed:
+        types = _run_types(n, evaluator, {**const_feeds, **zeros}, out_names)
     dynamic = [(name, x) for name, x in zip(names, present) if not is_const(x)]
     fn = OnnxNodeFunction(evaluator, const_feeds, [name for name, _ in dynamic], [t.dtype for t in types],
                           f"onnx.{proto.op_type}[{n.name!r}]")
     values = [b.value(x) for _, x in dynamic]
     attrs = dict(fn=fn, in_types=[v.dtype for v in values], in_shapes=[v.shape for v in values],
                  out_types=[t.dtype for t in types], out_shapes=[t.shape for t in types])
-    node = b.trace.add(make_node("PyFunc", values, attrs, name=b.trace.scope_name("PyFunc")))
+    node = b.add(make_node("PyFunc", values, attrs, name=b.trace.scope_name("PyFunc")))
+    if guessed:
+        b.guessed.update(node.outputs)
     return _aligned(proto, list(node.outputs))
 
 

@@ -46,7 +46,7 @@ def constant(b: Builder, n: NodeInfo):
 
 @converter("Shape")
 def shape(b: Builder, n: NodeInfo):
-    dims = shape_of(n.inputs[0])
+    dims = b.static_shape(n.inputs[0])
     start, end = n.attr("start", 0), n.attr("end", len(dims))
     return [np.asarray(dims[start:end], dtype=np.int64)]
 
@@ -206,7 +206,7 @@ def gather(b: Builder, n: NodeInfo):
 
 @converter("Size")
 def size(b: Builder, n: NodeInfo):
-    return [np.asarray(int(np.prod(shape_of(n.inputs[0]), dtype=np.int64)), np.int64)]
+    return [np.asarray(int(np.prod(b.static_shape(n.inputs[0]), dtype=np.int64)), np.int64)]
 
 
 @converter("Flatten")
