@@ -163,6 +163,22 @@ def test_no_shape_is_folded_from_a_trial_run_of_a_host_op(between):
         cell(Tensor(np.ones((2, 7), np.float32)))
 
 
+def test_an_if_whose_branches_read_outer_values_runs_on_the_host():
+    context.set_context(device_target="CPU", mix_compile_mode=True)
+    then_branch = helper.make_graph([helper.make_node("Exp", ["x"], ["t"])], "then", [], [vi("t", [3, 4])])
+    else_branch = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", [3, 4])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0, name="sum"),
+             helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch, name="if")]
+    m = model(nodes, [vi("x", [3, 4])], [vi("y", [3, 4])],
+              inits=[numpy_helper.from_array(np.float32(0), "zero")])
+    cell = gx.load(m)
+    for sign in (1, -1):
+        x = np.full((3, 4), 0.5 * sign, np.float32)
+        (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+        assert_close(cell(Tensor(x)).asnumpy(), want)
+
+
 def test_graphkernel_run_takes_mix_compile_mode(tmp_path):
     import os
     import subprocess

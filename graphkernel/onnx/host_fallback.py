@@ -58,11 +58,39 @@ class OnnxNodeFunction:
         return tuple(np.asarray(o, dtype=d.np) for o, d in zip(outs, self.out_dtypes))
 
 
+def outer_scope_names(proto) -> tuple[str, ...]:
+    """Names the node's subgraphs (If branches, Loop and Scan bodies, at any depth) read from the graph
+    around the node: implicit inputs, which the one-node model must declare as graph inputs too."""
+    from onnx import AttributeProto
+    found: list[str] = []
+
+    def subgraphs(node):
+        for a in node.attribute:
+            if a.type == AttributeProto.GRAPH:
+                yield a.g
+            elif a.type == AttributeProto.GRAPHS:
+                yield from a.graphs
+
+    def walk(graph, defined: set):
+        defined = defined | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        for node in graph.node:
+            found.extend(n for n in node.input if n and n not in defined and n not in found)
+            for sub in subgraphs(node):
+                walk(sub, defined)
+            defined = defined | set(node.output)
+
+    for sub in subgraphs(proto):
+        walk(sub, set())
+    return tuple(n for n in found if n not in proto.input)
+
+
 def _one_node_model(proto, inputs: list, opset: int):
+    """A model of the node alone; `inputs` are its explicit inputs, then its outer-scope names' values."""
     from onnx import TypeProto, helper
-    names = [n for n, x in zip(proto.input, inputs) if n and x is not None]
+    slots = list(proto.input) + list(outer_scope_names(proto))
+    names = [n for n, x in zip(slots, inputs) if n and x is not None]
     graph_inputs = [helper.make_tensor_value_info(n, to_onnx_type(dtype_of(x)), list(shape_of(x)))
-                    for n, x in zip(proto.input, inputs) if n and x is not None]
+                    for n, x in zip(slots, inputs) if n and x is not None]
     outputs = [helper.make_value_info(n, TypeProto()) for n in proto.output if n]
     imports = [helper.make_opsetid("", opset)]
     if proto.domain not in ("", "ai.onnx"):

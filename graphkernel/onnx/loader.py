@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir.dtypes import DType
-from graphkernel.onnx.host_fallback import find_converter
+from graphkernel.onnx.host_fallback import find_converter, outer_scope_names
 from graphkernel.onnx.registry import MIN_OPSET, Converter
 from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
 
@@ -184,7 +184,8 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
         name = node.name or f"{node.op_type}_{i}"
         version = _op_version(node.op_type, opset, node.domain)
         conv = find_converter(node, version, name, opset)  # with mix_compile_mode: host_fallback.py
-        nodes.append(NodeSpec(node.op_type, name, version, _attributes(node), tuple(node.input),
+        implicit = outer_scope_names(node)  # what an If or Loop body reads from around it (a host op)
+        nodes.append(NodeSpec(node.op_type, name, version, _attributes(node), tuple(node.input) + implicit,
                               tuple(node.output), conv))
     static_uses = {n.inputs[i] for n in nodes for i in n.converter.static if i < len(n.inputs)}
     spec = ModelSpec(graph.name, opset, [], [o.name for o in graph.output], nodes)
