@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import graphkernel
-from graphkernel import Tensor, context
+from graphkernel import Profiler, Tensor, context
 from graphkernel import dtype as mstype
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
@@ -111,9 +111,10 @@ CASES = {
 
 
 @TARGETS
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_results_match_numpy(target, case):
-    mixed(target)
+def test_results_match_numpy(target, case, fusion):
+    mixed(target, fusion)
     cls, n_in, reference = CASES[case]
     arrays = [data(k) for k in range(n_in)]
     got = cls()(*[Tensor(a) for a in arrays])
@@ -234,29 +235,21 @@ def test_device_subgraphs_of_a_host_op_feeding_two():
 
 # --- copies ------------------------------------------------------------------------------------------
 
-class Recorder:
-    def __init__(self):
-        self.infos = []
-
-    def record(self, info, seconds):
-        self.infos.append(info)
-
-
-def test_copies_are_launches_counted_by_the_profiler():
+def test_copies_are_launches_counted_by_the_profiler(tmp_path):
     mixed("Ascend")
     x = Tensor(data(6))
     net = Several()
     compiled = net.compile(x, x)
-    program = compiled.program
-    program.profiler = rec = Recorder()
-    try:
-        compiled(x, x)
-    finally:
-        program.profiler = None
-    targets = [i.target for i in rec.infos]
-    assert targets.count("host") == 2
-    assert targets.count("copy") == 5  # exp->f, f->mul, mul->g, g's two outputs back
-    assert [i.target for i in program.kernels] == [k.target for k in compiled.kernels]
+    prof = Profiler(output_path=str(tmp_path))
+    for _ in range(3):
+        net(x, x)
+    rows = prof.analyse()
+    calls = {}
+    for row in rows:
+        calls[row["op_type"]] = calls.get(row["op_type"], 0) + row["calls"]
+    assert calls["PyFunc"] == 2 * 3
+    assert calls["CopyToHost"] + calls["CopyToDevice"] == 5 * 3   # exp->f, f->mul, mul->g, g's two outputs
+    assert sorted(r["kernel"] for r in rows) == sorted(k.name for k in compiled.kernels)
 
 
 def test_kernel_graph_dot_draws_device_subgraphs_and_host_ops_apart(tmp_path):
@@ -287,6 +280,10 @@ LIES = {
     "count": (lambda a: (a, a), "returned 2 result\\(s\\), out_types declares 1"),
     "shape": (lambda a: a[:2], "has shape \\[2, 8\\], out_shapes declares \\[4, 8\\]"),
     "dtype": (lambda a: a.astype(np.float64), "has dtype float64, out_types declares float32"),
+    "a string": (lambda a: "abc", "result 0 of the function .* is 'abc', not an array or number"),
+    "None": (lambda a: None, "result 0 of the function .* is None, not an array or number"),
+    "ragged": (lambda a: ([[1.0], [1.0, 2.0]],), r"result 0 of the function .* \(\[\[1.0\], \[1.0, 2.0\]\]\) is no "
+                                               "float32 array"),
 }
 
 

@@ -119,7 +119,7 @@ def _pyfunc_reference(arrays, attrs):
     out = []
     for i, (r, (dtype, shape)) in enumerate(zip(results, declared)):
         if not isinstance(r, (np.ndarray, np.generic)):  # a Python number or list: take the declared dtype
-            r = np.asarray(r, dtype=dtype.np)
+            r = _as_declared(r, dtype, i, fn)
         r = np.asarray(r)
         if r.dtype != dtype.np:
             raise HostFunctionError(f"result {i} of the function {fn} has dtype {r.dtype}, out_types "
@@ -129,6 +129,18 @@ def _pyfunc_reference(arrays, attrs):
                                     f"out_shapes declares {list(shape)}")
         out.append(r)
     return tuple(out)
+
+
+def _as_declared(r, dtype, i: int, fn) -> np.ndarray:
+    """A result that is no array (a number, a list of numbers) as an array of the declared dtype."""
+    shown = repr(r)[:80]
+    if r is None or isinstance(r, (str, bytes, dict, set)):
+        raise HostFunctionError(f"result {i} of the function {fn} is {shown}, not an array or number")
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(r, dtype=dtype.np)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise HostFunctionError(f"result {i} of the function {fn} ({shown}) is no {dtype} array: {e}") from None
 
 
 register(OpDef("PyFunc", Pattern.HOST, None, _pyfunc_infer, _pyfunc_reference, (
