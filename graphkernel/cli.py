@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ir.errors import GraphKernelError
@@ -19,14 +20,18 @@ def _demo(args) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
+def non_negative_int(text: str) -> int:
+    """argparse type: 0, 1, 2, ..."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: 1, 2, ..."""
+    if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the seed example: fusion off and on, dumps, timings")
     demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
-    demo.add_argument("--repeat", type=_positive_int, default=200,
+    demo.add_argument("--repeat", type=positive_int, default=200,
                       help="calls timed per net and side at 4x4 (median reported)")
     demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
                       "(needs Graphviz's dot)")
@@ -52,10 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()   # here, so that a reader gone early is caught below, not at exit
+        return status
     except GraphKernelError as e:
         print(f"graphkernel: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `graphkernel run ... | head`: the reader left; stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

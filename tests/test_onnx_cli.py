@@ -79,16 +79,39 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     (["run", "{dynamic}", "--dim", "batch=two"], "NAME=SIZE"),
     (["run", "{dynamic}", "--flags=--opt_levle=2", "--device-target", "CPU", "--dim", "batch=2"],
      "opt_levle"),
+    (["run", "{dynamic}", "--inputs", "{truncated_npz}"], "cannot read inputs from"),
+    (["run", "{dynamic}", "--inputs", "{int8_npz}"], "array 'x' for input 'x'"),
+    (["run", "{dynamic}", "--inputs", "{good_npz}", "--dim", "batch=2"], "--dim sizes dynamic dims of --random"),
+    (["run", "{dynamic}", "--seed", "-1"], "--seed: expected a non-negative integer, got '-1'"),
+    (["run", "{dynamic}", "--repeat", "0"], "--repeat: expected a positive integer, got '0'"),
 ])
 def test_errors_exit_2_with_one_line(dynamic_path, tmp_path, args, message):
     np.savez(tmp_path / "bad.npz", z=np.zeros(3))
+    np.savez(tmp_path / "good.npz", x=np.zeros((2, 4), np.float32))
+    np.savez(tmp_path / "int8.npz", x=np.zeros((2, 4), np.int8))
+    (tmp_path / "truncated.npz").write_bytes((tmp_path / "good.npz").read_bytes()[:100])
     (tmp_path / "junk.onnx").write_bytes(b"\x00garbage, not a protobuf \xff" * 3)
-    paths = {"dynamic": dynamic_path, "bad_npz": tmp_path / "bad.npz", "not_onnx": tmp_path / "junk.onnx"}
+    paths = {"dynamic": dynamic_path, "bad_npz": tmp_path / "bad.npz", "not_onnx": tmp_path / "junk.onnx",
+             "good_npz": tmp_path / "good.npz", "int8_npz": tmp_path / "int8.npz",
+             "truncated_npz": tmp_path / "truncated.npz"}
     res = graphkernel(*[a.format(**paths) for a in args], cwd=tmp_path)
     assert res.returncode == 2
     assert message in res.stderr
     assert "Traceback" not in res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1
+    assert len(res.stderr.strip().splitlines()) == 1 or res.stderr.startswith("usage:")
+
+
+def test_a_reader_that_leaves_early_ends_the_run_quietly(dynamic_path):
+    """`graphkernel run ... | head -1`: no BrokenPipeError traceback."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               PYTHONUNBUFFERED="1")   # every line written at once: the pipe breaks while the run prints
+    proc = subprocess.Popen([sys.executable, "-m", "graphkernel", "run", str(dynamic_path), "--dim", "batch=2",
+                             "--device-target", "CPU", "--repeat", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc.stdout.readline()
+    proc.stdout.close()   # the reader leaves, as `head -1` does
+    stderr = proc.communicate(timeout=600)[1].decode()
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
 
 
 def test_usage_error_exits_2():

@@ -13,6 +13,7 @@ import time
 from ir.errors import GraphKernelError
 from graphkernel.bench import harness, peers, report, workloads
 from graphkernel.bench.timing import Progress
+from graphkernel.cli import positive_int
 
 
 class BenchError(GraphKernelError, ValueError):
@@ -107,7 +108,7 @@ def add_bench_parser(sub) -> None:
                    help="where the JSON, the chart and the table go (default bench/results)")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
-    p.add_argument("--threads", type=int, metavar="N", help="threads of graphkernel's kernels (numba), ONNX "
+    p.add_argument("--threads", type=positive_int, metavar="N", help="threads of graphkernel's kernels (numba), ONNX "
                    "Runtime and XLA (default: each one's own, the core count); numpy's BLAS takes "
                    "OPENBLAS_NUM_THREADS from the environment (bench/run.sh sets it); results go to "
                    "bench_<mode>_t<N>.*")

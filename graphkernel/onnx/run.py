@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from graphkernel.cli import non_negative_int, positive_int
 from graphkernel.onnx.types import OnnxInputError
 from ir.printer import printable
 
@@ -32,14 +33,14 @@ def add_run_parser(sub) -> None:
     source.add_argument("--random", action="store_true", help="random inputs (the default)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
                    help="size of a named dynamic dim for --random (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random inputs (>= 0)")
     p.add_argument("--no-graph-kernel", action="store_true", help="run with graph-kernel fusion off")
     p.add_argument("--save-graphs", metavar="DIR", help="write the stage dumps (.dot) into DIR")
     p.add_argument("--flags", default="", metavar='"--key=value ..."',
                    help='graph_kernel_flags; a single flag needs the = form: --flags=--opt_level=3')
     p.add_argument("--profile", nargs="?", const="./data", metavar="DIR",
                    help="profile the calls again: per-kernel table, DIR/profiler/*.csv (DIR: ./data)")
-    p.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls (median reported)")
+    p.add_argument("--repeat", type=positive_int, default=20, metavar="N", help="timed calls (median reported)")
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     p.add_argument("--mix-compile-mode", action="store_true",
                    help="run ops graphkernel does not convert on the host through onnx.reference")
@@ -61,9 +62,11 @@ def read_inputs(path: str, cell) -> list:
     from graphkernel.tensor import Tensor
     try:
         with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):   # a bare .npy array, not an archive of named arrays
+                raise ValueError("it holds one array, not an .npz archive of arrays by input name")
             arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise OnnxInputError(f"cannot read inputs from {path!r}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - whatever numpy, zipfile or zlib make of a broken file
+        raise OnnxInputError(f"cannot read inputs from {path!r}: {type(e).__name__}: {e}") from None
     names = cell.input_names
     positional = [f"arr_{i}" for i in range(len(names))]
     keys = names if set(names) <= set(arrays) else positional if set(positional) <= set(arrays) else None
@@ -75,10 +78,13 @@ def read_inputs(path: str, cell) -> list:
     if extra:
         raise OnnxInputError(f"{path}: array(s) {', '.join(map(repr, extra))} match no model input "
                              f"(inputs: {', '.join(map(repr, names))})")
-    try:
-        return [Tensor(arrays[k]) for k in keys]
-    except Exception as e:  # a dtype we lack: name the input
-        raise OnnxInputError(f"{path}: {e}") from None
+    tensors = []
+    for name, k in zip(names, keys):
+        try:
+            tensors.append(Tensor(arrays[k]))
+        except Exception as e:  # noqa: BLE001 - a dtype we lack: name the input
+            raise OnnxInputError(f"{path}: array {k!r} for input {name!r}: {e}") from None
+    return tensors
 
 
 def _shape(types) -> str:
@@ -88,8 +94,8 @@ def _shape(types) -> str:
 def run_command(args) -> int:
     import graphkernel.onnx as gx
     from graphkernel import context
-    if args.repeat < 1:
-        raise OnnxInputError(f"--repeat {args.repeat}: needs at least 1")
+    if args.inputs and args.dim:
+        raise OnnxInputError("--dim sizes dynamic dims of --random inputs; with --inputs the arrays give them")
     context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
                         graph_kernel_flags=args.flags, mix_compile_mode=args.mix_compile_mode)
     if args.save_graphs:
