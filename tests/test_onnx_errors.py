@@ -111,6 +111,9 @@ def test_missing_input_is_named(cpu):
         cell(Tensor(np.ones((2, 3), np.float32)))
     with pytest.raises(OnnxInputError, match="takes 2 input"):
         cell(*[Tensor(np.ones((2, 3), np.float32))] * 3)
+    with pytest.raises(OnnxInputError, match=r"inputs are positional, in the model's order \(a, b\); got "
+                                             r"keyword argument\(s\) 'b'"):
+        cell(Tensor(np.ones((2, 3), np.float32)), b=Tensor(np.ones((2, 3), np.float32)))
 
 
 def test_wrong_shape_and_rank_are_named(cpu):

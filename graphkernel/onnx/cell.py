@@ -97,6 +97,9 @@ class OnnxCell(Cell):
         return variant.construct(*dynamic)
 
     def _variant(self, args, kwargs):
+        if kwargs:
+            raise OnnxInputError(f"inputs are positional, in the model's order ({', '.join(self.input_names)}); "
+                                 f"got keyword argument(s) {', '.join(map(repr, kwargs))}")
         self._check_count(args)
         if active_trace() is None:
             self._check_args(args, kwargs)

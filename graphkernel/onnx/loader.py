@@ -25,7 +25,7 @@ import numpy as np
 
 from ir.dtypes import DType
 from graphkernel.onnx.host_fallback import find_converter, outer_scope_names
-from graphkernel.onnx.registry import MIN_OPSET, Converter
+from graphkernel.onnx.registry import CONVERTERS, MIN_OPSET, REVIEWED_OPSET, Converter, unreviewed_attributes
 from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
 
 SMALL_CONSTANT = 64
@@ -184,8 +184,15 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
         name = node.name or f"{node.op_type}_{i}"
         version = _op_version(node.op_type, opset, node.domain)
         conv = find_converter(node, version, name, opset)  # with mix_compile_mode: host_fallback.py
+        attrs = _attributes(node)
+        ours = conv is CONVERTERS.get(node.op_type)   # not a host fallback, which onnx.reference runs
+        newer = unreviewed_attributes(node.op_type, opset, attrs) if ours else []
+        if newer:
+            raise OnnxImportError(f"op {node.op_type} (node {name!r}, opset {opset}): attribute(s) "
+                                  f"{', '.join(newer)} came after opset {REVIEWED_OPSET} and graphkernel does "
+                                  "not implement them")
         implicit = outer_scope_names(node)  # what an If or Loop body reads from around it (a host op)
-        nodes.append(NodeSpec(node.op_type, name, version, _attributes(node), tuple(node.input) + implicit,
+        nodes.append(NodeSpec(node.op_type, name, version, attrs, tuple(node.input) + implicit,
                               tuple(node.output), conv))
     static_uses = {n.inputs[i] for n in nodes for i in n.converter.static if i < len(n.inputs)}
     spec = ModelSpec(graph.name, opset, [], [o.name for o in graph.output], nodes)

@@ -6,8 +6,10 @@
 
 `static` lists the inputs that must be known at compile time (a Reshape's shape, a Slice's starts, ...):
 an initializer feeding one of them stays a constant rather than becoming a Parameter. `min_version` is
-the oldest op version (since_version at the model's opset) whose semantics the converter implements;
-later versions of our ops only add types (bfloat16, float8, int4, ...), which the loader rejects.
+the oldest op version (since_version at the model's opset) whose semantics the converter implements.
+The converters were written against opsets 13 to REVIEWED_OPSET (21); later versions of our ops add
+types (bfloat16, float8, int4, ...), which the loader rejects, and a few attributes (Cast's round_mode,
+Range's stash_type), which `unreviewed_attributes` finds so that a node setting one is refused.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Callable
 from graphkernel.onnx.types import OnnxImportError
 
 MIN_OPSET = 13
+REVIEWED_OPSET = 21
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,18 @@ def lookup(op_type: str, domain: str, version: int | None, node_name: str, opset
         raise OnnxImportError(f"op {what} (node {node_name!r}, opset {opset}) {why}; graphkernel supports: "
                               f"{', '.join(sorted(CONVERTERS))}")
     return conv
+
+
+def unreviewed_attributes(op_type: str, opset: int, attrs) -> list[str]:
+    """The attributes among `attrs` that `op_type` gained after REVIEWED_OPSET (none at or below it)."""
+    if opset <= REVIEWED_OPSET:
+        return []
+    import onnx.defs
+    try:
+        known = onnx.defs.get_schema(op_type, REVIEWED_OPSET, "").attributes
+    except Exception:  # noqa: BLE001 - SchemaError: the op is newer than REVIEWED_OPSET
+        return sorted(attrs)
+    return sorted(a for a in attrs if a not in known)
 
 
 def _load_tables() -> None:
