@@ -26,9 +26,11 @@ The templates live in kernels/template.py (shared pieces, elementwise) and kerne
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 
-from kernels.emitters import math_functions
+from kernels.emitters import HELPERS
 from kernels.layout import KernelSpec
 from kernels.columns import Columns
 from kernels.reduction import Rows, Split
@@ -53,14 +55,17 @@ def _dedup(ops):
 
 def render(spec: KernelSpec, variant: str, parallel: bool) -> tuple[str, str]:
     """(function name, module source) of the kernel. The name ends in a hash of the source (and of
-    kernels/mathfn.py when the kernel calls it), so a changed emitter never reuses an old kernel."""
+    kernels/mathfn.py and kernels/lanes.py when the kernel calls them), so a changed emitter or helper
+    never reuses an old kernel."""
     cls = {"elementwise": Elementwise, "rows": Rows, "split": Split, "columns": Columns}[variant]
     placeholder = "KERNEL_NAME"
     body = cls(spec, variant, parallel).render(placeholder)
     imports = "import math\n\nimport numpy as np\nfrom numba import prange\n"
-    used = sorted(fn for fn in math_functions() if f"{fn}(" in body)
-    if used:
-        imports += f"\nfrom kernels.mathfn import {', '.join(used)}  # mathfn {mathfn_digest()}\n"
+    for module, functions in HELPERS.items():
+        used = sorted(fn for fn in functions if f"{fn}(" in body)
+        if used:
+            imports += f"\nfrom {module} import {', '.join(used)}  # {module} {module_digest(module)}"
+    imports += "\n"
     mode = "parallel" if parallel else "sequential"
     digest = hashlib.sha256(f"{variant}|{mode}|{spec.key()}|{imports}{body}".encode()).hexdigest()[:10]
     name = identifier(f"{kernel_stem(spec)}_{digest}")
@@ -68,7 +73,8 @@ def render(spec: KernelSpec, variant: str, parallel: bool) -> tuple[str, str]:
     return name, check_source(header + imports + "\n\n" + body.replace(placeholder, name))
 
 
-def mathfn_digest() -> str:
-    import kernels.mathfn as module
-    with open(module.__file__, "rb") as f:
+@functools.cache
+def module_digest(name: str) -> str:
+    """A hash of a helper module's source: a kernel's name changes with the code it calls."""
+    with open(importlib.import_module(name).__file__, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()[:12]

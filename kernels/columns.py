@@ -69,7 +69,7 @@ class Columns(Reduction):
             w(f"tiles = ({last} + lanes - 1) // lanes")
             with w.block(self.emit_grid_header(f"{product(self.dims[a] for a in self.outer_kept)} * tiles")):
                 self.emit_block_span()
-                self.alloc_lanes()
+                self.alloc_lanes("lanes")   # one accumulator per column of the unit
                 for n, node in enumerate(spec.nodes):
                     if self.unit_level(("v", n, 0)):
                         w(f"u{n} = np.empty(lanes, {NP_NAME[node.dtypes[0]]})")

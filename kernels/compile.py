@@ -29,7 +29,7 @@ from numba import njit, prange, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 from ir.dtypes import DType
-from kernels.emitters import math_functions
+from kernels.emitters import kernel_functions
 
 _NUMBA_DTYPE = {DType.float16: types.uint16, DType.float32: types.float32, DType.float64: types.float64,
                 DType.int32: types.int32, DType.int64: types.int64, DType.bool: types.boolean}
@@ -50,7 +50,7 @@ def _options(parallel: bool) -> dict:
 
 def kernel_globals() -> dict:
     """The explicit globals of an exec'd kernel: what its source names, nothing else."""
-    return {"math": math, "np": np, "prange": prange, **math_functions()}
+    return {"math": math, "np": np, "prange": prange, **kernel_functions()}
 
 
 def from_source(name: str, source: str, parallel: bool):

@@ -17,11 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ir.dtypes import DType
-
-try:  # vectorizable float32 approximations (another module; optional until it lands)
-    from kernels import mathfn as _mathfn
-except Exception:  # noqa: BLE001 - a draft or broken mathfn must not stop the kernels
-    _mathfn = None
+from kernels import lanes, mathfn
 
 NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float64: "np.float64",
            DType.int32: "np.int32", DType.int64: "np.int64", DType.bool: "np.bool_"}
@@ -42,14 +38,22 @@ def f16_round(expr: str) -> str:
 F16_EXACT = {"Neg", "Abs", "Maximum", "Minimum", "Select", "BroadcastTo", "Greater", "Less", "Equal"}
 
 
+# the modules whose functions generated kernels import, and those functions
+HELPERS = {
+    "kernels.mathfn": {fn: getattr(mathfn, fn) for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32",
+                                                          "f16_bits_to_f32", "f32_to_f16_bits")},
+    "kernels.lanes": dict(lanes.FUNCTIONS),
+}
+
+
 def math_functions() -> dict[str, object]:
-    """Names the emitted expressions may call, for the kernel module's globals."""
-    names = {}
-    if _mathfn is not None:
-        for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32", "f16_bits_to_f32", "f32_to_f16_bits"):
-            if hasattr(_mathfn, fn):
-                names[fn] = getattr(_mathfn, fn)
-    return names
+    """The kernels.mathfn functions the emitted expressions may call."""
+    return HELPERS["kernels.mathfn"]
+
+
+def kernel_functions() -> dict[str, object]:
+    """Every function a generated kernel may call beside numpy and math, by name (its globals)."""
+    return {name: fn for functions in HELPERS.values() for name, fn in functions.items()}
 
 
 @dataclass(frozen=True)

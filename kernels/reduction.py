@@ -2,9 +2,11 @@
 
     rows    a unit is one position of the kept axes; each block takes a share of the units and walks
             them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
-            sum of exp, output). Reductions accumulate in `lanes` independent accumulators (element j
-            in lane j % lanes) folded in a fixed tree: the chunk loop over lanes vectorizes without
-            reassociating anything. A costly value a later pass needs stays in a scratch row (the UB).
+            sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
+            UB) in a plain loop, then accumulates the row into the reduction's 64 lanes
+            (kernels.lanes: element j into lane j % 64, the lanes folded in a fixed tree); an operand
+            that is an input row, or a value kept for a later pass, is accumulated where it lies.
+            A costly value a later pass needs stays in a scratch row too, instead of recomputed.
     split   one-pass reductions of a long row over few units: the row is cut into chunks of `tile`
             elements, a fixed size, each chunk reduced on its own into a partial, the partials
             folded in chunk order afterwards (the hardware's atomic add, in a fixed order)
@@ -16,20 +18,12 @@ from __future__ import annotations
 from ir.dtypes import DType
 from ir.ops import Pattern, get
 from kernels.emitters import NP_NAME, REDUCERS, f16_round
+from kernels.lanes import LANES
 from kernels.layout import KernelSpec
 from kernels.template import KernelTemplate, product
 
-LANES = 64  # accumulator lanes of a reduction over a long row (a power of two)
+LANES_OP = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}   # kernels.lanes' lanes_<op>, fold_<op>
 
-
-def lanes_for(row: int) -> int:
-    """Accumulator lanes for reduced rows of `row` elements: 64, fewer for short rows (a 16-element
-    row would spend more on 64 lanes than on its data). Depends on the shape only, never on block_dim
-    or threads, so results stay bitwise stable; a kernel fused or alone sees the same row."""
-    lanes = LANES
-    while lanes > 1 and lanes * 4 > row:
-        lanes //= 2
-    return lanes
 
 class Reduction(KernelTemplate):
     """rows and split variants: units over the kept axes, sweeps over the reduce axes."""
@@ -41,6 +35,7 @@ class Reduction(KernelTemplate):
         self.inner, self.outer_red = red[-1], red[:-1]
         self.reductions = [n for n, node in enumerate(spec.nodes) if get(node.op).pattern == Pattern.REDUCE]
         self.have_unit: set[int] = set()
+        self.stash: dict = {}   # rows: costly values kept in a scratch row for a later pass
 
     def inner_present(self, buf: str) -> bool:
         return self.pres[buf][self.inner]
@@ -57,14 +52,28 @@ class Reduction(KernelTemplate):
 
     def emit_finish_lanes(self, n: int, target: str) -> None:
         """Fold the lanes of reduction n in a fixed tree (lane k with lane k + h, h halving)."""
-        combine = REDUCERS[self.spec.nodes[n].op].combine
-        w = self.w
-        w("h = lanes // 2")
-        with w.block("while h >= 1:"):
-            with w.block("for k in range(h):"):
-                w(f"acc{n}[k] = {combine(f'acc{n}[k]', f'acc{n}[k + h]', self.acc_dtype(n))}")
-            w("h //= 2")
-        w(f"{target} = acc{n}[0]")
+        self.w(f"{target} = fold_{LANES_OP[self.spec.nodes[n].op]}(acc{n})")
+
+    def direct_row(self, n: int) -> str | None:
+        """The row reduction n accumulates where it lies (the slice the sweep names), or None when its
+        operand is computed into the scratch row x<n> first: an input row with unit stride, or a value
+        kept for a later pass (w<k>), already in the accumulator's dtype."""
+        ref = self.spec.nodes[n].args[0]
+        acc = self.acc_dtype(n)
+        if ref[0] == "in":
+            buf = f"in{ref[1]}"
+            if (self.pres[buf][self.inner] and self.stride(buf, self.inner) == "1" and self.dtype_of(buf) == acc
+                    and self.load(buf, "x") == "x"):   # float16 rows hold bits, converted as they load
+                return f"t_{buf}"
+        elif ref in self.stash and NP_NAME[self.spec.nodes[ref[1]].dtypes[0]] == NP_NAME[acc]:
+            return f"t_w{ref[1]}"
+        return None
+
+    def alloc_scratch(self, length: str) -> None:
+        """Per block: a scratch row of `length` elements for each reduction whose operand is computed."""
+        for n in self.reductions:
+            if self.direct_row(n) is None:
+                self.w(f"x{n} = np.empty({length}, {NP_NAME[self.acc_dtype(n)]})")
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
@@ -116,9 +125,9 @@ class Reduction(KernelTemplate):
         return found
 
     def emit_sweep(self, reds, outs, refs, length: str) -> None:
-        """One sweep over `length` elements of the inner reduce axis. With reductions, element j
-        goes to lane j % lanes, chunk by chunk (the chunk loop vectorizes: lanes are independent);
-        without, a plain loop from 0."""
+        """One sweep over `length` elements of the inner reduce axis: a plain loop from 0 computing the
+        outputs, the values kept for later passes and the operands of reductions that need computing
+        (into their scratch rows), then every reduction accumulates its row into its lanes."""
         w = self.w
         used_inputs = self.inputs_of(refs)
         sliced = []
@@ -132,27 +141,35 @@ class Reduction(KernelTemplate):
                     w(f"x{buf[2:]} = {self.load(buf, f'{buf}[o_{buf}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
             w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
-            sliced.append(f"w{ref[1]}")
-        if not reds:
+        rows = {n: self.direct_row(n) for n in reds}
+        computed = [n for n in reds if rows[n] is None]
+        for n in computed:
+            w(f"t_x{n} = x{n}[:{length}]")
+            rows[n] = f"t_x{n}"
+        operands = {n: self.spec.nodes[n].args[0] for n in reds}
+        targets = [operands[n] for n in reds if n in computed or operands[n] in self.stash_store]
+        targets += [self.spec.results[k] for k in outs]
+        if targets:
             with w.block(f"for j in range({length}):"):
-                self.emit_element(reds, outs, refs, "t", "j")
-            return
-        with w.block(f"for q in range(0, {length}, lanes):"):
-            w(f"cnt = min(lanes, {length} - q)")
-            for buf in sliced:
-                w(f"s_{buf} = t_{buf}[q:q + cnt]")
-            with w.block("for k in range(cnt):"):
-                self.emit_element(reds, outs, refs, "s", "k")
+                self.emit_element(computed, outs, targets, "t", "j", into_rows=True)
+        for n in reds:
+            w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {rows[n]})")
 
-    def emit_element(self, reds, outs, refs, prefix: str, index: str, lane: str = "k") -> None:
+    def emit_element(self, reds, outs, refs, prefix: str, index: str, lane: str = "k",
+                     into_rows: bool = False) -> None:
+        """The body for one element: `refs` computed, each reduction's operand combined into its
+        accumulator acc<n>[lane] (or, `into_rows`, stored into its scratch row), the outputs written."""
         exprs = self.emit_lane(refs, "", index, prefix)
         for n in reds:
             node = self.spec.nodes[n]
-            combine = REDUCERS[node.op].combine
             val = exprs[node.args[0]]
             if self.acc_dtype(n) != node.in_dtypes[0]:
                 val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
-            self.w(f"acc{n}[{lane}] = {combine(f'acc{n}[{lane}]', val, self.acc_dtype(n))}")
+            if into_rows:
+                self.w(f"{prefix}_x{n}[{index}] = {val}")
+            else:
+                combine = REDUCERS[node.op].combine
+                self.w(f"acc{n}[{lane}] = {combine(f'acc{n}[{lane}]', val, self.acc_dtype(n))}")
         for k in outs:
             target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
             self.w(f"{target} = {self.store(f'out{k}', exprs[self.spec.results[k]])}")
@@ -173,15 +190,15 @@ class Reduction(KernelTemplate):
             walk(r)
         return found
 
-    def alloc_lanes(self) -> None:
-        """Per block: one array of `lanes` accumulators per reduction."""
+    def alloc_lanes(self, count: str = str(LANES)) -> None:
+        """Per block: one array of `count` accumulators per reduction."""
         for n in self.reductions:
-            self.w(f"acc{n} = np.empty(lanes, {NP_NAME[self.acc_dtype(n)]})")
+            self.w(f"acc{n} = np.empty({count}, {NP_NAME[self.acc_dtype(n)]})")
 
     def init_lanes(self, reds) -> None:
         for n in reds:
             ident = REDUCERS[self.spec.nodes[n].op].identity(self.acc_dtype(n))
-            with self.w.block("for k in range(lanes):"):
+            with self.w.block(f"for k in range({LANES}):"):
                 self.w(f"acc{n}[k] = {ident}")
 
     def write_reduced_outputs(self, phase: int) -> None:
@@ -254,6 +271,7 @@ class Rows(Reduction):
                 self.stash = self.plan_stash()
                 for ref in sorted(self.stash):
                     w(f"w{ref[1]} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
+                self.alloc_scratch(m)
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for p in range(t0, min(t0 + tile, stop)):"):
                         self.emit_unit_start("p")
@@ -307,6 +325,7 @@ class Split(Reduction):
             with w.block(self.emit_grid_header(f"{units} * nch")):
                 self.emit_block_span()
                 self.alloc_lanes()
+                self.alloc_scratch("tile")
                 with w.block("for u in range(start, stop):"):
                     w("p = u // nch")
                     w("q0 = (u - p * nch) * tile")

@@ -38,6 +38,7 @@ _ALLOWED_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Impor
                   ast.BoolOp, ast.Compare, ast.IfExp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
                   ast.expr_context)
 _CALLABLE = {"range", "prange", "min", "max", "abs"}
+_PROCEDURES = {"lanes_sum", "lanes_max", "lanes_min"}   # calls that may stand as statements
 _IMPORTS = {("math", None), ("numpy", "np")}
 
 
@@ -76,8 +77,9 @@ def _check_module(source: str) -> None:
     The module is parsed (what Python will run, not a textual guess) and must hold: a docstring,
     the fixed imports, and function definitions; in them only assignments, loops and conditions
     over arithmetic, comparisons, subscripts and calls of the allowed functions (`range`, `prange`,
-    `min`, `max`, `abs`, the kernels.mathfn functions, `np.*` and `math.*`); no string but the
-    docstrings, each line of which doc_text keeps as it is; no name with a double underscore."""
+    `min`, `max`, `abs`, the kernels.mathfn and kernels.lanes functions, `np.*` and `math.*`), and
+    as statements only the lanes_* calls; no string but the docstrings, each line of which doc_text
+    keeps as it is; no name with a double underscore."""
     if not source.isascii():
         raise UnsafeSourceError("generated kernel source holds non-ASCII text")
     try:
@@ -109,7 +111,7 @@ def _check_node(node, docstrings) -> None:
         _refuse(node, f"a {type(node).__name__}")
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in docstrings:
         _refuse(node, "a string literal")
-    if isinstance(node, ast.Expr) and id(node.value) not in docstrings:
+    if isinstance(node, ast.Expr) and id(node.value) not in docstrings and not _is_procedure_call(node.value):
         _refuse(node, "an expression statement")
     if isinstance(node, ast.Call) and _call_target(node.func) is None:
         _refuse(node, f"a call of {ast.unparse(node.func)[:80]}")
@@ -126,7 +128,7 @@ def _check_node(node, docstrings) -> None:
 
 def _call_target(func) -> str | None:
     """The allowed function `func` names, or None."""
-    if isinstance(func, ast.Name) and (func.id in _CALLABLE or func.id in _mathfn_names()):
+    if isinstance(func, ast.Name) and (func.id in _CALLABLE or func.id in _helper_names()):
         return func.id
     if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
             and func.value.id in ("np", "math") and not func.attr.startswith("_")):
@@ -134,18 +136,24 @@ def _call_target(func) -> str | None:
     return None
 
 
+def _is_procedure_call(value) -> bool:
+    """A call whose result is nothing, made for its effect: kernels.lanes accumulating a row."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _PROCEDURES
+
+
 def _allowed_from(node) -> bool:
     names = {a.name for a in node.names}
     if any(a.asname for a in node.names) or node.level:
         return False
+    from kernels.emitters import HELPERS
     return (node.module == "numba" and names == {"prange"}) or (
-        node.module == "kernels.mathfn" and names <= _mathfn_names())
+        node.module in HELPERS and names <= set(HELPERS[node.module]))
 
 
 @functools.cache
-def _mathfn_names() -> frozenset:
-    from kernels.emitters import math_functions
-    return frozenset(math_functions())
+def _helper_names() -> frozenset:
+    from kernels.emitters import kernel_functions
+    return frozenset(kernel_functions())
 
 
 def _refuse(node, what: str) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels import aicore
+from kernels import aicore, lanes
 from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
@@ -57,10 +57,11 @@ def test_lowering_follows_launch_threads():
     assert forced.steps[0].parallel == (aicore.host_threads() > 1)
 
 
-# kernels.mathfn's functions are numba intrinsics: in pure Python, numpy stands in for them
+# kernels.mathfn's and kernels.lanes' functions are numba intrinsics: in pure Python, numpy stands in for
+# the first, kernels.lanes.PYTHON (their plain-Python semantics) for the second
 PURE_PYTHON_MATH = {"exp_f32": lambda x: np.exp(np.float32(x)), "log_f32": lambda x: np.log(np.float32(x)),
                     "tanh_f32": lambda x: np.tanh(np.float32(x)),
-                    "erf_f32": lambda x: np.float32(math.erf(float(x)))}
+                    "erf_f32": lambda x: np.float32(math.erf(float(x))), **lanes.PYTHON}
 
 
 class Counting:
@@ -88,7 +89,7 @@ def run_in_python(graph, arrays, block_dim, tile):
     variant, _, default_tile, lanes = choose_launch(spec, sizes, 32)
     name, source = render(spec, variant, parallel=True)
     namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH}
-    source = "\n".join(line for line in source.splitlines() if not line.startswith("from kernels.mathfn"))
+    source = "\n".join(line for line in source.splitlines() if not line.startswith("from kernels."))
     exec(source, namespace)
     outs = [np.full(v.type.size, np.nan, v.dtype.np) for v in graph.outputs]
     counts = [np.zeros(o.size, np.int64) for o in outs]

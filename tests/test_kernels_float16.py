@@ -28,7 +28,7 @@ def run_in_python(graph, arrays, block_dim=3):
     variant, _, tile, lanes = choose_launch(spec, sizes, 32)
     name, source = render(spec, variant, parallel=False)
     namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH, **NUMPY_F16}
-    exec("\n".join(line for line in source.splitlines() if not line.startswith("from kernels.mathfn")),
+    exec("\n".join(line for line in source.splitlines() if not line.startswith("from kernels.")),
          namespace)
     outs = [np.empty(v.type.size, v.dtype.np) for v in graph.outputs]
 
