@@ -3,9 +3,10 @@
     rows    a unit is one position of the kept axes; each block takes a share of the units and walks
             them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
             sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
-            UB) in a plain loop, then accumulates the row into the reduction's 64 lanes
-            (kernels.lanes: element j into lane j % 64, the lanes folded in a fixed tree); an operand
-            that is an input row, or a value kept for a later pass, is accumulated where it lies.
+            UB) in a plain loop, a chunk of SWEEP_CHUNK elements at a time, then accumulates it into
+            the reduction's 64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in
+            a fixed tree); an operand that is an input row, or a value kept for a later pass, is
+            accumulated where it lies.
             A costly value a later pass needs stays in a scratch row too, instead of recomputed.
     split   one-pass reductions of a long row over few units: the row is cut into chunks of `tile`
             elements, a fixed size, each chunk reduced on its own into a partial, the partials
@@ -23,6 +24,7 @@ from kernels.layout import KernelSpec
 from kernels.template import KernelTemplate, product
 
 LANES_OP = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}   # kernels.lanes' lanes_<op>, fold_<op>
+SWEEP_CHUNK = 1024   # elements of a computed operand's scratch row: a multiple of LANES, 4 KB of float32
 
 
 class Reduction(KernelTemplate):
@@ -69,11 +71,11 @@ class Reduction(KernelTemplate):
             return f"t_w{ref[1]}"
         return None
 
-    def alloc_scratch(self, length: str) -> None:
-        """Per block: a scratch row of `length` elements for each reduction whose operand is computed."""
+    def alloc_scratch(self) -> None:
+        """Per block: a scratch row of SWEEP_CHUNK elements for each reduction whose operand is computed."""
         for n in self.reductions:
             if self.direct_row(n) is None:
-                self.w(f"x{n} = np.empty({length}, {NP_NAME[self.acc_dtype(n)]})")
+                self.w(f"x{n} = np.empty({SWEEP_CHUNK}, {NP_NAME[self.acc_dtype(n)]})")
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
@@ -127,7 +129,8 @@ class Reduction(KernelTemplate):
     def emit_sweep(self, reds, outs, refs, length: str) -> None:
         """One sweep over `length` elements of the inner reduce axis: a plain loop from 0 computing the
         outputs, the values kept for later passes and the operands of reductions that need computing
-        (into their scratch rows), then every reduction accumulates its row into its lanes."""
+        (into their scratch rows, SWEEP_CHUNK elements at a time), and every reduction accumulating
+        its row (or chunk) into its lanes."""
         w = self.w
         used_inputs = self.inputs_of(refs)
         sliced = []
@@ -141,19 +144,32 @@ class Reduction(KernelTemplate):
                     w(f"x{buf[2:]} = {self.load(buf, f'{buf}[o_{buf}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
             w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
+            sliced.append(f"w{ref[1]}")
         rows = {n: self.direct_row(n) for n in reds}
         computed = [n for n in reds if rows[n] is None]
-        for n in computed:
-            w(f"t_x{n} = x{n}[:{length}]")
-            rows[n] = f"t_x{n}"
         operands = {n: self.spec.nodes[n].args[0] for n in reds}
         targets = [operands[n] for n in reds if n in computed or operands[n] in self.stash_store]
         targets += [self.spec.results[k] for k in outs]
-        if targets:
-            with w.block(f"for j in range({length}):"):
-                self.emit_element(computed, outs, targets, "t", "j", into_rows=True)
-        for n in reds:
-            w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {rows[n]})")
+        if not computed:
+            if targets:
+                with w.block(f"for j in range({length}):"):
+                    self.emit_element([], outs, targets, "t", "j")
+            for n in reds:
+                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {rows[n]})")
+            return
+        # operands computed into scratch rows a chunk at a time (SWEEP_CHUNK, a multiple of the 64
+        # lanes: element j still goes to lane j % 64), so the scratch stays in the L1 cache
+        with w.block(f"for q in range(0, {length}, {SWEEP_CHUNK}):"):
+            w(f"cnt = min({SWEEP_CHUNK}, {length} - q)")
+            for buf in sliced:
+                w(f"s_{buf} = t_{buf}[q:q + cnt]")
+            for n in computed:
+                w(f"s_x{n} = x{n}[:cnt]")
+            with w.block("for j in range(cnt):"):
+                self.emit_element(computed, outs, targets, "s", "j", into_rows=True)
+            for n in reds:
+                row = f"s_x{n}" if n in computed else "s_" + rows[n][2:]
+                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {row})")
 
     def emit_element(self, reds, outs, refs, prefix: str, index: str, lane: str = "k",
                      into_rows: bool = False) -> None:
@@ -271,7 +287,7 @@ class Rows(Reduction):
                 self.stash = self.plan_stash()
                 for ref in sorted(self.stash):
                     w(f"w{ref[1]} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
-                self.alloc_scratch(m)
+                self.alloc_scratch()
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for p in range(t0, min(t0 + tile, stop)):"):
                         self.emit_unit_start("p")
@@ -325,7 +341,7 @@ class Split(Reduction):
             with w.block(self.emit_grid_header(f"{units} * nch")):
                 self.emit_block_span()
                 self.alloc_lanes()
-                self.alloc_scratch("tile")
+                self.alloc_scratch()
                 with w.block("for u in range(start, stop):"):
                     w("p = u // nch")
                     w("q0 = (u - p * nch) * tile")
