@@ -9,9 +9,9 @@ sequential one); arrays are flat arguments, sizes, block_dim and the tile are ru
                   (a loop from 0 vectorizes, `range(s, e)` does not)
     rows          reductions: a unit is one position of the kept axes; each block takes a share of
                   the units and walks them `tile` at a time; per unit, one sweep ("pass") over the
-                  reduce axes per phase (Softmax: max, sum of exp, output), reductions accumulated in
-                  `lanes` (64) independent accumulators, element j in lane j % lanes, folded in a
-                  fixed tree; the chunk loop over lanes vectorizes without reassociating anything
+                  reduce axes per phase (Softmax: max, sum of exp, output); a reduction's operand row
+                  is accumulated into 64 lanes by kernels.lanes (LLVM vector code: element j in lane
+                  j % 64, the lanes folded in a fixed tree), nothing reassociated
     columns       reductions whose last axis is kept (a sum over axis 0): a unit is a tile of
                   columns, one accumulator per column, updated row by row from contiguous slices
                   (kernels/columns.py)
