@@ -3,11 +3,11 @@
     rows    a unit is one position of the kept axes; each block takes a share of the units and walks
             them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
             sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
-            UB) in a plain loop, a chunk of SWEEP_CHUNK elements at a time, then accumulates it into
-            the reduction's 64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in
-            a fixed tree); an operand that is an input row, or a value kept for a later pass, is
-            accumulated where it lies.
-            A costly value a later pass needs stays in a scratch row too, instead of recomputed.
+            UB) in a plain loop, SWEEP_CHUNK elements at a time, and accumulates it into the
+            reduction's 64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in a
+            fixed tree); an operand that is an input row, or a value kept for a later pass, is
+            accumulated where it lies. A costly value a later pass needs stays in a scratch row
+            too, instead of being computed again.
     split   one-pass reductions of a long row over few units: the row is cut into chunks of `tile`
             elements, a fixed size, each chunk reduced on its own into a partial, the partials
             folded in chunk order afterwards (the hardware's atomic add, in a fixed order)
