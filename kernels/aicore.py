@@ -14,6 +14,13 @@ from __future__ import annotations
 
 import os
 
+# numba's OpenMP workers spin for a while after each parallel launch; on a small machine they then hold
+# the cores that the next BLAS call (a MatMul kernel) needs, which ran at one thread's speed right after a
+# parallel launch (a BERT layer's FFN MatMul: 10.5 ms instead of 5.2). Parallel launches are big (see
+# PARALLEL_MIN_ELEMENTS), so a worker can afford to sleep between them. It must be set before numba's
+# threading layer starts; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 DEFAULT_CORE_NUM = 32
 UB_BYTES = 256 * 1024
 ALIGN_BYTES = 32

@@ -147,3 +147,16 @@ def test_tiles_with_live_data_fit_the_ub(label, scale):
         assert elements * live <= aicore.UB_BYTES
     assert elements * aicore.ALIGN_BYTES // aicore.ALIGN_BYTES == elements
     assert 1 <= block_dim <= 32
+
+
+@pytest.mark.parametrize("preset", [None, "ACTIVE"])
+def test_openmp_workers_sleep_between_launches_unless_the_user_says_otherwise(preset):
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset:
+        env["OMP_WAIT_POLICY"] = preset
+    out = subprocess.run([sys.executable, "-c", "import os, kernels; print(os.environ['OMP_WAIT_POLICY'])"],
+                         capture_output=True, text=True, env=env, check=True).stdout.strip()
+    assert out == (preset or "PASSIVE")
