@@ -127,13 +127,11 @@ def _compile(workload, tensors, ctx: dict, cold_dir: str | None) -> tuple[dict, 
 
 
 class Runner:
-    """Runs workloads one after another in this process; remembers which families were compiled cold
-    and the copy bandwidth per size."""
+    """Runs workloads one after another in this process; remembers which families were compiled cold."""
 
     def __init__(self, settings: Settings, scratch_dir: str, progress: timing.Progress):
         self.settings, self.scratch_dir, self.progress = settings, scratch_dir, progress
         self.cold_families: set[str] = set()
-        self.bandwidth: dict[int, float] = {}
 
     def measure(self, workload) -> dict:
         s, show = self.settings, self.progress.show
@@ -172,6 +170,10 @@ class Runner:
         impls.append(numpy_impl)
         if s.peers:
             impls += self._peers(workload, arrays, reference, entry)
+        elements = max(a.size for a in arrays)
+        if workload.bound and elements >= BOUND_MIN_ELEMENTS:   # the bound's copy, in the same rounds
+            impls.append(timing.copy_impl(elements))
+            entry["impls"]["copy"] = {"elements": elements}
         self._time(impls, entry)
         programs = {name: p for name, p in programs.items() if p[0] is not None}
         if programs:
@@ -209,10 +211,10 @@ class Runner:
 
     def _derive(self, workload, arrays, reference, entry) -> None:
         impls = entry["impls"]
-        step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d}
+        step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d and n != "copy"}
         fused = step["fused"]
         entry["ratios"] = {f"fused/{n}": fused / t for n, t in step.items() if n != "fused"}
-        best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d}
+        best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d and n != "copy"}
         entry["ratios_of_minimums"] = {f"fused/{n}": best["fused"] / t for n, t in best.items() if n != "fused"}
         planned = [impls[n].get("planned_peak_bytes") for n in ("fused", "unfused")]
         entry["memory_ok"] = (impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
@@ -232,15 +234,11 @@ class Runner:
             if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
                 entry["ratios"]["outside_opaque fused/unfused"] = (o["fused"]["outside_opaque_s"]
                                                                    / o["unfused"]["outside_opaque_s"])
-        elements = max(a.size for a in arrays)
-        if workload.bound and elements >= BOUND_MIN_ELEMENTS:
-            if elements not in self.bandwidth:
-                self.progress.show("copy bandwidth")
-                self.bandwidth[elements] = timing.copy_bandwidth(elements)
+        if "copy" in impls:   # the median copy of the same rounds: minimal bytes at its bandwidth
+            bandwidth = 2 * 4 * impls["copy"]["elements"] / impls["copy"]["time"]["median_s"]
             nbytes = sum(a.nbytes for a in arrays) + sum(r.nbytes for r in reference)
-            bound_s = nbytes / self.bandwidth[elements]
-            entry["bound"] = {"minimal_bytes": nbytes, "copy_GBps": self.bandwidth[elements] / 1e9,
-                              "bound_s": bound_s,
+            bound_s = nbytes / bandwidth
+            entry["bound"] = {"minimal_bytes": nbytes, "copy_GBps": bandwidth / 1e9, "bound_s": bound_s,
                               "fraction": {n: bound_s / t for n, t in step.items()}}
 
 

@@ -88,7 +88,8 @@ def markdown(results: dict) -> str:
             f"| {_fmt(_ms(e, 'onnxruntime'))} | {_fmt(r.get('fused/onnxruntime'), '.2f')} "
             f"| {_fmt(None if bound is None else 100 * bound, '.0f')} | {_verified(e)} |")
     lines += ["", "\"ORT off\": that peer's result is outside the float32 tolerance of the reference "
-              "(reported, not fatal). Bound: minimal bytes / the copy bandwidth measured in the same run.", ""]
+              "(reported, not fatal). Bound: minimal bytes / the bandwidth of a parallel copy of the same "
+              "size timed in the same interleaved rounds (median).", ""]
     lines += [f"- {t}" for t in targets(results)]
     bert = [e for e in results["workloads"] if "opaque" in e]
     if bert:

@@ -1,5 +1,5 @@
 """How the benchmark takes times: interleaved rounds, medians with the interquartile range, per-kernel
-profiles through the executor's hook, the copy bandwidth that bounds a memory-bound kernel, a progress line.
+profiles through the executor's hook, the copy that bounds a memory-bound kernel, a progress line.
 
     warm-up   every implementation called `warmup` times (first-call costs: output buffers, arenas)
     rounds    round r runs every implementation in turn, the order rotated by r: one settling call
@@ -128,9 +128,10 @@ def _profile_summary(steps: list[StepProfile], top: int) -> dict:
 _copy_kernel = None
 
 
-def copy_bandwidth(elements: int, repeat: int = 25) -> float:
-    """Bytes per second of a parallel float32 copy of `elements` into a preallocated output (numba, as
-    ../shared/ANCHORS.md measures it): the bound of a memory-bound kernel is its minimal bytes / this."""
+def copy_impl(elements: int) -> Impl:
+    """A parallel float32 copy of `elements` into a preallocated output (numba, as ../shared/ANCHORS.md
+    measures it), timed in the same interleaved rounds as a workload: the bound of a memory-bound kernel
+    is its minimal bytes / the bandwidth this copy reaches (2 * 4 * elements bytes per call)."""
     global _copy_kernel
     if _copy_kernel is None:
         from numba import njit, prange
@@ -146,13 +147,7 @@ def copy_bandwidth(elements: int, repeat: int = 25) -> float:
         _copy_kernel = copy
     src = np.random.default_rng(0).random(elements, np.float32)
     dst = np.empty_like(src)
-    _copy_kernel(src, dst, 64)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        _copy_kernel(src, dst, 64)
-        times.append(time.perf_counter() - t0)
-    return 2 * src.nbytes / min(times)  # a capability: the best copy, as the least disturbed one
+    return Impl("copy", lambda: _copy_kernel(src, dst, 64))
 
 
 class Progress:
