@@ -5,7 +5,9 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import Graph, Literal, TensorType, Value
-from ir.ops import evaluate, make_node
+from ir.interpret import interpret as ir_interpret
+from ir.ops import make_node
+from ir.verify import verify as ir_verify
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.passes.basic_fusion import basic_fusion
@@ -47,26 +49,11 @@ def t(*shape: int, dtype: DType = F32) -> TensorType:
 
 
 def interpret(graph: Graph, arrays) -> list[np.ndarray]:
-    """The numpy reference (ir.interpret once it exists; composites through their subgraphs)."""
-    try:
-        from ir.interpret import interpret as ir_interpret
-    except ImportError:
-        ir_interpret = None
-    if ir_interpret is not None:
-        return list(ir_interpret(graph, list(arrays)))
-    env = dict(zip(graph.inputs, arrays))
-    for node in graph.nodes:
-        args = [env[v] for v in node.inputs]
-        results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
-        env.update(zip(node.outputs, results))
-    return [env[v] for v in graph.outputs]
+    """The numpy reference (composites through their subgraphs)."""
+    return list(ir_interpret(graph, list(arrays)))
 
 
 def verify(graph: Graph) -> None:
-    try:
-        from ir.verify import verify as ir_verify
-    except ImportError:
-        return
     ir_verify(graph)
 
 

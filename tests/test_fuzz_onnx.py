@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-onnx = pytest.importorskip("onnx")
+import onnx
 
 from onnx import helper, numpy_helper  # noqa: E402
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
+import onnx
 
 from onnx import TensorProto, helper  # noqa: E402
 

@@ -3,7 +3,6 @@ onnx or numba traceback."""
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
+import onnx
 
 from onnx import numpy_helper  # noqa: E402
 

@@ -32,7 +32,6 @@ from kernels.source_text import UnsafeSourceError, check_source, doc_text, ident
 from tests.kernel_graphs import fused, reference
 from tolerance import assert_close
 
-onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import graphkernel.onnx as gx  # noqa: E402

@@ -159,7 +159,6 @@ def test_kernel_sources_stay_inside(name, tmp_path):
 
 
 # --- end to end: an ONNX model whose node names are hostile -------------------------------------------
-onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 import graphkernel.onnx as gx  # noqa: E402

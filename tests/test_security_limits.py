@@ -168,7 +168,6 @@ def test_a_lowered_value_over_the_limit_names_its_node():
 
 # --- ONNX ---------------------------------------------------------------------------------------------
 
-onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import graphkernel.onnx as gx  # noqa: E402
