@@ -178,7 +178,7 @@ _eager_cache: dict = {}
 
 def run_eager(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
     """Run a one-op graph (PYNATIVE_MODE) through the pipeline, caching the compile per op signature."""
-    key = (graph.key(), context.compile_settings())
+    key = (graph.key(), context.compile_settings_id())
     compiled = _eager_cache.get(key)
     if compiled is None:
         compiled = compile_graph(graph, options_from_context(), eager=True)

@@ -38,6 +38,8 @@ class TensorOps:
 
     def _binary(self, op, other, reverse=False):
         from graphkernel.ops import operations as P
+        if isinstance(other, np.ndarray):   # an array operand is a constant Tensor (as in MindSpore)
+            other = Tensor(other)
         prim = getattr(P, op)()
         return prim(other, self) if reverse else prim(self, other)
 

@@ -188,6 +188,8 @@ def test_equality_operators_compare_elementwise(cpu, mode):
     for g, w in zip(got, want):
         assert g.dtype == np.bool_ and np.array_equal(g, w)
     assert (Tensor(x) == "x") is False and (Tensor(x) != None) is True   # noqa: E711 - no elementwise meaning
+    for got in (Tensor(x) == y, y == Tensor(x)):   # an ndarray on either side is a constant Tensor
+        assert np.array_equal(got.asnumpy(), x == y)
 
 
 @pytest.mark.parametrize("construct", [
