@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kernels import aicore, lanes
+from kernels import aicore
+from kernels.lanes import PYTHON as LANES_IN_PYTHON
 from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
@@ -61,7 +62,7 @@ def test_lowering_follows_launch_threads():
 # the first, kernels.lanes.PYTHON (their plain-Python semantics) for the second
 PURE_PYTHON_MATH = {"exp_f32": lambda x: np.exp(np.float32(x)), "log_f32": lambda x: np.log(np.float32(x)),
                     "tanh_f32": lambda x: np.tanh(np.float32(x)),
-                    "erf_f32": lambda x: np.float32(math.erf(float(x))), **lanes.PYTHON}
+                    "erf_f32": lambda x: np.float32(math.erf(float(x))), **LANES_IN_PYTHON}
 
 
 class Counting:
