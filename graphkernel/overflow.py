@@ -105,6 +105,7 @@ class OverflowCheck:
             self.warned = True
             counts = ", ".join(f"output {o['index']}: {o['inf_count']} inf, {o['nan_count']} nan"
                                for o in first["outputs"])
-            warnings.warn(f"overflow in graph {first['graph_id']} step {step}: kernel {printable(first['name'])} "
+            warnings.warn(f"overflow in graph {first['graph_id']} step {step}: kernel "
+                          f"{printable(first['name'])} "
                           f"({'+'.join(first['op_types'])}) produced inf/NaN ({counts}); report: "
                           f"{self.report_path}", OverflowWarning, stacklevel=user_stacklevel())

@@ -108,7 +108,8 @@ def add_bench_parser(sub) -> None:
                    help="where the JSON, the chart and the table go (default bench/results)")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
-    p.add_argument("--threads", type=positive_int, metavar="N", help="threads of graphkernel's kernels (numba), ONNX "
+    p.add_argument("--threads", type=positive_int, metavar="N",
+                   help="threads of graphkernel's kernels (numba), ONNX "
                    "Runtime and XLA (default: each one's own, the core count); numpy's BLAS takes "
                    "OPENBLAS_NUM_THREADS from the environment (bench/run.sh sets it); results go to "
                    "bench_<mode>_t<N>.*")

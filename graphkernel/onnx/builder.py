@@ -83,10 +83,10 @@ class Builder:
             self.guessed.update(node.outputs)
         return node
 
-    def static_shape(self, x, what: str = "its input") -> tuple[int, ...]:
+    def static_shape(self, x) -> tuple[int, ...]:
         """The shape of `x` as a compile-time fact (Shape, Size); OnnxImportError when it was guessed."""
         if isinstance(x, Value) and x in self.guessed:
-            raise self.node.error(f"the shape of {what} depends on run-time data (a host op's output shape "
+            raise self.node.error("the shape of its input depends on run-time data (a host op's output shape "
                                   "was learnt from one trial run); graphkernel compiles static shapes only")
         return shape_of(x)
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from ir.dtypes import DType
 from graphkernel.onnx.host_fallback import find_converter, outer_scope_names
-from graphkernel.onnx.registry import CONVERTERS, MIN_OPSET, REVIEWED_OPSET, Converter, unreviewed_attributes
+from graphkernel.onnx.registry import (CONVERTERS, MIN_OPSET, REVIEWED_OPSET, Converter,
+                                       unreviewed_attributes)
 from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
 
 SMALL_CONSTANT = 64

@@ -118,7 +118,8 @@ def run_command(args) -> int:
     for name, t in zip(cell.output_names, outputs):
         a = t.asnumpy()
         mean_abs = float(np.mean(np.abs(a.astype(np.float64)))) if a.size else 0.0
-        print(f"  {printable(name)}  {a.dtype}{list(a.shape)}  checksum sum={float(np.sum(a, dtype=np.float64)):.9g} "
+        checksum = float(np.sum(a, dtype=np.float64))
+        print(f"  {printable(name)}  {a.dtype}{list(a.shape)}  checksum sum={checksum:.9g} "
               f"mean|x|={mean_abs:.9g}")
     print(f"kernels ({len(compiled.kernels)}):")
     for k, info in enumerate(compiled.kernels):
