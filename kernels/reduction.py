@@ -30,8 +30,8 @@ SWEEP_CHUNK = 1024   # elements of a computed operand's scratch row: a multiple 
 class Reduction(KernelTemplate):
     """rows and split variants: units over the kept axes, sweeps over the reduce axes."""
 
-    def __init__(self, spec, variant, parallel):
-        super().__init__(spec, variant, parallel)
+    def __init__(self, spec, variant, parallel, helpers=frozenset()):
+        super().__init__(spec, variant, parallel, helpers)
         self.kept = [a for a in range(spec.rank) if not spec.reduce_axes[a]]
         red = [a for a in range(spec.rank) if spec.reduce_axes[a]]
         self.inner, self.outer_red = red[-1], red[:-1]
@@ -39,14 +39,17 @@ class Reduction(KernelTemplate):
         self.have_unit: set[int] = set()
         self.stash: dict = {}   # rows: costly values kept in a scratch row for a later pass
 
-    def inner_present(self, buf: str) -> bool:
+    def inner_present(self, buf: tuple) -> bool:
         return self.pres[buf][self.inner]
 
-    def slice_expr(self, buf: str, length: str) -> str:
-        s = self.stride(buf, self.inner)
+    def acc(self, n: int) -> str:
+        return self.names("acc", n)
+
+    def slice_expr(self, buf: tuple, length: str) -> str:
+        s, name, o = self.stride(buf, self.inner), self.name(buf), self.at(buf)
         if s == "1":
-            return f"{buf}[o_{buf}:o_{buf} + {length}]"
-        return f"{buf}[o_{buf}:o_{buf} + {length} * {s}:{s}]"
+            return f"{name}[{o}:{o} + {length}]"
+        return f"{name}[{o}:{o} + {length} * {s}:{s}]"
 
     def acc_dtype(self, n: int) -> DType:
         node = self.spec.nodes[n]
@@ -54,28 +57,28 @@ class Reduction(KernelTemplate):
 
     def emit_finish_lanes(self, n: int, target: str) -> None:
         """Fold the lanes of reduction n in a fixed tree (lane k with lane k + h, h halving)."""
-        self.w(f"{target} = fold_{LANES_OP[self.spec.nodes[n].op]}(acc{n})")
+        self.w(f"{target} = fold_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)})")
 
-    def direct_row(self, n: int) -> str | None:
-        """The row reduction n accumulates where it lies (the slice the sweep names), or None when its
-        operand is computed into the scratch row x<n> first: an input row with unit stride, or a value
-        kept for a later pass (w<k>), already in the accumulator's dtype."""
+    def direct_row(self, n: int) -> tuple | None:
+        """The row reduction n accumulates where it lies (the key of the slice the sweep names), or
+        None when its operand is computed into its scratch row ("scr", n) first: an input row with
+        unit stride, or a value kept for a later pass ("keep", k), already in the accumulator's dtype."""
         ref = self.spec.nodes[n].args[0]
         acc = self.acc_dtype(n)
         if ref[0] == "in":
-            buf = f"in{ref[1]}"
+            buf = ("in", ref[1])
             if (self.pres[buf][self.inner] and self.stride(buf, self.inner) == "1" and self.dtype_of(buf) == acc
                     and self.load(buf, "x") == "x"):   # float16 rows hold bits, converted as they load
-                return f"t_{buf}"
+                return buf
         elif ref in self.stash and NP_NAME[self.spec.nodes[ref[1]].dtypes[0]] == NP_NAME[acc]:
-            return f"t_w{ref[1]}"
+            return ("keep", ref[1])
         return None
 
     def alloc_scratch(self) -> None:
         """Per block: a scratch row of SWEEP_CHUNK elements for each reduction whose operand is computed."""
         for n in self.reductions:
             if self.direct_row(n) is None:
-                self.w(f"x{n} = np.empty({SWEEP_CHUNK}, {NP_NAME[self.acc_dtype(n)]})")
+                self.w(f"{self.name(('scr', n))} = np.empty({SWEEP_CHUNK}, {NP_NAME[self.acc_dtype(n)]})")
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
@@ -86,19 +89,19 @@ class Reduction(KernelTemplate):
     def ensure_unit(self, ref) -> str:
         """Emit (once) the unit-level computation of a reduced value; returns its expression."""
         if ref[0] == "in":
-            buf = f"in{ref[1]}"
-            return self.load(buf, f"{buf}[{self.offset(buf, self.kept_index, None) if self.kept else '0'}]")
+            buf = ("in", ref[1])
+            return self.load(buf, f"{self.name(buf)}[{self.offset(buf, self.kept_index) if self.kept else '0'}]")
         n = ref[1]
         if n in self.consts:
-            return f"c{n}"
+            return self.const(n)
         if n not in self.have_unit:
             node = self.spec.nodes[n]
             if get(node.op).pattern == Pattern.REDUCE:
                 raise AssertionError(f"reduction {n} used before its pass")  # codegen invariant
             args = [self.ensure_unit(a) for a in node.args]
-            self.w(f"u{n} = {self.node_expr(n, args)}")
+            self.w(f"{self.unit_name(ref)} = {self.node_expr(n, args)}")
             self.have_unit.add(n)
-        return f"u{n}"
+        return self.unit_name(ref)
 
     def pass_targets(self, j: int) -> tuple[list, list, list]:
         """(reductions accumulated, full outputs written, refs computed) in pass j."""
@@ -131,20 +134,21 @@ class Reduction(KernelTemplate):
         outputs, the values kept for later passes and the operands of reductions that need computing
         (into their scratch rows, SWEEP_CHUNK elements at a time), and every reduction accumulating
         its row (or chunk) into its lanes."""
-        w = self.w
+        w, names = self.w, self.names
         used_inputs = self.inputs_of(refs)
         sliced = []
         for buf, pres in self.buffers:
-            if (buf.startswith("in") and int(buf[2:]) in used_inputs) or \
-                    (buf.startswith("out") and int(buf[3:]) in outs):
+            kind, index = buf
+            if (kind == "in" and index in used_inputs) or (kind == "out" and index in outs):
                 if pres[self.inner]:
-                    w(f"t_{buf} = {self.slice_expr(buf, length)}")
+                    w(f"{self.sliced(buf)} = {self.slice_expr(buf, length)}")
                     sliced.append(buf)
-                elif buf.startswith("in"):
-                    w(f"x{buf[2:]} = {self.load(buf, f'{buf}[o_{buf}]')}")
+                elif kind == "in":
+                    w(f"{self.broadcast_load(index)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
-            w(f"t_w{ref[1]} = w{ref[1]}[:{length}]")
-            sliced.append(f"w{ref[1]}")
+            key = ("keep", ref[1])
+            w(f"{self.sliced(key)} = {self.name(key)}[:{length}]")
+            sliced.append(key)
         rows = {n: self.direct_row(n) for n in reds}
         computed = [n for n in reds if rows[n] is None]
         operands = {n: self.spec.nodes[n].args[0] for n in reds}
@@ -155,40 +159,44 @@ class Reduction(KernelTemplate):
                 with w.block(f"for j in range({length}):"):
                     self.emit_element([], outs, targets, "t", "j")
             for n in reds:
-                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {rows[n]})")
+                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {self.sliced(rows[n])})")
             return
         # operands computed into scratch rows a chunk at a time (SWEEP_CHUNK, a multiple of the 64
         # lanes: element j still goes to lane j % 64), so the scratch stays in the L1 cache
         with w.block(f"for q in range(0, {length}, {SWEEP_CHUNK}):"):
             w(f"cnt = min({SWEEP_CHUNK}, {length} - q)")
-            for buf in sliced:
-                w(f"s_{buf} = t_{buf}[q:q + cnt]")
+            for key in sliced:
+                w(f"{names('ch', *key)} = {self.sliced(key)}[q:q + cnt]")
             for n in computed:
-                w(f"s_x{n} = x{n}[:cnt]")
+                w(f"{names('ch', 'scr', n)} = {self.name(('scr', n))}[:cnt]")
             with w.block("for j in range(cnt):"):
-                self.emit_element(computed, outs, targets, "s", "j", into_rows=True)
+                self.emit_element(computed, outs, targets, "ch", "j", into_rows=True)
             for n in reds:
-                row = f"s_x{n}" if n in computed else "s_" + rows[n][2:]
-                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}(acc{n}, {row})")
+                row = ("scr", n) if n in computed else rows[n]
+                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {names('ch', *row)})")
 
-    def emit_element(self, reds, outs, refs, prefix: str, index: str, lane: str = "k",
+    def emit_element(self, reds, outs, refs, slices: str, index: str, lane: str = "k",
                      into_rows: bool = False) -> None:
         """The body for one element: `refs` computed, each reduction's operand combined into its
-        accumulator acc<n>[lane] (or, `into_rows`, stored into its scratch row), the outputs written."""
-        exprs = self.emit_lane(refs, "", index, prefix)
+        accumulator acc_<n>[lane] (or, `into_rows`, stored into its scratch row), the outputs written.
+        `slices` ("t" or "ch") names the slices the element is read from and written to."""
+        exprs = self.emit_lane(refs, (), index, slices)
         for n in reds:
             node = self.spec.nodes[n]
             val = exprs[node.args[0]]
             if self.acc_dtype(n) != node.in_dtypes[0]:
                 val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
             if into_rows:
-                self.w(f"{prefix}_x{n}[{index}] = {val}")
+                self.w(f"{self.names(slices, 'scr', n)}[{index}] = {val}")
             else:
                 combine = REDUCERS[node.op].combine
-                self.w(f"acc{n}[{lane}] = {combine(f'acc{n}[{lane}]', val, self.acc_dtype(n))}")
+                acc = f"{self.acc(n)}[{lane}]"
+                self.w(f"{acc} = {combine(acc, val, self.acc_dtype(n))}")
         for k in outs:
-            target = f"{prefix}_out{k}[{index}]" if self.pres[f"out{k}"][self.inner] else f"out{k}[o_out{k}]"
-            self.w(f"{target} = {self.store(f'out{k}', exprs[self.spec.results[k]])}")
+            buf = ("out", k)
+            target = (f"{self.names(slices, *buf)}[{index}]" if self.pres[buf][self.inner]
+                      else f"{self.name(buf)}[{self.at(buf)}]")
+            self.w(f"{target} = {self.store(buf, exprs[self.spec.results[k]])}")
 
     def inputs_of(self, refs) -> set[int]:
         found, seen = set(), set()
@@ -209,24 +217,25 @@ class Reduction(KernelTemplate):
     def alloc_lanes(self, count: str = str(LANES)) -> None:
         """Per block: one array of `count` accumulators per reduction."""
         for n in self.reductions:
-            self.w(f"acc{n} = np.empty({count}, {NP_NAME[self.acc_dtype(n)]})")
+            self.w(f"{self.acc(n)} = np.empty({count}, {NP_NAME[self.acc_dtype(n)]})")
 
     def init_lanes(self, reds) -> None:
         for n in reds:
             ident = REDUCERS[self.spec.nodes[n].op].identity(self.acc_dtype(n))
             with self.w.block(f"for k in range({LANES}):"):
-                self.w(f"acc{n}[k] = {ident}")
+                self.w(f"{self.acc(n)}[k] = {ident}")
 
     def write_reduced_outputs(self, phase: int) -> None:
         spec = self.spec
         for k, (_, pres) in enumerate(spec.outputs):
             ref = spec.results[k]
             if not spec.full_buffer(pres) and spec.phase_of(ref) == phase:
-                self.w(f"out{k}[{self.offset(f'out{k}', self.kept_index) if self.kept else '0'}] = "
-                       f"{self.store(f'out{k}', self.ensure_unit(ref))}")
+                buf = ("out", k)
+                self.w(f"{self.name(buf)}[{self.offset(buf, self.kept_index) if self.kept else '0'}] = "
+                       f"{self.store(buf, self.ensure_unit(ref))}")
 
     def emit_unit_start(self, flat: str) -> None:
-        self.kept_index = self.decompose(flat, self.kept, "i")
+        self.kept_index = self.decompose(flat, self.kept)
         self.have_unit = set()
 
     def emit_offsets(self, bufs, red_index: dict[int, str], inner_start: str | None) -> None:
@@ -236,10 +245,10 @@ class Reduction(KernelTemplate):
                 index.update(red_index)
                 if inner_start is not None:
                     index[self.inner] = inner_start
-                self.w(f"o_{buf} = {self.offset(buf, index)}")
+                self.w(f"{self.at(buf)} = {self.offset(buf, index)}")
 
-    def pass_buffers(self, refs, outs) -> set[str]:
-        return {f"in{i}" for i in self.inputs_of(refs)} | {f"out{k}" for k in outs}
+    def pass_buffers(self, refs, outs) -> set[tuple]:
+        return {("in", i) for i in self.inputs_of(refs)} | {("out", k) for k in outs}
 
 
 EXPENSIVE = {"Exp", "Log", "Tanh", "Erf", "Pow"}
@@ -286,7 +295,7 @@ class Rows(Reduction):
                 self.alloc_lanes()
                 self.stash = self.plan_stash()
                 for ref in sorted(self.stash):
-                    w(f"w{ref[1]} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
+                    w(f"{self.name(('keep', ref[1]))} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
                 self.alloc_scratch()
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for p in range(t0, min(t0 + tile, stop)):"):
@@ -311,14 +320,15 @@ class Rows(Reduction):
         if self.outer_red:
             outer = product(self.dims[a] for a in self.outer_red)
             with w.block(f"for qo in range({outer}):"):
-                self.emit_offsets(bufs, self.decompose("qo", self.outer_red, "r"), None)
+                self.emit_offsets(bufs, self.decompose("qo", self.outer_red), None)
                 self.emit_sweep(reds, outs, refs, m)
         else:
             self.emit_offsets(bufs, {}, None)
             self.emit_sweep(reds, outs, refs, m)
         for n in reds:
-            self.emit_finish_lanes(n, f"r{n}")
-            w(f"u{n} = {self.cast_result(n, f'r{n}')}")
+            red = self.names("red", n)
+            self.emit_finish_lanes(n, red)
+            w(f"{self.unit_name(('v', n, 0))} = {self.cast_result(n, red)}")
             self.have_unit.add(n)
         self.write_reduced_outputs(j + 1)
 
@@ -337,29 +347,30 @@ class Split(Reduction):
             m = self.dims[self.inner]
             w(f"nch = max(1, ({m} + tile - 1) // tile)")
             for n in reds:
-                w(f"part{n} = np.empty({units} * nch, {NP_NAME[self.acc_dtype(n)]})")
+                w(f"{self.names('part', n)} = np.empty({units} * nch, {NP_NAME[self.acc_dtype(n)]})")
             with w.block(self.emit_grid_header(f"{units} * nch")):
                 self.emit_block_span()
                 self.alloc_lanes()
                 self.alloc_scratch()
-                with w.block("for u in range(start, stop):"):
-                    w("p = u // nch")
-                    w("q0 = (u - p * nch) * tile")
+                with w.block("for unit in range(start, stop):"):
+                    w("p = unit // nch")
+                    w("q0 = (unit - p * nch) * tile")
                     w(f"qn = min(tile, {m} - q0)")
                     self.emit_unit_start("p")
                     self.init_lanes(reds)
                     self.emit_offsets(self.pass_buffers(refs, outs), {}, "q0")
                     self.emit_sweep(reds, outs, refs, "qn")
                     for n in reds:
-                        self.emit_finish_lanes(n, f"part{n}[u]")
+                        self.emit_finish_lanes(n, f"{self.names('part', n)}[unit]")
             with w.block(f"for p in range({units}):"):
                 self.emit_unit_start("p")
                 for n in reds:
                     combine = REDUCERS[spec.nodes[n].op].combine
-                    w(f"r{n} = part{n}[p * nch]")
+                    red, part = self.names("red", n), self.names("part", n)
+                    w(f"{red} = {part}[p * nch]")
                     with w.block("for c in range(1, nch):"):
-                        w(f"r{n} = {combine(f'r{n}', f'part{n}[p * nch + c]', self.acc_dtype(n))}")
-                    w(f"u{n} = {self.cast_result(n, f'r{n}')}")
+                        w(f"{red} = {combine(red, f'{part}[p * nch + c]', self.acc_dtype(n))}")
+                    w(f"{self.unit_name(('v', n, 0))} = {self.cast_result(n, red)}")
                     self.have_unit.add(n)
                 self.write_reduced_outputs(0)
                 self.write_reduced_outputs(1)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from ir.dtypes import DType
 from kernels.emitters import Operands, const_literal, emit
 from kernels.layout import KernelSpec
+from kernels.names import Names
 
 
 class Writer:
@@ -44,34 +45,54 @@ def product(terms) -> str:
 
 
 class KernelTemplate:
-    """Shared pieces: buffer names, strides, constants, the per-element body."""
+    """Shared pieces: buffer names, strides, constants, the per-element body.
 
-    def __init__(self, spec: KernelSpec, variant: str, parallel: bool):
+    A buffer is a key, ("in", i) or ("out", k); scratch rows are keys too, ("scr", n) and ("keep", n).
+    Every keyed name comes from `self.names` (kernels.names), so no two roles can share one."""
+
+    def __init__(self, spec: KernelSpec, variant: str, parallel: bool, helpers: set[str] = frozenset()):
         self.spec, self.variant, self.parallel = spec, variant, parallel
         self.w = Writer()
-        self.buffers = [(f"in{i}", p) for i, (_, p) in enumerate(spec.inputs)] + \
-                       [(f"out{k}", p) for k, (_, p) in enumerate(spec.outputs)]
+        self.names = Names(helpers)
+        self.buffers = [(("in", i), p) for i, (_, p) in enumerate(spec.inputs)] + \
+                       [(("out", k), p) for k, (_, p) in enumerate(spec.outputs)]
         self.pres = dict(self.buffers)
-        self.dims = [f"d{a}" for a in range(spec.rank)]
+        self.dims = [self.names("d", a) for a in range(spec.rank)]
         self.consts = {n: node for n, node in enumerate(spec.nodes) if node.op == "Const"}
         self.stash_load: set = set()    # refs read back from the block's row scratch in this pass
         self.stash_store: set = set()   # refs computed in this pass and kept for later passes
 
+    # --- names -----------------------------------------------------------------------------
+    def name(self, key: tuple) -> str:
+        """The array a key names: a buffer argument or a scratch row."""
+        return self.names(*key)
+
+    def sliced(self, key: tuple) -> str:
+        """The slice of `key` the current loop walks."""
+        return self.names("t", *key)
+
+    def at(self, key: tuple) -> str:
+        """The flat offset of buffer `key` at the current position."""
+        return self.names("o", *key)
+
+    def const(self, n: int) -> str:
+        return self.names("cst", n)
+
     # --- layout arithmetic ---------------------------------------------------------------
-    def stride(self, buf: str, axis: int) -> str:
+    def stride(self, buf: tuple, axis: int) -> str:
         """Name of buf's stride on axis (emitted at the top), '1' when innermost."""
         pres = self.pres[buf]
         after = [self.dims[a] for a in range(axis + 1, self.spec.rank) if pres[a]]
-        return f"s_{buf}_{axis}" if after else "1"
+        return self.names("s", *buf, axis) if after else "1"
 
     def emit_strides(self) -> None:
         for buf, pres in self.buffers:
             for a in range(self.spec.rank):
                 if pres[a] and self.stride(buf, a) != "1":
                     after = [self.dims[x] for x in range(a + 1, self.spec.rank) if pres[x]]
-                    self.w(f"s_{buf}_{a} = {product(after)}")
+                    self.w(f"{self.stride(buf, a)} = {product(after)}")
 
-    def offset(self, buf: str, index: dict[int, str], base: str | None = None) -> str:
+    def offset(self, buf: tuple, index: dict[int, str], base: str | None = None) -> str:
         """Flat offset of buf at the axis indices given (others contribute nothing)."""
         terms = [base] if base else []
         for a, idx in index.items():
@@ -80,20 +101,20 @@ class KernelTemplate:
                 terms.append(idx if s == "1" else f"{idx} * {s}")
         return " + ".join(terms) if terms else "0"
 
-    def decompose(self, flat: str, axes: list[int], prefix: str) -> dict[int, str]:
+    def decompose(self, flat: str, axes: list[int]) -> dict[int, str]:
         """Emit the multi-index of `flat` over `axes` (row-major); returns axis -> variable."""
         if not axes:
             return {}
         if len(axes) == 1:
             return {axes[0]: flat}
-        self.w(f"k_ = {flat}")
+        self.w(f"rest = {flat}")
         out = {}
         for a in reversed(axes[1:]):
-            self.w(f"{prefix}{a} = k_ % {self.dims[a]}")
-            self.w(f"k_ = k_ // {self.dims[a]}")
-            out[a] = f"{prefix}{a}"
-        self.w(f"{prefix}{axes[0]} = k_")
-        out[axes[0]] = f"{prefix}{axes[0]}"
+            out[a] = self.names("ix", a)
+            self.w(f"{out[a]} = rest % {self.dims[a]}")
+            self.w(f"rest = rest // {self.dims[a]}")
+        out[axes[0]] = self.names("ix", axes[0])
+        self.w(f"{out[axes[0]]} = rest")
         return out
 
     def emit_block_span(self) -> None:
@@ -124,15 +145,14 @@ class KernelTemplate:
                                       self.operand_consts(node)))
 
     # --- memory: float16 buffers hold uint16 bits, converted exactly on load and store ----------
-    def dtype_of(self, buf: str) -> DType:
-        if buf.startswith("in"):
-            return self.spec.inputs[int(buf[2:])][0]
-        return self.spec.outputs[int(buf[3:])][0]
+    def dtype_of(self, buf: tuple) -> DType:
+        kind, index = buf
+        return (self.spec.inputs if kind == "in" else self.spec.outputs)[index][0]
 
-    def load(self, buf: str, element: str) -> str:
+    def load(self, buf: tuple, element: str) -> str:
         return f"f16_bits_to_f32({element})" if self.dtype_of(buf) == DType.float16 else element
 
-    def store(self, buf: str, value: str) -> str:
+    def store(self, buf: tuple, value: str) -> str:
         return f"f32_to_f16_bits({value})" if self.dtype_of(buf) == DType.float16 else value
 
     def unit_level(self, ref) -> bool:
@@ -142,36 +162,43 @@ class KernelTemplate:
 
     def unit_name(self, ref) -> str:
         """How the body reads a unit-level value."""
-        return f"u{ref[1]}"
+        return self.names("u", ref[1])
 
-    def emit_lane(self, targets, lane: str, index: str, prefix: str = "t") -> dict:
-        """Statements computing `targets` (refs) for one element; returns ref -> expression."""
+    def broadcast_load(self, i: int) -> str:
+        """Input i loaded once for the segment or row it is constant along."""
+        return self.names("bc", i)
+
+    def emit_lane(self, targets, lane: tuple, index: str, slices: str = "t") -> dict:
+        """Statements computing `targets` (refs) for one element; returns ref -> expression. `lane` is
+        appended to the names of the element's values; `slices` ("t" or "ch") names the slices read."""
         exprs: dict = {}
+        names = self.names
 
         def expr(ref) -> str:
             if ref in exprs:
                 return exprs[ref]
             if ref[0] == "in":
                 i = ref[1]
-                if self.inner_present(f"in{i}"):
-                    name = f"x{i}_{lane}"
-                    self.w(f"{name} = {self.load(f'in{i}', f'{prefix}_in{i}[{index}]')}")
+                if self.inner_present(("in", i)):
+                    name = names("ld", i, *lane)
+                    element = f"{names(slices, 'in', i)}[{index}]"
+                    self.w(f"{name} = {self.load(('in', i), element)}")
                 else:
-                    name = f"x{i}"
+                    name = self.broadcast_load(i)
             elif ref[1] in self.consts:
-                name = f"c{ref[1]}"
+                name = self.const(ref[1])
             elif self.unit_level(ref):
                 name = self.unit_name(ref)
             elif ref in self.stash_load:
-                name = f"v{ref[1]}_{lane}"
-                self.w(f"{name} = {prefix}_w{ref[1]}[{index}]")
+                name = names("v", ref[1], *lane)
+                self.w(f"{name} = {names(slices, 'keep', ref[1])}[{index}]")
             else:
                 n = ref[1]
                 args = [expr(a) for a in self.spec.nodes[n].args]
-                name = f"v{n}_{lane}"
+                name = names("v", n, *lane)
                 self.w(f"{name} = {self.node_expr(n, args)}")
                 if ref in self.stash_store:
-                    self.w(f"{prefix}_w{n}[{index}] = {name}")
+                    self.w(f"{names(slices, 'keep', n)}[{index}] = {name}")
             exprs[ref] = name
             return name
 
@@ -181,10 +208,10 @@ class KernelTemplate:
 
     def emit_consts(self) -> None:
         for n, node in self.consts.items():
-            self.w(f"c{n} = {const_literal(node.attrs[0][2], node.dtypes[0])}")
+            self.w(f"{self.const(n)} = {const_literal(node.attrs[0][2], node.dtypes[0])}")
 
     def signature(self, name: str) -> str:
-        args = [b for b, _ in self.buffers] + self.dims + ["block_dim", "tile", "lanes"]
+        args = [self.name(b) for b, _ in self.buffers] + self.dims + ["block_dim", "tile", "width"]
         return f"def {name}({', '.join(args)}):"
 
     def docstring(self, name: str) -> None:
@@ -192,12 +219,12 @@ class KernelTemplate:
         self.w(f'"""{name}: {self.variant} kernel over collapsed axes ({axes}).')
         for (b, pres), (dtype, _) in zip(self.buffers, self.spec.inputs + self.spec.outputs):
             shown = ", ".join(d if p else "1" for d, p in zip(self.dims, pres))
-            self.w(f"    {b}: {dtype}[{shown}]")
+            self.w(f"    {self.name(b)}: {dtype}[{shown}]")
         self.w('"""')
 
 
 class Elementwise(KernelTemplate):
-    def inner_present(self, buf: str) -> bool:
+    def inner_present(self, buf: tuple) -> bool:
         return self.pres[buf][-1]
 
     def render(self, name: str) -> str:
@@ -216,16 +243,16 @@ class Elementwise(KernelTemplate):
                         w(f"row = i // {inner}")
                         w(f"col = i - row * {inner}")
                         w(f"n = min(stop - i, {inner} - col, tile)")
-                        index = self.decompose("row", list(range(r - 1)), "i")
+                        index = self.decompose("row", list(range(r - 1)))
                         index[r - 1] = "col"
                     else:
                         w("n = min(stop - i, tile)")
                         index = {0: "i"}
                     for buf, pres in self.buffers:
                         off = "i" if all(pres) else self.offset(buf, index)
-                        w(f"o_{buf} = {off}")
+                        w(f"{self.at(buf)} = {off}")
                         if pres[-1]:
-                            w(f"t_{buf} = {buf}[o_{buf}:o_{buf} + n]")
+                            w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + n]")
                     self.emit_loop(spec)
                     w("i += n")
         return w.text()
@@ -236,12 +263,15 @@ class Elementwise(KernelTemplate):
         outer_outs = [k for k, (_, p) in enumerate(spec.outputs) if not p[-1]]
         for i, (_, pres) in enumerate(spec.inputs):
             if not pres[-1]:
-                w(f"x{i} = {self.load(f'in{i}', f'in{i}[o_in{i}]')}")
+                buf = ("in", i)
+                w(f"{self.broadcast_load(i)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
         with w.block("for j in range(n):"):
-            exprs = self.emit_lane([spec.results[k] for k in inner_outs], "", "j")
+            exprs = self.emit_lane([spec.results[k] for k in inner_outs], (), "j")
             for k in inner_outs:
-                w(f"t_out{k}[j] = {self.store(f'out{k}', exprs[spec.results[k]])}")
+                buf = ("out", k)
+                w(f"{self.sliced(buf)}[j] = {self.store(buf, exprs[spec.results[k]])}")
         if outer_outs:  # outputs constant along the segment: their operands are too
-            exprs = self.emit_lane([spec.results[k] for k in outer_outs], "s", "0")
+            exprs = self.emit_lane([spec.results[k] for k in outer_outs], ("seg",), "0")
             for k in outer_outs:
-                w(f"out{k}[o_out{k}] = {self.store(f'out{k}', exprs[spec.results[k]])}")
+                buf = ("out", k)
+                w(f"{self.name(buf)}[{self.at(buf)}] = {self.store(buf, exprs[spec.results[k]])}")

@@ -115,7 +115,7 @@ def test_pow_integer_exponent_is_multiplications():
     source = lower(g, CFG).kernels[0].source
     body = source[source.index("\ndef "):]
     assert "**" not in body and "pow(" not in body
-    assert re.search(r"\((v\d+_) \* \1 \* \1\)", body)
+    assert re.search(r"\((v_\d+) \* \1 \* \1\)", body)
 
 
 def test_float32_constants_stay_float32():
