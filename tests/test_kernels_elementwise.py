@@ -154,6 +154,24 @@ def test_nan_and_inf_propagate_like_numpy():
     check(g, [a, c], bitwise=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_maximum_and_minimum_of_signed_zeros_follow_one_rule(dtype):
+    """np.where(x >= y, x, y), a NaN from either side, on every target: numpy's own float32 loops
+    return y on a tie (maximum(+0.0, -0.0) is -0.0 on x86, +0.0 in float16); the reference writes the
+    rule out, and the kernels, fused or not, give the same bits."""
+    b = Builder(dtype)
+    x, y = b.input((6,)), b.input((6,))
+    g = b.graph(b.op("Maximum", x, y), b.op("Minimum", x, y), b.op("Maximum", y, x), b.op("Minimum", y, x))
+    a = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0], dtype)
+    c = np.array([-0.0, 0.0, 0.0, -0.0, -0.0, np.nan], dtype)
+    want = [np.where((p >= q) | np.isnan(p), p, q) for p, q in ((a, c), (c, a))]
+    want = [want[0], np.where((a <= c) | np.isnan(a), a, c), want[1], np.where((c <= a) | np.isnan(c), c, a)]
+    for outs in (reference(g, [a, c]), run(g, [a, c]), run(fused(g), [a, c])):
+        for got, expected in zip(outs, want):
+            assert_close(got, expected, bitwise=True)
+    assert np.signbit(want[0][0]) == np.signbit(a[0]) and np.signbit(want[1][1]) == np.signbit(a[1])
+
+
 def test_multi_output_composite_with_a_smaller_output():
     b = Builder()
     x, row = b.input((4, 6)), b.input((1, 6))

@@ -7,6 +7,7 @@ import numpy as np
 from ir.errors import ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, normalize_axes, require, same_dtype
+from ir.ops.elementwise import maximum
 from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer
 from ir.ops.registry import Attr, OpDef, Pattern, register
 
@@ -46,7 +47,7 @@ def _sigmoid(a, attrs):
 
 composite("Sigmoid", 1, _same_float, _sigmoid)
 composite("ReLU", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:],
-          lambda a, _: np.maximum(a[0], _c(a[0], 0)))
+          lambda a, _: maximum(a[0], _c(a[0], 0)))
 
 
 def _gelu(a, attrs):

@@ -45,6 +45,19 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.true_divide(x, y)
 
 
+def maximum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """numpy's documented rule, np.where(x >= y, x, y) with a NaN from either side: numpy's own float32
+    loops return y on a tie (maximum(+0.0, -0.0) is -0.0 on x86, +0.0 for float16), so the rule is
+    written out to hold on every platform, and the kernels (kernels/emitters.py) follow it."""
+    with np.errstate(invalid="ignore"):
+        return np.where((x >= y) | (x != x), x, y)
+
+
+def minimum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where((x <= y) | (x != x), x, y)
+
+
 def _quiet(fn):
     def run(x):
         with np.errstate(all="ignore"):
@@ -57,8 +70,8 @@ _binary("Sub", np.subtract)
 _binary("Mul", np.multiply)
 _binary("RealDiv", _div, "float")
 _binary("Pow", _pow, "float")
-_binary("Maximum", np.maximum)
-_binary("Minimum", np.minimum)
+_binary("Maximum", maximum)
+_binary("Minimum", minimum)
 _binary("Greater", np.greater, "any", DType.bool)
 _binary("Less", np.less, "any", DType.bool)
 _binary("Equal", np.equal, "any", DType.bool)
