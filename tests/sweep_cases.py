@@ -1,0 +1,328 @@
+"""The systematic sweep: cases over everything the kernel generator distinguishes (tests/test_sweep_*.py).
+
+Reductions: the full product of
+    reduction   ReduceSum, ReduceMax, ReduceMin, ReduceMean (expanded into ReduceSum and a divide)
+    axes        every canonical axis set of ranks 1-4 (all axes included), spelled in turn canonically,
+                with negative axes, or as () for all axes
+    keep_dims   True, False
+    dtype       float32, float16
+crossed pairwise (every pair of values of any two factors appears in some case) with
+    operand     input | scalar_chain (x * 2 - 0.8125) | broadcast_chain (x + b, b broadcast) |
+                escaping (x * 1.5 + 0.25, also an output of the graph)
+    consumer    none | elementwise (r * 3 + 1) | broadcast_back (t - r, as Softmax/LayerNorm) |
+                second (e = tanh(t - r), s = R(e), e * s: a second reduction, three passes, a stash)
+    size        SIZES: each on one side of a threshold of kernels/lower.py or kernels/aicore.py
+    core_num    1, 2, 32
+
+Elementwise: every broadcast pattern of two operands over ranks 0-5 (per axis: both present, only
+one present, or neither: a size-1 axis), crossed pairwise with the chain, the dtype, aliasing (the
+same value as both operands, or the same array passed for both inputs), size and core_num.
+
+Data are dyadic (k / 8, |k| <= 16), so every chain and every sum short enough is exact: the sweep
+demands bit-for-bit equality with the numpy reference wherever the result is exact, and the dtype's
+tolerance only after a rounding that two correct programs may order differently (tests/tolerance.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import aicore
+from kernels.lower import COLUMN_LANES, COLUMN_MIN
+from kernels.reduction import SWEEP_CHUNK
+
+REDUCTIONS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean")
+DTYPES = ("float32", "float16")
+OPERANDS = ("input", "scalar_chain", "broadcast_chain", "escaping")
+CONSUMERS = ("none", "elementwise", "broadcast_back", "second")
+CORE_NUMS = (1, 2, 32)
+SPLIT_ROW = 2 * aicore.REDUCE_CHUNK_ELEMENTS   # a row at least this long over few units splits
+
+# size classes: extents of the reduced and kept axes, each class on one side of a threshold
+SIZES = {
+    "tiny": "every axis 1, 2 or 3: size-1 axes collapse, reductions over them are identities",
+    "small": "short odd rows, many units per UB tile, one block",
+    "lanes": f"the inner reduced axis around the 64 lanes and the {SWEEP_CHUNK}-element scratch chunk",
+    "columns": f"the last axis around {COLUMN_MIN} (rows or columns variant) and {COLUMN_LANES} (column tiles)",
+    "long": f"the inner reduced axis longer than {SPLIT_ROW} (split variant, a row past the UB tile)",
+    "blocks": f"more than {2 * aicore.MIN_ELEMENTS_PER_BLOCK} elements: block_dim > 1, one thread",
+    "parallel": f"more than {aicore.PARALLEL_MIN_ELEMENTS} elements: a parallel launch",
+}
+
+
+def canonical_axis_sets(max_rank: int = 4) -> list[tuple[int, tuple[int, ...]]]:
+    """(rank, axes) for every non-empty subset of the axes of ranks 1..max_rank."""
+    return [(r, axes) for r in range(1, max_rank + 1)
+            for k in range(1, r + 1) for axes in itertools.combinations(range(r), k)]
+
+
+def stable_int(*parts) -> int:
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
+
+
+def pairwise(base: list[tuple], base_names: tuple[str, ...], extra: dict[str, tuple],
+             cost=lambda combo: 0) -> list[tuple]:
+    """Each base row extended with one value per extra factor, greedily, so that every pair of values
+    of two factors (base with extra, extra with extra) appears in some row. Deterministic. Only the
+    first len(base_names) fields of a base row take part in pairs (a row may carry more). Among
+    combinations that cover as many new pairs, the one of least `cost` wins: once every pair is
+    covered, the remaining rows take the cheapest sizes."""
+    names = list(extra)
+    combos = list(itertools.product(*(extra[n] for n in names)))
+    covered: set = set()
+
+    def pairs_of(row_base, combo):
+        found = set()
+        for j, v in enumerate(combo):
+            for i, b in enumerate(row_base[:len(base_names)]):
+                found.add((base_names[i], b, names[j], v))
+            for k in range(j + 1, len(combo)):
+                found.add((names[j], v, names[k], combo[k]))
+        return found
+
+    rows = []
+    for n, row in enumerate(base):
+        best, best_score = None, None
+        start = stable_int("pairwise", n) % len(combos)   # ties broken by a fixed rotation
+        for c in range(len(combos)):
+            combo = combos[(start + c) % len(combos)]
+            score = (len(pairs_of(row, combo) - covered), -cost(combo))
+            if best_score is None or score > best_score:
+                best, best_score = combo, score
+        covered |= pairs_of(row, best)
+        rows.append(row + best)
+    return rows
+
+
+def missing_pairs(rows: list[tuple], names: tuple[str, ...], values: dict[str, tuple]) -> list[tuple]:
+    """Pairs of factor values (among `names`) that no row holds: empty when the design is pairwise."""
+    seen = {(i, row[i], j, row[j]) for row in rows for i in range(len(names)) for j in range(i + 1, len(names))}
+    missing = []
+    for i, j in itertools.combinations(range(len(names)), 2):
+        for a in values[names[i]]:
+            for b in values[names[j]]:
+                if (i, a, j, b) not in seen:
+                    missing.append((names[i], a, names[j], b))
+    return missing
+
+
+# --- reduction cases ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReduceCase:
+    reduction: str
+    rank: int
+    axes: tuple[int, ...]        # canonical
+    keep_dims: bool
+    dtype: str
+    operand: str
+    consumer: str
+    size: str
+    core_num: int
+
+    @property
+    def id(self) -> str:
+        axes = "_".join(map(str, self.axes))
+        return (f"{self.reduction[6:]}-r{self.rank}-a{axes}-{'keep' if self.keep_dims else 'drop'}-"
+                f"{self.dtype[5:]}-{self.operand}-{self.consumer}-{self.size}-c{self.core_num}")
+
+    @property
+    def seed(self) -> int:
+        return stable_int(self.id) % (2 ** 31)
+
+    @property
+    def spelled_axes(self):
+        """The axes as a user may write them: canonical, negative, or () for all axes."""
+        style = self.seed % 3
+        if style == 2 and len(self.axes) == self.rank:
+            return ()
+        if style == 1:
+            return tuple(a - self.rank for a in self.axes)
+        return self.axes
+
+    def shape(self) -> tuple[int, ...]:
+        return reduce_shape(self.rank, self.axes, self.size, self.seed)
+
+
+REDUCE_FACTORS = ("reduction", "axes", "keep_dims", "dtype", "operand", "consumer", "size", "core_num")
+
+
+def reduce_design() -> list[tuple]:
+    base = [(red, (rank, axes), keep, dtype) for red in REDUCTIONS for rank, axes in canonical_axis_sets()
+            for keep in (True, False) for dtype in DTYPES]
+    extra = {"operand": OPERANDS, "consumer": CONSUMERS, "size": tuple(SIZES), "core_num": CORE_NUMS}
+    cost = ("small", "tiny", "columns", "lanes", "long", "blocks", "parallel")   # run time, roughly
+    return pairwise(base, REDUCE_FACTORS[:4], extra, cost=lambda combo: cost.index(combo[2]))
+
+
+# cases beside the design that make sure of a launch kind the pairs do not promise together (a column
+# reduction over several blocks needs its size, its axes and a core_num above 1 in one case)
+LAUNCH_CASES = [
+    ("ReduceSum", 2, (0,), True, "float32", "scalar_chain", "broadcast_back", "blocks", 32),
+    ("ReduceMax", 3, (0, 1), False, "float32", "input", "elementwise", "blocks", 2),
+    ("ReduceMean", 3, (1,), True, "float32", "escaping", "second", "parallel", 32),
+]
+
+
+def reduce_cases() -> list[ReduceCase]:
+    rows = [(red, rank, axes, keep, dtype, operand, consumer, size, core)
+            for red, (rank, axes), keep, dtype, operand, consumer, size, core in reduce_design()]
+    return [ReduceCase(*row) for row in rows + LAUNCH_CASES]
+
+
+def _spread(total: int, n: int) -> list[int]:
+    """n extents whose product is about `total`: the first takes the bulk, the others 2."""
+    if n == 0:
+        return []
+    rest = 2 ** (n - 1)
+    return [max(1, total // rest)] + [2] * (n - 1)
+
+
+def reduce_shape(rank: int, axes: tuple[int, ...], size: str, seed: int) -> tuple[int, ...]:
+    """Extents of the reduced and kept axes for a size class (innermost reduced axis first in bulk)."""
+    rng = np.random.default_rng(seed)
+    red = list(axes)
+    kept = [a for a in range(rank) if a not in axes]
+    dims = [0] * rank
+
+    def fill(axes_, extents):
+        # the bulk goes on the innermost axis of the group
+        for a, e in zip(reversed(axes_), extents):
+            dims[a] = int(e)
+
+    if size == "tiny":
+        return tuple(int(rng.integers(1, 4)) for _ in range(rank))
+    if size == "small":
+        fill(red, rng.choice([3, 5, 7], len(red)))
+        fill(kept, rng.choice([2, 3, 4], len(kept)))
+    elif size == "lanes":
+        fill(red, [rng.choice([63, 65, SWEEP_CHUNK - 1, SWEEP_CHUNK + 1])] + [2] * (len(red) - 1))
+        fill(kept, rng.choice([2, 3], len(kept)))
+    elif size == "columns":
+        for a in range(rank):
+            dims[a] = int(rng.choice([3, 4]))
+        dims[-1] = int(rng.choice([COLUMN_MIN - 1, COLUMN_MIN, COLUMN_MIN + 1, COLUMN_LANES - 1,
+                                   COLUMN_LANES + 1]))
+    elif size == "long":
+        fill(red, [SPLIT_ROW + int(rng.integers(1, 5000))] + [1] * (len(red) - 1))
+        fill(kept, rng.choice([1, 2, 3], len(kept)))
+    elif size == "blocks":
+        total = 3 * aicore.MIN_ELEMENTS_PER_BLOCK + int(rng.integers(1, 1000))
+        if kept:
+            fill(red, _spread(200, len(red)))
+            fill(kept, _spread(total // 200, len(kept)))
+        else:
+            fill(red, _spread(total, len(red)))
+    elif size == "parallel":
+        total = aicore.PARALLEL_MIN_ELEMENTS + int(rng.integers(1000, 60000))
+        if kept:
+            fill(red, _spread(1000, len(red)))
+            fill(kept, _spread(total // 1000, len(kept)))
+        else:
+            fill(red, _spread(total, len(red)))
+    else:
+        raise ValueError(size)
+    return tuple(dims)
+
+
+# --- elementwise cases -------------------------------------------------------------------------
+
+# per axis: which of the two operands is present (the other broadcasts along it); "none" is an axis
+# of size 1 in both, which the layout drops
+AXIS_PATTERNS = ("both", "x", "y", "none")
+CHAINS = ("arith", "select", "transcendental")
+ALIASING = ("distinct", "same_value", "same_array")
+EW_SIZES = ("tiny", "small", "long_row", "blocks", "parallel")
+
+
+@dataclass(frozen=True)
+class ElementwiseCase:
+    pattern: tuple[str, ...]
+    chain: str
+    dtype: str
+    aliasing: str
+    size: str
+    core_num: int
+
+    @property
+    def id(self) -> str:
+        pattern = "".join(p[0] for p in self.pattern) or "scalar"
+        return f"{pattern}-{self.chain}-{self.dtype[5:]}-{self.aliasing}-{self.size}-c{self.core_num}"
+
+    @property
+    def seed(self) -> int:
+        return stable_int(self.id) % (2 ** 31)
+
+    @property
+    def rank(self) -> int:
+        return len(self.pattern)
+
+    def shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Shapes of x and y; an operand absent on the leading axes may be spelled with fewer dims."""
+        rng = np.random.default_rng(self.seed)
+        r = self.rank
+        extents = _ew_extents(r, self.size, rng)
+        x = tuple(e if p in ("both", "x") else 1 for e, p in zip(extents, self.pattern))
+        y = tuple(e if p in ("both", "y") else 1 for e, p in zip(extents, self.pattern))
+        if self.aliasing != "distinct":
+            return x, x
+
+        def drop_leading_ones(s):
+            k = 0
+            while k < len(s) and s[k] == 1 and rng.random() < 0.5:
+                k += 1
+            return s[k:]
+        return drop_leading_ones(x), drop_leading_ones(y)
+
+
+def _ew_extents(rank: int, size: str, rng) -> list[int]:
+    if rank == 0:
+        return []
+    if size == "tiny":
+        return [int(rng.integers(2, 4)) for _ in range(rank)]
+    if size == "small":
+        return [int(rng.choice([3, 5, 7])) for _ in range(rank)]
+    if size == "long_row":   # the last axis longer than a UB tile
+        return [2] * (rank - 1) + [aicore.tile_elements(4 * 4) + int(rng.integers(1, 999))]
+    total = {"blocks": 3 * aicore.MIN_ELEMENTS_PER_BLOCK, "parallel": aicore.PARALLEL_MIN_ELEMENTS + 4096}[size]
+    inner = max(2, total // 2 ** (rank - 1))
+    return [2] * (rank - 1) + [inner + int(rng.integers(1, 97))]
+
+
+EW_PAIRED = ("rank", "dtype", "chain", "aliasing", "size", "core_num")
+
+
+def elementwise_design() -> list[tuple]:
+    """(pattern, chain, dtype, aliasing, size, core_num) rows: every pattern of ranks 0-5, pairwise over
+    rank and the other factors (a pattern has too few rows to pair with every value)."""
+    base = [(r, pattern) for r in range(0, 6) for pattern in itertools.product(AXIS_PATTERNS, repeat=r)]
+    base += [(1, pattern) for pattern in itertools.product(AXIS_PATTERNS, repeat=1)]  # rank 1 pairs with 5 sizes
+    extra = {"dtype": DTYPES, "chain": CHAINS, "aliasing": ALIASING, "size": EW_SIZES, "core_num": CORE_NUMS}
+    cost = ("small", "tiny", "long_row", "blocks", "parallel")   # run time, roughly
+    rows = pairwise(base, ("rank",), extra, cost=lambda combo: cost.index(combo[3]))
+    return [(p, chain, dtype, alias, size, core) for _, p, dtype, chain, alias, size, core in rows]
+
+
+def elementwise_cases() -> list[ElementwiseCase]:
+    return [ElementwiseCase(*row) for row in elementwise_design()]
+
+
+def dyadic(shape, dtype: str, seed: int) -> np.ndarray:
+    """Values k / 8 with |k| <= 16: exact in float16 and float32, and so are short sums of them."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(-16, 17, size=shape) / 8).astype(dtype)
+
+
+def sum_is_exact(terms: int, magnitude: float, dtype: str, denominator: int = 16) -> bool:
+    """Whether a float32 accumulation of `terms` dyadic values (|v| <= magnitude, multiples of
+    1/denominator) is exact in any order: every partial sum fits the 24-bit significand."""
+    del dtype  # float16 sums accumulate in float32 too
+    return terms * magnitude * denominator < 2 ** 24
+
+
+def elements(shape) -> int:
+    return math.prod(shape)
