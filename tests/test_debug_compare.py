@@ -137,10 +137,12 @@ def test_softmax_layer_norm_and_matmuls(fusion):
     assert len(result.rows) == (5 if fusion else 7)
 
 
-def test_host_ops_and_copies_are_rows():
+def test_host_ops_and_copies_are_rows(capsys):
     context.set_context(enable_graph_kernel=True, mix_compile_mode=True)
     result = check_all_agree(Hosted(), Tensor(data((4, 8), 6)))
     assert {"host", "copy", "device"} <= {r.target for r in result.rows}
+    assert capsys.readouterr().out == ""
+    assert compare(Hosted(), Tensor(data((4, 8), 6)), verbose=True).table() + "\n" == capsys.readouterr().out
 
 
 def test_onnx_model_with_a_shape_input():
