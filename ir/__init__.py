@@ -11,9 +11,9 @@ from ir.printer import print_graph
 from ir.parser import parse_graph
 from ir.verify import verify
 from ir.dot import to_dot
-from ir.interpret import interpret
+from ir.interpret import interpret, reference_values
 
 __all__ = ["DType", "as_dtype", "AttrError", "DTypeError", "ExecutionError", "GraphKernelError", "IRError",
            "ParseError", "ShapeError", "UnknownOpError", "VerifyError", "Graph", "Literal", "Node", "TensorType",
            "Value", "input_node", "live_nodes", "Pattern", "make_node", "evaluate", "pattern_of",
-           "print_graph", "parse_graph", "verify", "to_dot", "interpret"]
+           "print_graph", "parse_graph", "verify", "to_dot", "interpret", "reference_values"]

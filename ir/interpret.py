@@ -7,10 +7,14 @@ arrays are never written (nodes see read-only views of them) and the results are
 writable arrays, even when an output is an input or a constant. numpy floating-point warnings are
 silenced: NaN and Inf propagate as numpy computes them. A failing node raises ExecutionError,
 "While executing <op> (<name>): ...", chained to the original error.
+
+`reference_values(graph, arrays, wanted)` runs the same way and also hands back the arrays of chosen
+values at any depth, inside composites included: what each kernel of a lowered graph should compute
+(graphkernel.debug.compare).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -52,9 +56,13 @@ def _last_uses(graph: Graph) -> list[list[Value]]:
     return drops
 
 
-def _run(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
+def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> list[np.ndarray]:
+    """The outputs of `graph`; with `record` ({value: None} for the values asked for), every asked-for
+    value of `graph` and of its composites' subgraphs is stored into it as it is computed."""
     drops = _last_uses(graph)
     wanted = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
+    if record is not None:
+        record.update((v, a) for v, a in zip(graph.inputs, arrays) if v in record)
     env: dict[Value, np.ndarray] = {v: a for v, a in zip(graph.inputs, arrays) if v in wanted}
     del arrays
     for i, node in enumerate(graph.nodes):
@@ -65,7 +73,7 @@ def _run(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
                                  "(ir.verify tells which)") from None
         try:
             if node.subgraph is not None:
-                results = _run(node.subgraph, _check_arrays(node.subgraph, args, "subgraph "))
+                results = _run(node.subgraph, _check_arrays(node.subgraph, args, "subgraph "), record)
             else:
                 results = evaluate(node, args)
             if len(results) != len(node.outputs):
@@ -77,6 +85,8 @@ def _run(graph: Graph, arrays: list[np.ndarray]) -> list[np.ndarray]:
         for v, r in zip(node.outputs, results):
             if v in wanted:
                 env[v] = r
+            if record is not None and v in record:
+                record[v] = _read_only(r)
         del results
         for v in drops[i]:
             env.pop(v, None)
@@ -99,3 +109,25 @@ def interpret(graph: Graph, arrays: Sequence) -> list[np.ndarray]:
         seen.add(id(r))
         out.append(r)
     return out
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def reference_values(graph: Graph, arrays: Sequence, wanted: Iterable[Value]) -> dict[Value, np.ndarray]:
+    """The reference arrays of the `wanted` values: inputs of `graph`, results of its nodes, or values
+    inside the subgraphs of its composites, computed as `interpret` computes them. The arrays are
+    read-only (the caller's inputs are handed back as read-only views). All of them are alive at once:
+    peak memory is their sum. A value `graph` does not compute raises IRError."""
+    record: dict[Value, np.ndarray | None] = dict.fromkeys(wanted)
+    views = _check_arrays(graph, list(arrays))
+    with np.errstate(all="ignore"):
+        _run(graph, views, record)
+    missing = [v for v, a in record.items() if a is None]
+    if missing:
+        raise IRError(f"{len(missing)} wanted value(s) are not computed by the graph (the first comes from "
+                      f"{describe(missing[0].node)})")
+    return record

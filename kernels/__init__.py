@@ -3,6 +3,7 @@
     from kernels import DeviceConfig, lower
     program = lower(graph, DeviceConfig(core_num=32))   # graph: ir.Graph after the pass pipeline
     outs = program.run([x])                              # numpy arrays in, numpy arrays out
+    program.run_step(k, arrays)                          # step k alone, on copies of its inputs
     program.kernels                                      # KernelInfo per launch
     kernel_graph_dot(program, "kernel_graph_0")          # the kernel graph dump
 """

@@ -127,7 +127,8 @@ class Program:
     step's index in `steps`, its flat input and output arrays (float16 as float16; the buffers are
     reused, so read them during the call) and the launch's wall time. `profiler` is the older,
     narrower hook: `profiler.record(info, seconds)`. Without either, a call runs the plain runner:
-    no timing, no per-kernel Python.
+    no timing, no per-kernel Python. `run_step(index, arrays)` launches one step alone, on copies of
+    the arrays it is given.
     """
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
@@ -267,6 +268,35 @@ class Program:
                 self._observed_runner = self._make_runner(observed=True)
             runner = self._observed_runner
         return runner(arrays, state, observer)
+
+    def run_step(self, index: int, arrays) -> list[np.ndarray]:
+        """Launch step `index` alone on `arrays`, one per value of its `values_in` (shaped as that
+        value), and return its outputs as fresh arrays shaped as its `values_out`. The kernel sees
+        copies: the caller's arrays are never written, and no buffer of `run` is touched. Kernel by
+        kernel debugging (graphkernel.debug.compare) feeds each step the reference's inputs."""
+        if not 0 <= index < len(self.steps):
+            raise IndexError(f"step {index}: the program has {len(self.steps)} steps")
+        step = self.steps[index]
+        if len(arrays) != len(step.values_in):
+            raise InputMismatchError(f"step {index} ({step.info.name}) takes {len(step.values_in)} inputs, "
+                                     f"got {len(arrays)}")
+        flat = []
+        for k, (a, v) in enumerate(zip(arrays, step.values_in)):
+            a = np.asarray(a)
+            if a.dtype != v.dtype.np or a.shape != tuple(v.shape):
+                raise InputMismatchError(f"step {index} ({step.info.name}) input {k}: got "
+                                         f"{a.dtype}{list(a.shape)}, the kernel takes {v.dtype.np}{list(v.shape)}")
+            flat.append(np.array(a, order="C").reshape(-1))   # a private, writable, contiguous copy
+        outs = [np.empty(v.shape, v.dtype.np) for v in step.values_out]
+        flat += [o.reshape(-1) for o in outs]
+        if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
+            flat = [a.view(np.uint16) if a.dtype == np.float16 else a for a in flat]
+        if self._lock is not None:
+            with self._lock:
+                step.fn(*flat, *step.extra)
+        else:
+            step.fn(*flat, *step.extra)
+        return outs
 
 
 class _Recorder:

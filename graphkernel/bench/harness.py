@@ -11,7 +11,8 @@ the numpy baseline and the peers, each verified before it is timed, then timed i
     memory      tracemalloc's peak during the first call after compile: numpy allocations (the
                 executor's temporaries arena, the outputs, anything transient); numba allocates none
     verify      every implementation's result against the reference, with the rule of
-                tests/tolerance.py: float32 |a - e| <= 1e-5 |e| + 1e-6 max(1, max|e|)
+                graphkernel/tolerance.py (the numbers of tests/tolerance.py): float32
+                |a - e| <= 1e-5 |e| + 1e-6 max(1, max|e|)
     time        timing.interleaved: unfused, fused, numpy, jax, onnxruntime in rotating order
     profile     per-kernel times through Program.profiler: time in opaque (MatMul) kernels and outside
 """
@@ -28,9 +29,7 @@ import numpy as np
 from graphkernel import Tensor, context
 from graphkernel.bench import peers, timing
 from graphkernel.bench.timing import Impl
-
-RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
-ATOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
+from graphkernel.tolerance import ATOL, RTOL
 
 
 @dataclass(frozen=True)

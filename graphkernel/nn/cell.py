@@ -132,6 +132,11 @@ class Cell:
             self._compiled[key] = compiled
         return compiled
 
+    def compiled_inputs(self, *args) -> list:
+        """The Tensors a call with `args` hands to the CompiledGraph of `compile(*args)` (before the
+        Parameters' values): all of them; an ONNX model leaves out the inputs it reads as shape data."""
+        return list(args)
+
     def _trace(self, args):
         object.__setattr__(self, "trace_count", self.trace_count + 1)
         params = inspect.signature(self.construct).parameters

@@ -92,6 +92,10 @@ class OnnxCell(Cell):
         variant, dynamic = self._variant(args, kwargs)
         return variant.compile(*dynamic)
 
+    def compiled_inputs(self, *args) -> list:
+        """The inputs the CompiledGraph of `compile(*args)` takes: those not read as shape data."""
+        return self._variant(args, {})[1]
+
     def _nested(self, *inputs):
         variant, dynamic = self._variant(inputs, {})
         return variant.construct(*dynamic)

@@ -5,16 +5,21 @@
     graphkernel run model.onnx --no-graph-kernel --device-target CPU --repeat 50
     graphkernel run model.onnx --dim batch=4            a size for a dynamic dim, for --random
     graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile DIR
+    graphkernel run model.onnx --check                  every kernel against the numpy reference
 
 Prints each output's name, dtype, shape and checksum (the float64 sum and the mean of |x|), the kernel
 table (name, op types, block_dim, shapes) and the median step time of --repeat calls after a warm-up
 call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
-and DIR/profiler/kernel_details.csv and step_trace.csv. Errors a user can cause exit with status 2 and
-one line on stderr (cli.main).
+and DIR/profiler/kernel_details.csv and step_trace.csv. --check then runs every kernel alone on the
+reference's values of its inputs (graphkernel.debug.compare, the same inputs) and prints a row per kernel
+(max abs / rel error, max ulp, within the dtype's tolerance or not); when one disagrees it exits with
+status 1 and one line on stderr naming the first. Errors a user can cause exit with status 2 and one
+line on stderr (cli.main).
 """
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -44,6 +49,9 @@ def add_run_parser(sub) -> None:
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     p.add_argument("--mix-compile-mode", action="store_true",
                    help="run ops graphkernel does not convert on the host through onnx.reference")
+    p.add_argument("--check", action="store_true",
+                   help="run each kernel alone on the reference's values of its inputs and compare it with the "
+                        "numpy reference: a row per kernel; exit 1 naming the first beyond tolerance")
     p.set_defaults(run=run_command)
 
 
@@ -96,6 +104,10 @@ def run_command(args) -> int:
     from graphkernel import context
     if args.inputs and args.dim:
         raise OnnxInputError("--dim sizes dynamic dims of --random inputs; with --inputs the arrays give them")
+    if args.check and args.device_target != "Ascend":
+        from graphkernel.debug import CompareError
+        raise CompareError("--check compares the emulated AI Core's kernels with the numpy reference; with "
+                           "--device-target CPU every kernel is the reference")
     context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
                         graph_kernel_flags=args.flags, mix_compile_mode=args.mix_compile_mode)
     if args.save_graphs:
@@ -143,5 +155,13 @@ def run_command(args) -> int:
         print(f"profile: {profiler.directory}/kernel_details.csv, step_trace.csv")
     if compiled.dump_files:
         print(f"dumps: {len(compiled.dump_files)} files in {args.save_graphs}")
+    if args.check:
+        from graphkernel.debug import compare
+        result = compare(cell, *inputs)
+        print(result.table())
+        if result.first_bad is not None:
+            sys.stdout.flush()
+            print(f"graphkernel: check failed: {result.first_bad.describe()}", file=sys.stderr)
+            return 1
     return 0
 
