@@ -278,7 +278,11 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
         except Exception as first:  # verified files numba still cannot load: start over once
             _fresh_entry(directory, name, source)
             dispatcher = kc.from_file(name, path, source, parallel)
-            from_cache = kc.compile_for(dispatcher, sig)  # a real build error propagates from here
+            try:
+                from_cache = kc.compile_for(dispatcher, sig)  # a real build error propagates from here
+            except Exception:
+                _drop_entry(directory, name)  # else its source, without a manifest, is "corrupt or stale" next time
+                raise
             warnings.warn(f"kernel cache entry {name} did not load ({type(first).__name__}: {first}); "
                           "rebuilt", CacheWarning, stacklevel=4)
             STATS["rebuilt"] += 1

@@ -1,20 +1,157 @@
 """Shared test setup: one kernel cache directory per test run (subprocesses inherit it through the
-environment), ir.verify after every pass, a fresh context for every test, and hypothesis's CI profile."""
+environment), ir.verify after every pass, a fresh context for every test, the run's seed, and which
+tests run.
+
+Seed. Hypothesis draws from `seeding.commit_seed()` (CI: the commit's, so every commit explores new
+examples; a local run: a fresh one; GRAPHKERNEL_SEED overrides both). The header prints it with the
+command that reproduces the run, and so does the summary of a failed run.
+
+Markers (setup.cfg). `slow`: deselected unless --runslow (or `-m slow`). `sweep`: one case of a
+systematic sweep; a run takes the share of them that a hash of (seed, node id) picks, 1 in
+--sweep-share (10), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the
+command line by its node id always runs. tests/test_conftest.py checks all of this.
+
+Warnings. A kernel that fails to build (KernelBuildWarning) or a kernel cache that cannot be used as
+asked (CacheWarning: a corrupt or stale entry, a refused directory) fails the test: setup.cfg turns
+them into errors, and PYTHONWARNINGS does the same in the tests' Python subprocesses. A test that
+provokes one on purpose says so with pytest.warns.
+"""
+import hashlib
 import os
+import shlex
 import tempfile
 
 import pytest
 from hypothesis import settings
 
-# CI (`.ci/run` sets CI=1) replays the same generated examples on every run, so a red build is
-# reproducible and never a lottery; a local run explores fresh examples each time.
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+from seeding import SOURCE, commit_seed
+
+pytest_plugins = ["pytester"]   # tests/test_conftest.py runs this conftest on generated tests
+
+# CI (`.ci/run` sets CI=1) draws from the commit's seed (below), saves no examples between runs and
+# prints the blob that replays a failure.
+settings.register_profile("ci", derandomize=False, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-_CACHE = tempfile.mkdtemp(prefix="graphkernel-test-cache-")
-os.environ.setdefault("GRAPHKERNEL_CACHE_DIR", _CACHE)
+if "GRAPHKERNEL_CACHE_DIR" not in os.environ:
+    os.environ["GRAPHKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="graphkernel-test-cache-")
 os.environ["GRAPHKERNEL_VERIFY"] = "1"
+
+# Python reads PYTHONWARNINGS before site-packages can be imported, so a subprocess cannot name
+# kernels.KernelBuildWarning or kernels.CacheWarning there: these match the start of their messages
+# ("kernel of Fused_... failed to build", "kernel cache entry ... is corrupt or stale", "kernel cache
+# directory ...", "numba would cache kernel ..."); tests/test_conftest.py checks that a subprocess
+# dies of both.
+SUBPROCESS_WARNINGS = ("error:kernel of:RuntimeWarning", "error:kernel cache:RuntimeWarning",
+                       "error:numba would cache kernel:RuntimeWarning")
+os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last filter given wins
+    dict.fromkeys([*filter(None, os.environ.get("PYTHONWARNINGS", "").split(",")), *SUBPROCESS_WARNINGS]))
+
+SWEEP_ENV = "GRAPHKERNEL_SWEEP"
+_MODE = pytest.StashKey[str]()      # "share" or "all"
+_COUNTS = pytest.StashKey[dict]()   # what the selection kept and dropped, for the header
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("graphkernel")
+    group.addoption("--runslow", action="store_true", help="run the tests marked slow too")
+    group.addoption("--sweep", choices=("share", "all"), default=None,
+                    help=f"tests marked sweep: 'share' (default, or ${SWEEP_ENV}) runs 1 in --sweep-share "
+                         "of them, picked by the seed; 'all' runs every one")
+    group.addoption("--sweep-share", type=int, default=10, metavar="N",
+                    help="run 1 in N of the tests marked sweep (default 10)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Hand the run's seed to hypothesis's plugin (which reads --hypothesis-seed after this)."""
+    seed = commit_seed()
+    if config.getoption("hypothesis_seed", None) is None:
+        config.option.hypothesis_seed = str(seed)
+    mode = config.getoption("sweep") or os.environ.get(SWEEP_ENV) or "share"
+    if mode not in ("share", "all"):
+        raise pytest.UsageError(f"{SWEEP_ENV}={mode!r}: expected 'share' or 'all'")
+    if config.getoption("sweep_share") < 1:
+        raise pytest.UsageError("--sweep-share must be at least 1")
+    config.stash[_MODE] = mode
+
+
+
+def in_sweep_share(seed: int, nodeid: str, share: int) -> bool:
+    """Whether this run takes the sweep case `nodeid`: stable for a seed, about 1 in `share`."""
+    digest = hashlib.sha256(f"{seed}/{nodeid}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % share == 0
+
+
+def _named(config) -> list[str]:
+    """The node ids given on the command line (`path::name...`), relative to the rootdir as node ids are."""
+    named = []
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep:
+            full = os.path.join(str(config.invocation_params.dir), path)
+            named.append(os.path.relpath(full, config.rootpath).replace(os.sep, "/") + "::" + rest)
+    return named
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k: the counts are of what they left
+def pytest_collection_modifyitems(config, items):
+    run_slow = config.getoption("runslow") or "slow" in (config.getoption("markexpr") or "")
+    every_sweep, share, seed = config.stash[_MODE] == "all", config.getoption("sweep_share"), commit_seed()
+    named = _named(config)
+    keep, dropped = [], []
+    counts = {"slow": 0, "sweep": 0, "sweep_run": 0}
+    for item in items:
+        asked = any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::")) for n in named)
+        if item.get_closest_marker("slow") and not (run_slow or asked):
+            counts["slow"] += 1
+            dropped.append(item)
+            continue
+        if item.get_closest_marker("sweep"):
+            counts["sweep"] += 1
+            if not (every_sweep or asked or in_sweep_share(seed, item.nodeid, share)):
+                dropped.append(item)
+                continue
+            counts["sweep_run"] += 1
+        keep.append(item)
+    config.stash[_COUNTS] = counts
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _seed_lines(config) -> list[str]:
+    seed = commit_seed()
+    hypothesis_seed = config.getoption("hypothesis_seed", None)
+    note = "" if hypothesis_seed == str(seed) else f"; hypothesis seed {hypothesis_seed}"
+    env = f"GRAPHKERNEL_SEED={seed}" + (f" {SWEEP_ENV}=all" if os.environ.get(SWEEP_ENV) == "all" else "")
+    return [f"graphkernel seed {seed} ({SOURCE['how'] or 'given'}{note})",
+            f"reproduce: {env} python -m pytest {shlex.join(config.invocation_params.args)}".rstrip()]
+
+
+def pytest_report_header(config):
+    return _seed_lines(config)
+
+
+def pytest_report_collectionfinish(config):
+    """Shown after collection even under -q, which hides the header (the seed then goes here too)."""
+    counts = config.stash.get(_COUNTS, None)
+    lines = []
+    if counts is not None:
+        lines.append(f"sweep: {counts['sweep_run']} of {counts['sweep']} sweep tests selected " + (
+            "(--sweep=all)" if config.stash[_MODE] == "all" else
+            f"(1 in {config.getoption('sweep_share')} by seed {commit_seed()}; --sweep=all runs every one)"))
+        if counts["slow"]:
+            lines.append(f"slow: {counts['slow']} deselected (--runslow runs them)")
+    if config.option.verbose < 0 or config.option.no_header:
+        lines = _seed_lines(config) + lines
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if terminalreporter.stats.get("failed") or terminalreporter.stats.get("error"):
+        terminalreporter.write_line(_seed_lines(config)[1])
 
 
 @pytest.fixture(autouse=True)

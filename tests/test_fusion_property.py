@@ -5,7 +5,7 @@ fused values == unfused values, every graph verifies, the kernel count never gro
 one kernel by the codegen's contract, every refused candidate in the log has a reason, and fusing the
 graph again gives the same dumps (.dot and IR text) after every pass.
 """
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from fusion_helpers import F16, F32, Builder, composites, interpret, kernel_count, options, random_inputs, t, verify
@@ -63,6 +63,7 @@ def random_graph(draw, dtype=F32):
 @given(st.one_of(random_graph(), random_graph(F16)),
        st.sampled_from(["", "--opt_level=3", "--opt_level=1 --composite_op_limit_size=3"]))
 def test_fusion_preserves_values_and_never_adds_kernels(graph, flags):
+    note(print_graph(graph))   # a failing graph's text, for tests/corpus/
     opts = options(flags)
     arrays = random_inputs(graph, seed=1)
     want = interpret(graph, arrays)

@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-from kernels import CACHE_STATS, CacheWarning, DeviceConfig, lower
+import kernels.emitters
+from kernels import CACHE_STATS, CacheWarning, DeviceConfig, KernelBuildWarning, lower
 from kernels.cache import clear_memory
 from tests.kernel_graphs import Builder, fused, random_array
 
@@ -94,6 +95,19 @@ def test_corrupt_numba_files_do_not_break_the_run(tmp_path):
         warnings.simplefilter("error", CacheWarning)
         _lower_fresh(cfg)
     assert CACHE_STATS["rebuilt"] == before
+
+
+def test_a_kernel_that_fails_to_build_leaves_no_entry_behind(tmp_path, monkeypatch):
+    monkeypatch.setitem(kernels.emitters.EMITTERS, "Neg", lambda o: f"{o.args[0]}[:1]")  # numba: no getitem
+    b = Builder()
+    graph = b.graph(b.op("Neg", b.input((5,))))
+    for _ in range(2):   # the second request fails alike: no "corrupt or stale" entry from the first
+        clear_memory()
+        with pytest.warns(KernelBuildWarning, match="Neg") as record:
+            lower(graph, DeviceConfig(cache_dir=str(tmp_path)))
+        assert [w.category for w in record] == [KernelBuildWarning]
+        assert "TypingError" in str(record[0].message)
+        assert not glob.glob(str(tmp_path / "*.*")) and not glob.glob(str(tmp_path / "__pycache__" / "*"))
 
 
 def test_unwritable_cache_dir_falls_back_to_memory(tmp_path):

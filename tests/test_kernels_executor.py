@@ -175,7 +175,7 @@ def test_build_failure_inlines_composite(monkeypatch):
 
     def broken_when_fused(o):
         calls.append(1)
-        return real(o) if o.args[0].startswith("x") else "undefined_function_xyz(" + o.args[0] + ")"
+        return real(o) if o.args[0].startswith("ld_") else "undefined_function_xyz(" + o.args[0] + ")"
     monkeypatch.setitem(kernels.emitters.EMITTERS, "Tanh", broken_when_fused)
     a = random_array((4, 4))
     with pytest.warns(KernelBuildWarning, match="Fused_Mul_Tanh_7"):

@@ -7,8 +7,9 @@ reduced axes an operand broadcasts along, so its sum can split into lanes differ
 promises the dtype's tolerance there; only `deterministic` promises bits, across core counts).
 """
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, note, settings, strategies as st
 
+from ir import print_graph
 from kernels import DeviceConfig, lower
 from tests.kernel_graphs import Builder, fused, random_array, reference
 from tests.tolerance import assert_close
@@ -56,6 +57,7 @@ def graphs(draw):
 @given(graph=graphs(), seed=st.integers(0, 3))
 @settings(deadline=None, max_examples=15)
 def test_fused_equals_unfused_equals_reference(graph, seed):
+    note(print_graph(graph))   # a failing graph's text, for tests/corpus/
     arrays = [random_array(v.shape, seed=seed + k) for k, v in enumerate(graph.inputs)]
     unfused = lower(graph, CFG).run(arrays)
     one = lower(fused(graph), CFG)

@@ -1,0 +1,165 @@
+"""tests/conftest.py itself: the run's seed, the slow and sweep markers, and warnings that fail a test.
+
+Selection and seeding are checked on a generated project that uses a copy of this conftest (and of
+tests/seeding.py, and the markers of setup.cfg), run by pytester in a subprocess; the warnings in a
+subprocess of this very run.
+"""
+import configparser
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import seeding
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CASES = 400
+
+GENERATED = f"""
+import os
+import pytest
+from hypothesis import given, settings, strategies as st
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("i", range({CASES}))
+def test_case(i):
+    pass
+
+@pytest.mark.slow
+def test_big():
+    pass
+
+def test_plain():
+    pass
+
+@settings(max_examples=5, database=None)
+@given(st.integers(0, 2**40))
+def test_draws(n):
+    with open(os.environ["DRAWN"], "a") as f:
+        f.write(f"{{n}}\\n")
+"""
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest((HERE / "conftest.py").read_text())
+    pytester.makepyfile(seeding=(HERE / "seeding.py").read_text(), test_generated=GENERATED)
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    pytester.makeini("[pytest]\nmarkers =" + textwrap.indent(cfg["tool:pytest"]["markers"], "    ") + "\n")
+    return pytester
+
+
+def run(project, monkeypatch, *args, seed="1", **env):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GRAPHKERNEL_SWEEP", raising=False)
+    monkeypatch.setenv("GRAPHKERNEL_SEED", seed)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return project.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers", *args)
+
+
+def selected(project, monkeypatch, *args, **kw) -> set[str]:
+    result = run(project, monkeypatch, "--collect-only", "-q", *args, **kw)
+    assert result.ret == 0, result.stdout.str()
+    return {line for line in result.outlines if line.startswith("test_generated.py::")}
+
+
+def cases(ids) -> set[str]:
+    return {i for i in ids if "test_case[" in i}
+
+
+def test_the_sweep_share_is_about_one_in_n_stable_for_a_seed_and_changes_with_it(project, monkeypatch):
+    first = selected(project, monkeypatch, seed="1")
+    assert 20 <= len(cases(first)) <= 60                          # 1 in 10 of 400
+    assert selected(project, monkeypatch, seed="1") == first
+    other = selected(project, monkeypatch, seed="2")
+    assert cases(other) != cases(first) and 20 <= len(cases(other)) <= 60
+    assert 70 <= len(cases(selected(project, monkeypatch, "--sweep-share=4", seed="1"))) <= 130
+    for ids in (first, other):   # tests without the marker always run, slow ones never by default
+        assert "test_generated.py::test_plain" in ids and "test_generated.py::test_big" not in ids
+
+
+def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
+    everything = {f"test_generated.py::test_case[{i}]" for i in range(CASES)}
+    assert cases(selected(project, monkeypatch, "--sweep=all")) == everything
+    assert cases(selected(project, monkeypatch, GRAPHKERNEL_SWEEP="all")) == everything
+    assert "test_generated.py::test_big" in selected(project, monkeypatch, "--runslow")
+    assert selected(project, monkeypatch, "-m", "slow") == {"test_generated.py::test_big"}
+    assert selected(project, monkeypatch, "test_generated.py::test_big") == {"test_generated.py::test_big"}
+    missing = sorted(everything - cases(selected(project, monkeypatch, seed="1")))[:3]
+    assert cases(selected(project, monkeypatch, *missing, seed="1")) == set(missing)   # named: they run
+
+
+def test_the_seed_and_the_selection_are_printed_with_how_to_reproduce(project, monkeypatch):
+    result = run(project, monkeypatch, "-k", "case or big", seed="77")
+    result.stdout.fnmatch_lines(["graphkernel seed 77 (from GRAPHKERNEL_SEED)",
+                                 "reproduce: GRAPHKERNEL_SEED=77 python -m pytest * -k 'case or big'",
+                                 "sweep: * of 400 sweep tests selected (1 in 10 by seed 77; --sweep=all runs*",
+                                 "slow: 1 deselected (--runslow runs them)"])
+    quiet = run(project, monkeypatch, "-q", "-k", "plain", seed="77")   # -q hides the header, not the seed
+    quiet.stdout.fnmatch_lines(["graphkernel seed 77 *", "reproduce: GRAPHKERNEL_SEED=77 *"])
+    no_git = run(project, monkeypatch, "-q", "-k", "plain", CI="1", GRAPHKERNEL_SEED="")
+    no_git.stdout.fnmatch_lines(["graphkernel seed * (random: no git checkout)"])   # no repository here
+
+
+def test_hypothesis_draws_from_the_seed(project, monkeypatch, tmp_path):
+    def draws(seed):
+        out = tmp_path / f"{seed}-{len(list(tmp_path.iterdir()))}.txt"
+        result = run(project, monkeypatch, "-q", "-k", "draws", seed=seed, DRAWN=str(out))
+        assert result.ret == 0, result.stdout.str()
+        return out.read_text().split()
+    first = draws("5")
+    assert len(first) >= 5 and draws("5") == first and draws("6") != first
+
+
+def test_ci_derives_the_seed_from_the_commit(monkeypatch):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")   # the seed is random then: seen in the test above
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.delenv("GRAPHKERNEL_SEED")
+    monkeypatch.setitem(seeding.SOURCE, "how", "")
+    assert seeding.commit_seed() == int(head.stdout[:8], 16) == int(os.environ["GRAPHKERNEL_SEED"])
+    assert seeding.SOURCE["how"] == f"from commit {head.stdout[:12]}"
+
+
+BUILD_FAILS = """
+import kernels.emitters
+from kernels import DeviceConfig, lower
+from tests.kernel_graphs import Builder
+kernels.emitters.EMITTERS["Neg"] = lambda o: "undefined_function_xyz()"
+b = Builder()
+lower(b.graph(b.op("Neg", b.input((5,)))), DeviceConfig(cache_mode="disable"))
+print("went on")
+"""
+
+ENTRY_CORRUPT = """
+import glob, sys
+from kernels import DeviceConfig, lower
+from kernels.cache import clear_memory
+from tests.kernel_graphs import Builder, fused
+b = Builder()
+graph = fused(b.graph(b.op("Neg", b.op("Mul", b.input((4, 4)), b.const(3.0)))))
+lower(graph, DeviceConfig(cache_dir=sys.argv[1]))
+(entry,) = glob.glob(sys.argv[1] + "/Fused_*.py")
+open(entry, "w").write("not the kernel")
+clear_memory()
+lower(graph, DeviceConfig(cache_dir=sys.argv[1]))
+print("went on")
+"""
+
+
+@pytest.mark.parametrize("script, warning", [(BUILD_FAILS, "KernelBuildWarning: kernel of Neg failed"),
+                                             (ENTRY_CORRUPT, "CacheWarning: kernel cache entry Fused_")],
+                         ids=["build-fails", "entry-corrupt"])
+def test_a_subprocess_of_the_tests_dies_of_a_kernel_or_cache_warning(script, warning, tmp_path):
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)   # the environment is this run's (PYTHONWARNINGS)
+    assert proc.returncode != 0 and "went on" not in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(re.escape(warning), proc.stderr), proc.stderr
