@@ -82,6 +82,12 @@ def block_dim_for(parallel_items: int, core_num: int = DEFAULT_CORE_NUM, *, sing
     return max(1, min(core_num, parallel_items, by_work))
 
 
+def runs_single_core(reductions) -> bool:
+    """Whether a kernel holding these (op, input dtype name) reductions runs with block_dim 1: a float16
+    ReduceSum does on the AI Core (seed 002 case 04). The lowering and the cost model both ask here."""
+    return any(op == "ReduceSum" and dtype == "float16" for op, dtype in reductions)
+
+
 def align_elements(n: int, itemsize: int) -> int:
     """n rounded down to a whole number of 32-byte units (at least one unit)."""
     unit = max(1, ALIGN_BYTES // itemsize)

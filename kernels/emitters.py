@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ir.dtypes import DType
+from ir.ops import OPS, Pattern, get
 from kernels import lanes, mathfn
 
 NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float64: "np.float64",
@@ -32,10 +33,6 @@ def float16_supported() -> bool:
 def f16_round(expr: str) -> str:
     """A float32 expression rounded to the nearest float16 (kept as float32)."""
     return f"f16_bits_to_f32(f32_to_f16_bits({expr}))"
-
-
-# results of these ops on float16 operands are float16 values already: no rounding needed
-F16_EXACT = {"Neg", "Abs", "Maximum", "Minimum", "Select", "BroadcastTo", "Greater", "Less", "Equal"}
 
 
 # the modules whose functions generated kernels import, and those functions
@@ -195,7 +192,22 @@ def emit(op: str, operands: Operands) -> str:
     """The result expression, rounded to float16 when the result is float16 (SPEC §6: every
     primitive's float16 result is rounded, so results match numpy's float16 op by op)."""
     expr = EMITTERS[op](operands)
-    if operands.dtypes[0] == DType.float16 and op not in F16_EXACT and not (
+    if operands.dtypes[0] == DType.float16 and not get(op).float16_exact and not (
             op == "Cast" and operands.in_dtypes[0] == DType.float16):
         expr = f16_round(expr)
     return expr
+
+
+def _check_table() -> None:
+    """Every op fusion may put in a kernel (ELEMWISE, BROADCAST and REDUCE primitives but Const, which
+    kernels inline) has its emitter or reducer here: an op row added without one fails at import, not
+    with a KeyError and a fallback at the first kernel that holds it."""
+    kernel_ops = {name for name, d in OPS.items()
+                  if d.pattern in (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.REDUCE) and not d.expandable}
+    missing = sorted(kernel_ops - set(EMITTERS) - set(REDUCERS) - {"Const"})
+    if missing:
+        raise ImportError(f"kernels/emitters.py has no emitter for {', '.join(missing)} (ops fusion may put in a "
+                          "kernel); add one, or give the op a pattern no kernel holds")
+
+
+_check_table()

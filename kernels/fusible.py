@@ -22,6 +22,7 @@ import numpy as np
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, get
+from kernels.emitters import EMITTERS, REDUCERS
 
 
 class Unsupported(Exception):
@@ -72,6 +73,8 @@ def _analyze(graph: Graph) -> KernelShape:
         d = get(node.op)
         if node.subgraph is not None or d.pattern > Pattern.REDUCE or d.pattern == Pattern.INJECTIVE:
             raise Unsupported(f"{node.op} ({d.pattern.name}) cannot be part of a fused kernel")
+        if node.op != "Const" and node.op not in EMITTERS and node.op not in REDUCERS:
+            raise Unsupported(f"{node.op} has no kernel emitter")
         if node.op == "Const" and node.out.type.size != 1:
             raise Unsupported(f"a Const of shape {node.out.shape} must be a kernel input, not inlined")
         if d.pattern == Pattern.REDUCE:

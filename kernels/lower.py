@@ -63,8 +63,8 @@ def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tu
     """(variant, block_dim, tile, lanes) of a kernel at these sizes. The tile keeps a tile's live
     data, inputs, outputs and one temporary per op, inside the UB."""
     variant, block_dim, tile = _launch(spec, sizes, core_num)
-    if any(n.op == "ReduceSum" and n.in_dtypes[0] == DType.float16 for n in spec.nodes):
-        block_dim = 1  # seed 002 case 04: a float16 ReduceSum runs with block_dim 1 on the AI Core
+    if aicore.runs_single_core((n.op, n.in_dtypes[0].name) for n in spec.nodes if n.in_dtypes):
+        block_dim = 1
     return variant, block_dim, tile, _lanes(variant)
 
 

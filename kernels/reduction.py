@@ -17,7 +17,7 @@ No order depends on block_dim or on the thread count, so results are bitwise sta
 from __future__ import annotations
 
 from ir.dtypes import DType
-from ir.ops import Pattern, get
+from ir.ops import Cost, Pattern, get
 from kernels.emitters import NP_NAME, REDUCERS, f16_round
 from kernels.lanes import LANES
 from kernels.layout import KernelSpec
@@ -251,9 +251,6 @@ class Reduction(KernelTemplate):
         return {("in", i) for i in self.inputs_of(refs)} | {("out", k) for k in outs}
 
 
-EXPENSIVE = {"Exp", "Log", "Tanh", "Erf", "Pow"}
-
-
 class Rows(Reduction):
     """A unit's passes run back to back; a costly value one pass computes and a later pass needs
     (Softmax's exp(x - max)) is kept in a per-block scratch row (the UB) instead of recomputed."""
@@ -280,7 +277,8 @@ class Rows(Reduction):
             for ref in self.closure(self.pass_targets(j)[2]):
                 first.setdefault(ref, j)
                 count[ref] = count.get(ref, 0) + 1
-        return {r: first[r] for r in first if count[r] > 1 and self.spec.nodes[r[1]].op in EXPENSIVE}
+        return {r: first[r] for r in first
+                if count[r] > 1 and get(self.spec.nodes[r[1]].op).cost == Cost.TRANSCENDENTAL}
 
     def render(self, name: str) -> str:
         w, spec = self.w, self.spec

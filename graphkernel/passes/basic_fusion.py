@@ -3,8 +3,8 @@
 Clusters connected simple elementwise primitives into composites, as MindSpore's basic op fusion does
 for the seed's NetBasicFuse (x*2.0+1.0 -> one composite {Mul, Add}):
 
-    BASIC_OPS = Add Sub Mul RealDiv Neg Abs Maximum Minimum Cast Select Greater Less Equal
-                (the scalar Consts they read are copied into the composite)
+    the ops whose row says `basic_fusion` (Add Sub Mul RealDiv Neg Abs Maximum Minimum Cast Select
+    Greater Less Equal ...; the scalar Consts they read are copied into the composite)
 
 Everything else (Pow, Exp, reductions, BroadcastTo, ...) waits for composite fusion; MatMul, host
 ops and unexpanded composite ops are never fused. The search, its legality/cycle/profit checks and
@@ -13,16 +13,15 @@ the fusion log are those of `fusion_driver`.
 from __future__ import annotations
 
 from ir.graph import Graph, Node
+from ir.ops import get
 from graphkernel.options import CompileOptions
 from graphkernel.passes.fusion_driver import fuse
 
 STAGE = "fuse_basic"
-BASIC_OPS = frozenset({"Add", "Sub", "Mul", "RealDiv", "Neg", "Abs", "Maximum", "Minimum", "Cast",
-                       "Select", "Greater", "Less", "Equal"})
 
 
 def is_basic(node: Node) -> bool:
-    return node.op in BASIC_OPS
+    return node.subgraph is None and get(node.op).basic_fusion
 
 
 def basic_fusion(graph: Graph, opts: CompileOptions) -> Graph:

@@ -25,25 +25,18 @@ from dataclasses import dataclass
 
 from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
-from ir.ops import Pattern, get
+from ir.ops import Cost, Pattern, get
 from kernels import aicore
 from kernels.fusible import analyze
 
-_TRANSCENDENTAL = ("Exp", "Log", "Tanh", "Erf", "Pow")
-_DIVIDING = ("RealDiv", "Sqrt", "Rsqrt")
-_FREE = ("Const", "BroadcastTo", "Cast")   # index arithmetic or a conversion folded into the load
+# operations per element of each cost class of the op table
+_OPS = {Cost.FREE: 0.0, Cost.ARITH: 1.0, Cost.DIVIDE: float(aicore.DIVIDE_COST),
+        Cost.TRANSCENDENTAL: float(aicore.TRANSCENDENTAL_COST)}
 
 
 def op_cost(node: Node) -> float:
     """Operations per evaluated element."""
-    if node.op in _FREE:
-        base = 0.0 if node.op != "Cast" else 1.0
-    elif node.op in _TRANSCENDENTAL:
-        base = float(aicore.TRANSCENDENTAL_COST)
-    elif node.op in _DIVIDING:
-        base = float(aicore.DIVIDE_COST)
-    else:
-        base = 1.0
+    base = _OPS[get(node.op).cost]
     dtype = node.inputs[0].dtype if node.inputs else node.types[0].dtype
     return base * (aicore.FLOAT16_OP_COST if DType.float16 in (dtype, node.types[0].dtype) else 1)
 
@@ -68,7 +61,7 @@ class Estimate:
 
 
 def _single_core(graph: Graph) -> bool:
-    return any(n.op == "ReduceSum" and n.inputs[0].dtype == DType.float16 for n in graph.nodes)
+    return aicore.runs_single_core((n.op, n.inputs[0].dtype.name) for n in graph.nodes if n.inputs)
 
 
 _latest: tuple = (None, 0, None)   # (graph, core_num, Estimate) of the latest estimate()

@@ -2,7 +2,7 @@
 files that edit them (modify_mixlist) or override single ops (customize_dtypes).
 
     modes.py             precision_mode / precision_mode_v2 and what each does
-    lists.py             default lists + CANN alias table, from graphkernel/data/precision_lists.json
+    lists.py             default lists + CANN alias table, from the op table (ir/ops)
     mixlist.py           modify_mixlist JSON -> list overrides
     customize_dtypes.py  customize_dtypes file -> per-name / per-type dtype rules
 The pass that inserts the Casts is graphkernel/passes/precision.py.

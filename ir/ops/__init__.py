@@ -9,11 +9,12 @@ their scalar emitters in `kernels/`; expanders live in `graphkernel/expanders/`.
     evaluate(node, arrays)                ->  the numpy reference results
 """
 from ir.ops.registry import (
-    Attr, OpDef, Pattern, OPS, ALIASES, canonical_name, get, register, make_node, evaluate, pattern_of,
+    Api, Attr, Cost, OpDef, Pattern, Precision, OPS, ALIASES, canonical_name, get, register, make_node, evaluate,
+    pattern_of,
 )
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
 
-__all__ = ["Attr", "OpDef", "Pattern", "OPS", "ALIASES", "canonical_name", "get", "register",
+__all__ = ["Api", "Attr", "Cost", "OpDef", "Pattern", "Precision", "OPS", "ALIASES", "canonical_name", "get", "register",
            "make_node", "evaluate", "pattern_of", "is_host", "placement"]

@@ -9,15 +9,17 @@ from ir.graph import TensorType
 from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, normalize_axes, require, same_dtype
 from ir.ops.elementwise import maximum
 from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer
-from ir.ops.registry import Attr, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
 
 GELU_COEF = 0.044715
 SQRT_2_OVER_PI = 0.7978845608028654
 
 
-def composite(name, arity, infer, reference, attrs=(), canonicalize=None, doc=""):
+def composite(name, arity, infer, reference, attrs=(), canonicalize=None, doc="", why="elementwise", **facts):
+    """A composite op: expanded into primitives (graphkernel/expanders) before fusion."""
+    facts.setdefault("precision", Precision("gray", True, why))
     register(OpDef(name, Pattern.OPAQUE, arity, infer, reference, attrs, canonicalize,
-                   expandable=True, doc=doc))
+                   expandable=True, doc=doc, **facts))
 
 
 def _same_float(types, attrs):
@@ -35,8 +37,11 @@ def _mean(a, attrs):
     return np.mean(x, axis=attrs["axis"], keepdims=attrs["keep_dims"], dtype=acc).astype(x.dtype)
 
 
-composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes)
-composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0])
+composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes,
+          why="a float16 mean accumulates in float32 and rounds once", cann=("ReduceMeanD",),
+          api=Api(call_attrs=("axis",)))
+composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0],
+          api=Api(functional="square", method="square"))
 
 
 def _sigmoid(a, attrs):
@@ -45,9 +50,11 @@ def _sigmoid(a, attrs):
         return _c(x, 1) / (_c(x, 1) + np.exp(-x))
 
 
-composite("Sigmoid", 1, _same_float, _sigmoid)
+composite("Sigmoid", 1, _same_float, _sigmoid, why="bounded result", onnx=("Sigmoid",),
+          api=Api(functional="sigmoid", method="sigmoid"))
 composite("ReLU", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:],
-          lambda a, _: maximum(a[0], _c(a[0], 0)))
+          lambda a, _: maximum(a[0], _c(a[0], 0)), why="elementwise, exact", cann=("Relu",), onnx=("Relu",),
+          api=Api(functional="relu", method="relu"))
 
 
 def _gelu(a, attrs):
@@ -56,7 +63,7 @@ def _gelu(a, attrs):
     return _c(x, 0.5) * x * (_c(x, 1) + np.tanh(inner))
 
 
-composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT")
+composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT", why="bounded by its input", cann=("Gelu",))
 
 
 def bias_axis(rank: int, data_format: str) -> int:
@@ -111,8 +118,11 @@ def _log_softmax(a, attrs):
         return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
 
 
-composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon)
-composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon)
+composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
+          cann=("SoftmaxV2",), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
+composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
+          cann=("LogSoftmaxV2",),
+          precision=Precision("black", True, "exp, log and a long sum; its expansion stays float32"))
 
 
 def _layer_norm_canon(types, attrs):
@@ -153,4 +163,7 @@ def _layer_norm(a, attrs):
 composite("LayerNorm", 3, _layer_norm_infer, _layer_norm,
           (Attr("begin_norm_axis", -1, is_int), Attr("begin_params_axis", -1, is_int),
            Attr("epsilon", 1e-7, is_float)), _layer_norm_canon,
-          doc="returns (y, mean, variance); mean/variance keep the normalized axes as 1")
+          doc="returns (y, mean, variance); mean/variance keep the normalized axes as 1",
+          cann=("LayerNormV3", "LayerNormV4"),
+          precision=Precision("black", True, "mean and variance of a row lose precision in float16; its expansion "
+                              "stays float32"))

@@ -1,4 +1,9 @@
-"""Elementwise and broadcasting primitives: arithmetic, math functions, comparisons, Select, Cast."""
+"""Elementwise and broadcasting primitives: arithmetic, math functions, comparisons, Select, Cast.
+
+One row per op, every fact about it in the row (ir/ops/registry.py OpDef): pattern, dtypes, the numpy
+reference, cost, basic-fusion membership, float16 exactness, precision list, names (MindSpore
+aliases, CANN, ONNX) and the API (P.<Op>, ops.<functional>, Tensor.<method>).
+"""
 from __future__ import annotations
 
 import math
@@ -8,22 +13,31 @@ import numpy as np
 from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, is_dtype, require, same_dtype
-from ir.ops.registry import Attr, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, register
 
 
-def _binary(name: str, fn, allowed: str = "numeric", result: DType | None = None, doc: str = ""):
+def _binary(name: str, fn, allowed: str = "numeric", result: DType | None = None, **facts):
     def infer(types, attrs):
         dtype = same_dtype(types)
         require(dtype, allowed)
         return (TensorType(broadcast(types[0].shape, types[1].shape), result or dtype),)
-    register(OpDef(name, Pattern.BROADCAST, 2, infer, lambda a, attrs: fn(a[0], a[1]), doc=doc))
+    register(OpDef(name, Pattern.BROADCAST, 2, infer, lambda a, attrs: fn(a[0], a[1]), **facts))
 
 
-def _unary(name: str, fn, allowed: str = "float", doc: str = ""):
+def _unary(name: str, fn, allowed: str = "float", result: DType | None = None, **facts):
     def infer(types, attrs):
         require(types[0].dtype, allowed)
-        return (types[0],)
-    register(OpDef(name, Pattern.ELEMWISE, 1, infer, lambda a, attrs: fn(a[0]), doc=doc))
+        return (TensorType(types[0].shape, result or types[0].dtype),)
+    register(OpDef(name, Pattern.ELEMWISE, 1, infer, lambda a, attrs: fn(a[0]), **facts))
+
+
+def _api(functional: str, method: str | None = None) -> Api:
+    return Api(functional=functional, method=functional if method is None else method)
+
+
+ELEMENTWISE = Precision("gray", True, "elementwise")
+EXACT = Precision("gray", True, "elementwise, exact")
+COMPARISON = Precision("gray", True, "comparison")
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -65,25 +79,40 @@ def _quiet(fn):
     return run
 
 
-_binary("Add", np.add)
-_binary("Sub", np.subtract)
-_binary("Mul", np.multiply)
-_binary("RealDiv", _div, "float")
-_binary("Pow", _pow, "float")
-_binary("Maximum", maximum)
-_binary("Minimum", minimum)
-_binary("Greater", np.greater, "any", DType.bool)
-_binary("Less", np.less, "any", DType.bool)
-_binary("Equal", np.equal, "any", DType.bool)
+_binary("Add", np.add, basic_fusion=True, aliases=("TensorAdd",), cann=("AddV2",), onnx=("Add",),
+        precision=ELEMENTWISE, api=_api("add"))
+_binary("Sub", np.subtract, basic_fusion=True, onnx=("Sub",), precision=ELEMENTWISE, api=_api("sub"))
+_binary("Mul", np.multiply, basic_fusion=True, onnx=("Mul",), precision=ELEMENTWISE, api=_api("mul"))
+_binary("RealDiv", _div, "float", basic_fusion=True, cost=Cost.DIVIDE, aliases=("Div",),
+        precision=ELEMENTWISE, api=_api("div"))
+_binary("Pow", _pow, "float", cost=Cost.TRANSCENDENTAL, cann=("Power",), domain="positive",
+        precision=Precision("black", True, "overflows float16 quickly"), api=_api("pow"))
+_binary("Maximum", maximum, basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("maximum"))
+_binary("Minimum", minimum, basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("minimum"))
+_binary("Greater", np.greater, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Greater",),
+        precision=COMPARISON, api=_api("greater", "gt"))
+_binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Less",),
+        precision=COMPARISON, api=_api("less", "lt"))
+_binary("Equal", np.equal, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Equal",),
+        precision=COMPARISON, api=_api("equal", "eq"))
 
-_unary("Neg", np.negative, "numeric")
-_unary("Abs", np.abs, "numeric")
-_unary("Exp", _quiet(np.exp))
-_unary("Log", _quiet(np.log))
-_unary("Sqrt", _quiet(np.sqrt))
-_unary("Rsqrt", _quiet(_rsqrt))
-_unary("Tanh", np.tanh)
-_unary("Erf", _erf)
+_unary("Neg", np.negative, "numeric", basic_fusion=True, float16_exact=True, onnx=("Neg",), precision=EXACT,
+       api=_api("neg"))
+_unary("Abs", np.abs, "numeric", basic_fusion=True, float16_exact=True, onnx=("Abs",), precision=EXACT,
+       api=_api("abs"))
+_unary("Exp", _quiet(np.exp), cost=Cost.TRANSCENDENTAL, onnx=("Exp",),
+       precision=Precision("black", True, "overflows float16 above 11.1"), api=_api("exp"))
+_unary("Log", _quiet(np.log), cost=Cost.TRANSCENDENTAL, onnx=("Log",), domain="positive",
+       precision=Precision("black", True, "loses relative precision near 1 and underflows for small inputs"),
+       api=_api("log"))
+_unary("Sqrt", _quiet(np.sqrt), cost=Cost.DIVIDE, onnx=("Sqrt",), domain="positive",
+       precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("sqrt"))
+_unary("Rsqrt", _quiet(_rsqrt), cost=Cost.DIVIDE, domain="positive",
+       precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("rsqrt"))
+_unary("Tanh", np.tanh, cost=Cost.TRANSCENDENTAL, onnx=("Tanh",), precision=Precision("gray", True, "bounded result"),
+       api=_api("tanh"))
+_unary("Erf", _erf, cost=Cost.TRANSCENDENTAL, onnx=("Erf",), precision=Precision("gray", True, "bounded result"),
+       api=_api("erf"))
 
 
 def _select_infer(types, attrs):
@@ -93,8 +122,9 @@ def _select_infer(types, attrs):
     return (TensorType(broadcast(cond.shape, x.shape, y.shape), dtype),)
 
 
-register(OpDef("Select", Pattern.BROADCAST, 3, _select_infer,
-               lambda a, attrs: np.where(a[0], a[1], a[2])))
+register(OpDef("Select", Pattern.BROADCAST, 3, _select_infer, lambda a, attrs: np.where(a[0], a[1], a[2]),
+               basic_fusion=True, float16_exact=True, cann=("SelectV2",), precision=Precision("gray", True, "moves data"),
+               api=_api("select", "")))
 
 
 def _cast_infer(types, attrs):
@@ -106,4 +136,7 @@ def _cast(a, attrs):
         return a[0].astype(attrs["dtype"].np)
 
 
-register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),)))
+register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),),
+               basic_fusion=True, domain="any",
+               precision=Precision("gray", True, "its result dtype is its attribute and never changes"),
+               api=Api(call_attrs=("dtype",), functional="cast")))

@@ -28,7 +28,7 @@ import numpy as np
 from ir.dtypes import as_dtype
 from ir.errors import AttrError, DTypeError, ExecutionError, ShapeError
 from ir.graph import Graph, Node, TensorType
-from ir.ops.registry import Attr, OpDef, Pattern, evaluate, get, pattern_of, register
+from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, evaluate, get, pattern_of, register
 from ir.printer import describe
 
 COPY_OPS = ("CopyToHost", "CopyToDevice")
@@ -146,7 +146,9 @@ def _as_declared(r, dtype, i: int, fn) -> np.ndarray:
 register(OpDef("PyFunc", Pattern.HOST, None, _pyfunc_infer, _pyfunc_reference, (
     Attr("fn", check=_function), Attr("in_types", check=_dtypes), Attr("in_shapes", check=_shapes),
     Attr("out_types", check=_dtypes), Attr("out_shapes", check=_shapes), Attr("stateful", True, bool)),
-    doc="MindSpore's PyFunc: fn on numpy arrays, run on the host, results checked against the declaration"))
+    doc="MindSpore's PyFunc: fn on numpy arrays, run on the host, results checked against the declaration",
+    precision=Precision("black", True, "a host function: its inputs keep the dtypes it declares"),
+    api=Api(primitive=False)))   # P.PyFunc is a class of its own (graphkernel/ops/operations.py)
 
 
 # --- HostCall --------------------------------------------------------------------------------------
@@ -188,7 +190,9 @@ def _host_call_reference(arrays, attrs):
 
 register(_HostCallDef("HostCall", Pattern.HOST, None, _host_call_infer, _host_call_reference,
                       canonicalize=_host_call_canonicalize,
-                      doc="the op named by host_op, run on the host (graphkernel.host_scope)"))
+                      doc="the op named by host_op, run on the host (graphkernel.host_scope)",
+                      precision=Precision("black", True, "host_scope: runs on the host as written"),
+                      api=Api(primitive=False)))
 
 
 def to_host_call(node: Node) -> Node:
@@ -202,7 +206,9 @@ def to_host_call(node: Node) -> Node:
 
 for _name, _doc in (("CopyToHost", "a device value copied to the host"),
                     ("CopyToDevice", "a host value copied to the device")):
-    register(OpDef(_name, Pattern.INJECTIVE, 1, lambda t, a: (t[0],), lambda a, attrs: np.copy(a[0]), doc=_doc))
+    register(OpDef(_name, Pattern.INJECTIVE, 1, lambda t, a: (t[0],), lambda a, attrs: np.copy(a[0]), doc=_doc,
+                   precision=Precision("gray", True, "moves data (inserted after the precision pass)"),
+                   api=Api(primitive=False)))
 
 
 # --- placement -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from ir.errors import IRError, ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple, require, same_dtype
-from ir.ops.registry import Attr, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
 
 
 def _axis(axis: int, rank: int) -> int:
@@ -56,7 +56,8 @@ register(OpDef("Slice", Pattern.INJECTIVE, 1,
                lambda a, attrs: a[0][_slices(attrs)].copy(),  # C order, 0-d stays 0-d
                (Attr("begin", check=is_int_tuple), Attr("end", check=is_int_tuple),
                 Attr("strides", check=is_int_tuple)), _slice_canon,
-               doc="strided slice of every axis; attrs canonical as slice.indices gives them"))
+               doc="strided slice of every axis; attrs canonical as slice.indices gives them", domain="any",
+               cann=("SliceD",), precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
 
 
 def _concat_canon(types, attrs):
@@ -79,7 +80,8 @@ def _concat_infer(types, attrs):
 
 register(OpDef("Concat", Pattern.INJECTIVE, None, _concat_infer,
                lambda a, attrs: np.concatenate(a, axis=attrs["axis"]),
-               (Attr("axis", check=is_int),), _concat_canon, doc="joins its inputs along axis"))
+               (Attr("axis", check=is_int),), _concat_canon, doc="joins its inputs along axis", domain="any",
+               cann=("ConcatD", "ConcatV2", "ConcatV2D"), precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
 
 
 def _split_canon(types, attrs):
@@ -106,7 +108,8 @@ def _split(a, attrs):
 
 register(OpDef("Split", Pattern.INJECTIVE, 1, _split_infer, _split,
                (Attr("axis", check=is_int), Attr("sizes", check=is_int_tuple)), _split_canon,
-               doc="one result per size along axis"))
+               doc="one result per size along axis", domain="any", cann=("SplitD",), precision=Precision("gray", True, "moves data"),
+               api=Api(primitive=False)))
 
 
 def _gather_canon(types, attrs):
@@ -134,4 +137,5 @@ def _gather(a, attrs):
 
 
 register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", 0, is_int),),
-               _gather_canon, doc="numpy take along axis; indices in [-n, n)"))
+               _gather_canon, doc="numpy take along axis; indices in [-n, n)", domain="any", cann=("GatherV2",),
+               precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))

@@ -7,7 +7,7 @@ from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.errors import ShapeError
 from ir.ops.checks import fmt, is_bool, is_int_tuple, normalize_axes, require
-from ir.ops.registry import Attr, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
 
 REDUCE_ATTRS = (Attr("axis", (), is_int_tuple), Attr("keep_dims", False, is_bool))
 
@@ -48,6 +48,11 @@ def extremum_axes(types, attrs):
     return attrs
 
 
-register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes))
-register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes))
-register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes))
+REDUCE_API = Api(call_attrs=("axis",))
+register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, cann=("ReduceSumD",),
+               precision=Precision("gray", True, "follows its input, as in seed 002 case 04 (a float16 ReduceSum "
+                                   "runs with block_dim 1; black-list it to keep it float32)"), api=REDUCE_API))
+register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes,
+               cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"), api=REDUCE_API))
+register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes,
+               cann=("ReduceMinD",), precision=Precision("gray", True, "exact in any float dtype"), api=REDUCE_API))

@@ -22,6 +22,33 @@ class Pattern(IntEnum):
     HOST = 5       # runs on the host only
 
 
+class Cost(IntEnum):
+    """What one element of an op costs a kernel; the cost model weighs these (kernels/aicore.py)."""
+    FREE = 0            # index arithmetic: a constant, a broadcast
+    ARITH = 1           # one vector operation: add, compare, select, convert
+    DIVIDE = 2          # a vector divide or square root
+    TRANSCENDENTAL = 3  # an approximation (exp, log, tanh, erf, sin, ...; kernels/mathfn.py)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The op's row in the default mixed-precision lists (precision_mode, modify_mixlist)."""
+    list: str = "gray"   # white: float16 under allow_mix_precision; black: stays float32; gray: follows inputs
+    fp32: bool = True    # False: the emulated AI Core computes it in float16 only (allow_fp32_to_fp16)
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Api:
+    """How users call the op. `P.<name>()` (MindSpore's primitive) takes the attributes at construction
+    and the tensors, then `call_attrs`, at the call; `ops.<functional>(x, ...)` and the Tensor method
+    `x.<method>(...)` take the tensors (the first one is `x`)."""
+    primitive: bool = True                # a P.<name> class exists
+    call_attrs: tuple[str, ...] = ()      # attributes passed after the tensors, in order
+    functional: str = ""                  # graphkernel.ops.<functional>
+    method: str = ""                      # Tensor.<method>
+
+
 REQUIRED = object()
 
 
@@ -45,6 +72,16 @@ class OpDef:
     canonicalize: Callable[[tuple[TensorType, ...], dict], dict] | None = None
     expandable: bool = False                # a composite op: an expander turns it into primitives
     doc: str = field(default="", compare=False)
+    cost: Cost = Cost.ARITH                 # per element, for the cost model
+    basic_fusion: bool = False              # basic fusion clusters it (the simple elementwise ops)
+    float16_exact: bool = False             # on float16 operands its result is a float16 value already
+    precision: Precision = Precision()      # default mixed-precision list
+    aliases: tuple[str, ...] = ()           # other MindSpore spellings (P.TensorAdd)
+    cann: tuple[str, ...] = ()              # CANN / TensorFlow names accepted in precision files
+    onnx: tuple[str, ...] = ()              # ONNX op types that are exactly this op (graphkernel.onnx)
+    api: Api = Api()
+    domain: str = "real"                    # sample inputs for generated tests: real | positive | bool |
+                                            # unit (|x| < 1) | any (dtype-generic)
 
     def check_attrs(self, attrs: dict) -> dict:
         known = {a.name: a for a in self.attrs}
@@ -68,13 +105,19 @@ class OpDef:
 
 OPS: dict[str, OpDef] = {}
 
-# MindSpore spellings of our ops (API aliases; CANN names for the precision lists live apart).
-ALIASES = {"TensorAdd": "Add", "Div": "RealDiv"}
+# MindSpore spellings of our ops (each row's `aliases`)
+ALIASES: dict[str, str] = {}
 
 
 def register(opdef: OpDef) -> OpDef:
-    if opdef.name in OPS:
+    if opdef.name in OPS or opdef.name in ALIASES:
         raise IRError(f"op {opdef.name} registered twice")
+    if opdef.precision.list not in ("white", "black", "gray"):
+        raise IRError(f"op {opdef.name}: precision list {opdef.precision.list!r} is not white, black or gray")
+    for alias in opdef.aliases:
+        if alias in OPS or alias in ALIASES:
+            raise IRError(f"op {opdef.name}: alias {alias} names another op")
+        ALIASES[alias] = opdef.name
     OPS[opdef.name] = opdef
     return opdef
 

@@ -7,7 +7,7 @@ from ir.dtypes import as_dtype
 from ir.errors import ShapeError
 from ir.graph import Literal, TensorType
 from ir.ops.checks import fmt, is_int_tuple
-from ir.ops.registry import Attr, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, register
 
 
 def _reshape_canon(types, attrs):
@@ -31,7 +31,8 @@ def _reshape_canon(types, attrs):
 register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: a[0].reshape(attrs["shape"]),
-               (Attr("shape", check=is_int_tuple),), _reshape_canon))
+               (Attr("shape", check=is_int_tuple),), _reshape_canon, cost=Cost.FREE, onnx=(), domain="any",
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape")))
 
 
 def _transpose_canon(types, attrs):
@@ -47,7 +48,8 @@ register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(tuple(types[0].shape[p] for p in attrs["perm"]),
                                                 types[0].dtype),),
                lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
-               (Attr("perm", check=is_int_tuple),), _transpose_canon))
+               (Attr("perm", check=is_int_tuple),), _transpose_canon, domain="any", cann=("TransposeD",),
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose")))
 
 
 def _broadcast_canon(types, attrs):
@@ -72,7 +74,8 @@ def _broadcast_canon(types, attrs):
 register(OpDef("BroadcastTo", Pattern.BROADCAST, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: np.broadcast_to(a[0], attrs["shape"]).copy(),
-               (Attr("shape", check=is_int_tuple),), _broadcast_canon))
+               (Attr("shape", check=is_int_tuple),), _broadcast_canon, cost=Cost.FREE, float16_exact=True,
+               domain="any", cann=("BroadcastToD",), precision=Precision("gray", True, "moves data")))
 
 
 def _literal(v) -> Literal:
@@ -85,4 +88,4 @@ register(OpDef("Const", Pattern.ELEMWISE, 0,
                lambda types, attrs: (TensorType(attrs["value"].array.shape,
                                                 as_dtype(attrs["value"].array.dtype)),),
                lambda a, attrs: attrs["value"].array,
-               (Attr("value", check=_literal),)))
+               (Attr("value", check=_literal),), cost=Cost.FREE, api=Api(primitive=False)))
