@@ -10,6 +10,7 @@ import numpy as np
 
 from ir.dtypes import DType, as_dtype
 from ir.errors import DTypeError
+from ir.ops import OPS
 
 
 def _to_array(data, dtype) -> np.ndarray:
@@ -77,6 +78,25 @@ class TensorOps:
         return P.Equal()(self._binary("Equal", o), False)   # not(equal), as ONNX's Not is written
 
     __hash__ = object.__hash__
+
+    # x.exp(), x.maximum(y), x.gt(y): the methods named by the `api.method` of each op row (ir/ops)
+    def __getattr__(self, name: str):
+        op = _METHODS.get(name)
+        if op is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        from graphkernel.ops import operations as P
+        prim = getattr(P, op)()
+
+        def method(*args, **kwargs):
+            return prim(self, *args, **kwargs)
+        method.__name__ = name
+        return method
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_METHODS))
+
+
+_METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}
 
 
 def _operand(o) -> bool:

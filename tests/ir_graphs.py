@@ -13,6 +13,7 @@ from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, TensorType, Value
 from ir.ops import OPS, make_node
+from op_samples import comparisons, float_ops, kernel_ops
 
 F16, F32, F64, I32, I64, BOOL = (DType.float16, DType.float32, DType.float64, DType.int32, DType.int64,
                                  DType.bool)
@@ -22,12 +23,14 @@ def tt(dtype: DType, *shape: int) -> TensorType:
     return TensorType(tuple(shape), dtype)
 
 
-# op -> (input types, attrs) for one valid node of that op
+def _operand(op: str, shape) -> TensorType:
+    return tt(BOOL if OPS[op].domain == "bool" else F32, *shape)
+
+
+# op -> (input types, attrs) for one valid node of that op: the elementwise ops from the op table
 SAMPLES = {
-    **{op: ([tt(F32, 2, 3), tt(F32, 3)], {}) for op in ("Add", "Sub", "Mul", "RealDiv", "Pow", "Maximum",
-                                                        "Minimum", "Greater", "Less", "Equal")},
-    **{op: ([tt(F32, 2, 3)], {}) for op in ("Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Erf",
-                                            "Square", "Sigmoid", "ReLU", "GeLU")},
+    **{op: ([_operand(op, (2, 3)), _operand(op, (3,))], {}) for op in kernel_ops(2)},
+    **{op: ([_operand(op, (2, 3))], {}) for op in float_ops(1) + kernel_ops(1)},
     "Select": ([tt(BOOL, 2, 3), tt(F32, 2, 3), tt(F32, 1, 3)], {}),
     "Cast": ([tt(F32, 2, 3)], {"dtype": F16}),
     "ReduceSum": ([tt(F32, 2, 3, 4)], {"axis": (1,), "keep_dims": True}),
@@ -197,9 +200,9 @@ def registered_ops() -> list[str]:
 # -- random DAGs ---------------------------------------------------------------------------------------
 
 SHAPES = [(2, 3), (1, 3), (2, 1), (3,), ()]
-UNARY = ["Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Erf", "Rsqrt", "Square", "Sigmoid"]
-BINARY = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow"]
-COMPARE = ["Greater", "Less", "Equal"]
+UNARY = float_ops(1)      # from the op table (tests/op_samples.py)
+BINARY = float_ops(2)
+COMPARE = comparisons()
 # characters that stress quoting (a fixed alphabet: hypothesis' full-unicode charmap takes seconds to build)
 NAME_CHARS = list('aZ0_/- "\\\n\r\t%{}()<>|#&;=,') + ["é", "名", "😀", "\u2028", "\x00", "\x85", "\ud800", "\udfff"]
 names = st.one_of(st.just(""), st.text(st.sampled_from(NAME_CHARS), max_size=10))

@@ -1,6 +1,7 @@
 """ONNX arithmetic, comparisons, Cast, MatMul and Gemm as graphkernel primitives.
 
-ONNX broadcasting is numpy's, as ours is. Where ONNX and our primitives differ:
+An ONNX op that is exactly one of ours (Add, Exp, Relu, ...) is converted by the `onnx` names of that
+op's row in the op table. ONNX broadcasting is numpy's, as ours is. Where ONNX and our primitives differ:
     Div on integers    truncates toward zero: computed as Cast(float64) -> RealDiv -> Cast back (exact for
                        |values| < 2**53, so for every int32)
     Pow                 exponent of another type: cast to the base's type; an integer base is raised in
@@ -14,25 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from ir.dtypes import DType
+from ir.ops import OPS
 from ir.ops.checks import broadcast
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
 from graphkernel.onnx.registry import converter
 from graphkernel.onnx.types import to_dtype
 
 
-def _binary(onnx_name: str, ir_name: str):
-    converter(onnx_name)(lambda b, n: [b.op(ir_name, n.inputs[:2])])
+def _exactly(op: str, arity: int):
+    return lambda b, n: [b.op(op, n.inputs[:arity])]
 
 
-def _unary(onnx_name: str, ir_name: str):
-    converter(onnx_name)(lambda b, n: [b.op(ir_name, n.inputs[:1])])
-
-
-for _name in ("Add", "Sub", "Mul", "Equal", "Greater", "Less"):
-    _binary(_name, _name)
-for _onnx, _ir in (("Sqrt", "Sqrt"), ("Exp", "Exp"), ("Log", "Log"), ("Tanh", "Tanh"), ("Erf", "Erf"),
-                   ("Neg", "Neg"), ("Abs", "Abs"), ("Sigmoid", "Sigmoid"), ("Relu", "ReLU")):
-    _unary(_onnx, _ir)
+for _d in OPS.values():   # ONNX ops that are exactly one of ours: the `onnx` names of its op row
+    for _onnx in _d.onnx:
+        converter(_onnx)(_exactly(_d.name, _d.arity))
 
 
 @converter("Reciprocal")

@@ -35,6 +35,9 @@ CONVERTERS: dict[str, Converter] = {}
 
 def converter(op_type: str, static: tuple[int, ...] = (), min_version: int = MIN_OPSET):
     def register(fn):
+        if op_type in CONVERTERS:
+            raise RuntimeError(f"two converters for ONNX {op_type}: {CONVERTERS[op_type].fn.__module__} and "
+                               f"{fn.__module__}")
         CONVERTERS[op_type] = Converter(op_type, fn, static, min_version)
         return fn
     return register

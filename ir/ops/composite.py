@@ -89,7 +89,7 @@ def _bias_add(a, attrs):
 
 
 composite("BiasAdd", 2, _bias_add_infer, _bias_add, (Attr("data_format", "NCHW", is_str("NCHW", "NHWC")),),
-          doc="adds a 1-D bias along the channel axis (1 for NCHW, last for NHWC)")
+          doc="adds a 1-D bias along the channel axis (1 for NCHW, last for NHWC)", api=Api(inputs=("x", "bias")))
 
 
 def _softmax_canon(types, attrs):
@@ -164,6 +164,6 @@ composite("LayerNorm", 3, _layer_norm_infer, _layer_norm,
           (Attr("begin_norm_axis", -1, is_int), Attr("begin_params_axis", -1, is_int),
            Attr("epsilon", 1e-7, is_float)), _layer_norm_canon,
           doc="returns (y, mean, variance); mean/variance keep the normalized axes as 1",
-          cann=("LayerNormV3", "LayerNormV4"),
+          cann=("LayerNormV3", "LayerNormV4"), api=Api(inputs=("x", "gamma", "beta")),
           precision=Precision("black", True, "mean and variance of a row lose precision in float16; its expansion "
                               "stays float32"))

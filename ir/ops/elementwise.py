@@ -46,7 +46,10 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return (np.ones((), x.dtype) / np.sqrt(x)).astype(x.dtype)
+    """1 / sqrt(x), one primitive: a float16 input is computed in float32 and rounded once (as numpy's
+    float16 loops compute every other op, and as the kernels do)."""
+    wide = x.astype(np.float32) if x.dtype == np.float16 else x
+    return (np.ones((), wide.dtype) / np.sqrt(wide)).astype(x.dtype)
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -124,7 +127,7 @@ def _select_infer(types, attrs):
 
 register(OpDef("Select", Pattern.BROADCAST, 3, _select_infer, lambda a, attrs: np.where(a[0], a[1], a[2]),
                basic_fusion=True, float16_exact=True, cann=("SelectV2",), precision=Precision("gray", True, "moves data"),
-               api=_api("select", "")))
+               api=Api(functional="select", inputs=("cond", "x", "y"))))
 
 
 def _cast_infer(types, attrs):

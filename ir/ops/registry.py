@@ -47,6 +47,7 @@ class Api:
     call_attrs: tuple[str, ...] = ()      # attributes passed after the tensors, in order
     functional: str = ""                  # graphkernel.ops.<functional>
     method: str = ""                      # Tensor.<method>
+    inputs: tuple[str, ...] = ()          # names of the tensor inputs in docs (default x, y, z)
 
 
 REQUIRED = object()

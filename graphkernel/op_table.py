@@ -1,0 +1,52 @@
+"""The op table as the docs show it (docs/ops.md), generated from the rows of ir/ops; a test checks the
+file is current. Regenerate with `python -m graphkernel.op_table > docs/ops.md`.
+"""
+from __future__ import annotations
+
+from ir.ops import OPS, OpDef, Pattern
+from graphkernel.ops import operations
+from graphkernel.ops.operations import signature
+
+HEADER = """# Ops
+
+Generated from the op table (`ir/ops`: one row per op, every fact about it in the row) by
+`python -m graphkernel.op_table > docs/ops.md`; a test checks that this file is current.
+
+- **kind**: how output elements map to input elements (ELEMWISE < BROADCAST < INJECTIVE < REDUCE < OPAQUE <
+  HOST; a composite op is expanded into primitives before fusion).
+- **call**: MindSpore's primitive, attributes at construction, tensors (then call-time attributes) at the
+  call; also `ops.<functional>(...)` and `Tensor.<method>(...)` where named.
+- **cost**: per element, for the cost model; **basic**: basic fusion clusters it; **f16 exact**: on float16
+  operands its result needs no rounding.
+- **list**: default mixed-precision list (white: float16 under allow_mix_precision; black: float32; gray:
+  follows its inputs); **names**: other MindSpore spellings and CANN names accepted in precision files;
+  **ONNX**: ONNX ops converted to exactly this op (others map to several of ours, see docs of the ONNX
+  frontend).
+
+| op | kind | call | functional / method | cost | basic | f16 exact | list | names | ONNX |
+|---|---|---|---|---|---|---|---|---|---|
+"""
+
+
+def _call(d: OpDef) -> str:
+    return f"`{signature(d)}`" if hasattr(operations, d.name) else "(internal)"
+
+
+def _row(d: OpDef) -> str:
+    kind = "composite" if d.expandable else d.pattern.name
+    api = ", ".join(x for x in (f"`ops.{d.api.functional}`" if d.api.functional else "",
+                                f"`Tensor.{d.api.method}`" if d.api.method else "") if x) or "-"
+    names = ", ".join(f"`{n}`" for n in d.aliases + d.cann) or "-"
+    onnx = ", ".join(d.onnx) or "-"
+    yes = {True: "yes", False: "-"}
+    return (f"| {d.name} | {kind} | {_call(d)} | {api} | {d.cost.name.lower()} | {yes[d.basic_fusion]} | "
+            f"{yes[d.float16_exact]} | {d.precision.list} | {names} | {onnx} |")
+
+
+def render() -> str:
+    order = sorted(OPS.values(), key=lambda d: (d.expandable, d.pattern if d.pattern != Pattern.HOST else 9, d.name))
+    return HEADER + "\n".join(_row(d) for d in order) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
