@@ -13,12 +13,13 @@ op's row in the op table. ONNX broadcasting is numpy's, as ours is. Where ONNX a
 from __future__ import annotations
 
 import numpy as np
+import onnx.defs
 
 from ir.dtypes import DType
 from ir.ops import OPS
 from ir.ops.checks import broadcast
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
-from graphkernel.onnx.registry import converter
+from graphkernel.onnx.registry import MIN_OPSET, converter
 from graphkernel.onnx.types import to_dtype
 
 
@@ -26,9 +27,15 @@ def _exactly(op: str, arity: int):
     return lambda b, n: [b.op(op, n.inputs[:arity])]
 
 
+def _version_at_min_opset(onnx_op: str) -> int:
+    """The op's version in force at MIN_OPSET: the converter implements it and every later one up to
+    REVIEWED_OPSET (an op unchanged since opset 7, as Sin, has version 7 at opset 17)."""
+    return onnx.defs.get_schema(onnx_op, MIN_OPSET, "").since_version
+
+
 for _d in OPS.values():   # ONNX ops that are exactly one of ours: the `onnx` names of its op row
     for _onnx in _d.onnx:
-        converter(_onnx)(_exactly(_d.name, _d.arity))
+        converter(_onnx, min_version=_version_at_min_opset(_onnx))(_exactly(_d.name, _d.arity))
 
 
 @converter("Reciprocal")
