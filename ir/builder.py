@@ -150,7 +150,10 @@ class GraphBuilder:
     def mean(self, x: Value, axes) -> Value:
         """The mean over `axes` (() is every axis), keep_dims=True, rounded as the registry's ReduceMean: a
         float16 input is summed and divided in float32 and rounded to float16 once (as numpy's mean does)."""
-        axes = normalize_axes(axes, x.type.rank)
+        try:
+            axes = normalize_axes(axes, x.type.rank)
+        except ShapeError as e:
+            raise ShapeError(f"mean of {x.type}: {e}") from None
         count = prod(x.shape[a] for a in axes)
         acc = self.op("Cast", x, dtype=DType.float32) if x.dtype == DType.float16 else x
         total = self.reduce("ReduceSum", acc, axes)

@@ -87,7 +87,10 @@ def test_const_takes_the_builders_dtype_unless_told():
     assert b.const(Literal(np.ones(2, np.float64)), F64).type == tt(F64, 2)
     with pytest.raises(DTypeError, match="no exact int32"):
         b.const([1, 2, 2.5], I32)
-    assert constant_array(np.float32(3), F32).dtype == np.float32
+    big = np.array([2**62 + 1, -3], np.int64)
+    assert constant_array(big, I64) is big                       # already in the dtype: neither copied nor cast
+    with pytest.raises(DTypeError, match="no exact int32"):
+        constant_array(big, I32)
 
 
 def test_names_are_scoped_counted_and_explicit_names_win():
@@ -98,8 +101,7 @@ def test_names_are_scoped_counted_and_explicit_names_win():
     w = b.op("Exp", b.op("Abs", z, name=""))
     assert [n.name for n in b.nodes] == ["Default/net/GeLU-op3/Const-0", "Default/net/GeLU-op3/Mul-1", "exact",
                                          "", "Default/net/GeLU-op3/Exp-2"]
-    assert w.node.name == b.nodes[-1].name
-    assert [n.name for n in GraphBuilder(tt(F32, 4)).graph().nodes] == []
+    assert w.node is b.nodes[-1]
     plain = GraphBuilder(tt(F32, 4))
     plain.op("Neg", plain.inputs[0])
     assert plain.nodes[0].name == ""
@@ -214,6 +216,15 @@ def test_mean_rounds_as_the_registrys_reduce_mean(dtype, axes):
     (got,) = interpret(graph, [data])
     (want,) = evaluate(want_node, [data])
     assert_close(got, want)
+
+
+def test_mean_refuses_axes_out_of_range():
+    b = GraphBuilder(tt(F32, 2, 3))
+    with pytest.raises(ShapeError, match=r"mean of f32\[2,3\]: axis 2 out of range for rank 2"):
+        b.mean(b.inputs[0], (2,))
+    with pytest.raises(ShapeError, match=r"repeated axis"):
+        b.mean(b.inputs[0], (1, -1))
+    assert b.nodes == []
 
 
 def test_composite_runs_a_subgraph_and_checks_its_input_types():
