@@ -1,12 +1,17 @@
-"""Helpers for the fusion tests: build graphs with make_node, run them on the reference, fuse them."""
+"""Helpers for the fusion tests: graphs built with ir.GraphBuilder, run on the reference, fused.
+
+    g = GraphBuilder(t(4, 4)); (x,) = g.inputs
+    graph = g.graph(g.op("Mul", x, g.const(2.0)))
+    basic, composite = fuse_all(graph, options())
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from ir.dtypes import DType
-from ir.graph import Graph, Literal, TensorType, Value
+from ir.builder import GraphBuilder
+from ir.graph import Graph, TensorType, Value
 from ir.interpret import interpret as ir_interpret
-from ir.ops import make_node
 from ir.verify import verify as ir_verify
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
@@ -23,25 +28,6 @@ def options(flags: str = "", opt_level: int | None = None, core_num: int = 32,
     text = flags + (f" --opt_level={opt_level}" if opt_level is not None else "")
     return CompileOptions(enable_graph_kernel=True, flags=parse_flags(text, read_env=False),
                           core_num=core_num, fusion_switch_off=frozenset(switched_off), log=FusionLog())
-
-
-class Builder:
-    """g = Builder(F32[...]); y = g.op("Mul", x, g.const(2.0)); graph = g.graph(y)"""
-
-    def __init__(self, *types: TensorType):
-        self.inputs = Graph.with_inputs(types)
-        self.nodes = []
-
-    def op(self, name: str, *inputs: Value, **attrs) -> Value:
-        node = make_node(name, inputs, attrs)
-        self.nodes.append(node)
-        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
-
-    def const(self, value, dtype: DType = F32) -> Value:
-        return self.op("Const", value=Literal(np.asarray(value, dtype=dtype.np)))
-
-    def graph(self, *outputs: Value) -> Graph:
-        return Graph(self.inputs, self.nodes, outputs)
 
 
 def t(*shape: int, dtype: DType = F32) -> TensorType:
@@ -79,20 +65,20 @@ def random_inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
     return [rng.standard_normal(v.shape).astype(v.dtype.np) for v in graph.inputs]
 
 
-__all__ = ["F32", "F16", "options", "Builder", "t", "interpret", "verify", "fuse_all", "composites",
+__all__ = ["F32", "F16", "options", "t", "interpret", "verify", "fuse_all", "composites",
            "ops_of", "random_inputs", "kernel_count", "softmax", "layer_norm", "gelu", "bert_layer"]
 
 
 # --- expanded composite ops, written by hand as the expanders produce them ---
 
-def softmax(g: Builder, x: Value, axis: int = -1) -> Value:
+def softmax(g: GraphBuilder, x: Value, axis: int = -1) -> Value:
     m = g.op("ReduceMax", x, axis=(axis,), keep_dims=True)
     e = g.op("Exp", g.op("Sub", x, m))
     s = g.op("ReduceSum", e, axis=(axis,), keep_dims=True)
     return g.op("RealDiv", e, s)
 
 
-def layer_norm(g: Builder, x: Value, gamma: Value, beta: Value, eps: float = 1e-7) -> Value:
+def layer_norm(g: GraphBuilder, x: Value, gamma: Value, beta: Value, eps: float = 1e-7) -> Value:
     n = x.shape[-1]
     dtype = x.dtype
     mean = g.op("Mul", g.op("ReduceSum", x, axis=(-1,), keep_dims=True), g.const(1.0 / n, dtype))
@@ -103,7 +89,7 @@ def layer_norm(g: Builder, x: Value, gamma: Value, beta: Value, eps: float = 1e-
     return g.op("Add", g.op("Mul", g.op("Mul", centered, inv), gamma), beta)
 
 
-def gelu(g: Builder, x: Value) -> Value:
+def gelu(g: GraphBuilder, x: Value) -> Value:
     dtype = x.dtype
     cube = g.op("Mul", g.op("Mul", x, x), x)
     inner = g.op("Mul", g.op("Add", x, g.op("Mul", cube, g.const(0.044715, dtype))),
@@ -115,7 +101,7 @@ def gelu(g: Builder, x: Value) -> Value:
 def bert_layer(batch: int = 2, seq: int = 8, hidden: int = 64, heads: int = 4):
     """A BERT encoder layer (attention, LayerNorm, GeLU feed-forward) with its composite ops unexpanded."""
     d = hidden // heads
-    g = Builder(t(batch * seq, hidden), *[t(hidden, hidden), t(hidden)] * 4, t(hidden), t(hidden),
+    g = GraphBuilder(t(batch * seq, hidden), *[t(hidden, hidden), t(hidden)] * 4, t(hidden), t(hidden),
                 t(hidden, 4 * hidden), t(4 * hidden), t(4 * hidden, hidden), t(hidden), t(hidden), t(hidden))
     x, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, w1, c1, w2, c2, g2, b2 = g.inputs
 
@@ -126,7 +112,7 @@ def bert_layer(batch: int = 2, seq: int = 8, hidden: int = 64, heads: int = 4):
     probs = g.op("Softmax", g.op("Mul", g.op("BatchMatMul", q, k, transpose_b=True), g.const(d ** -0.5)))
     ctx = g.op("Reshape", g.op("Transpose", g.op("BatchMatMul", probs, v), perm=(0, 2, 1, 3)),
                shape=(batch * seq, hidden))
-    h1 = g.op("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ctx, wo), bo), x), g1, b1)[0]
+    h1 = g.ops("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ctx, wo), bo), x), g1, b1)[0]
     ff = g.op("GeLU", g.op("BiasAdd", g.op("MatMul", h1, w1), c1))
-    out = g.op("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ff, w2), c2), h1), g2, b2)[0]
+    out = g.ops("LayerNorm", g.op("Add", g.op("BiasAdd", g.op("MatMul", ff, w2), c2), h1), g2, b2)[0]
     return g.graph(out)

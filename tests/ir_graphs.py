@@ -3,16 +3,20 @@
     op_graph("Add")        one node of each registered op, on sample inputs
     seed_graphs()          the seed's nets, unfused and fused, LayerNorm, literals, hostile names
     random_graphs()        a hypothesis strategy: random DAGs of primitives, sometimes in a composite
+    subgraph(outer, body)  the graph body(f) builds on a GraphBuilder f of outer's types (for composites)
+
+All are built with ir.GraphBuilder (names given explicitly, as a trace would have named the nodes).
 """
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
 
+from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, TensorType, Value
-from ir.ops import OPS, make_node
+from ir.ops import OPS
 from op_samples import comparisons, float_ops, kernel_ops
 
 F16, F32, F64, I32, I64, BOOL = (DType.float16, DType.float32, DType.float64, DType.int32, DType.int64,
@@ -64,75 +68,69 @@ def op_graph(op: str) -> Graph | None:
     """A graph of one `op` node reading fresh inputs, all its results outputs; None if no sample fits."""
     candidates = [SAMPLES[op]] if op in SAMPLES else [([tt(F32, 2, 3)] * n, {}) for n in range(4)]
     for types, attrs in candidates:
-        inputs = Graph.with_inputs(types, [f"in{i}" for i in range(len(types))])
+        b = GraphBuilder(*types, names=[f"in{i}" for i in range(len(types))])
         try:
-            node = make_node(op, inputs, attrs, name=f"Default/{op}-op0")
+            outputs = b.ops(op, *b.inputs, name=f"Default/{op}-op0", **attrs)
         except IRError:
             continue
-        return Graph(inputs, [node], node.outputs)
+        return b.graph(*outputs)
     return None
 
 
-def composite(name: str, outer: list[Value], build) -> Node:
-    """A Composite node over `outer`; `build(inner_inputs) -> (nodes, outputs)` makes its subgraph."""
-    inner = Graph.with_inputs([v.type for v in outer])
-    nodes, outputs = build(inner)
-    return Node("Composite", outer, (), [v.type for v in outputs], name, Graph(inner, nodes, outputs))
+def subgraph(outer: list[Value], body) -> Graph:
+    """The graph `body(f) -> outputs` builds on f, a GraphBuilder with inputs of the types of `outer`."""
+    f = GraphBuilder(*(v.type for v in outer))
+    return f.graph(*body(f))
 
 
-def const(value, dtype: DType = F32, name: str = "") -> Node:
-    return make_node("Const", [], {"value": np.asarray(value, dtype=dtype.np)}, name=name)
+def composite(name: str, outer: list[Value], body) -> Node:
+    """A Composite node running `subgraph(outer, body)` on `outer`, added to no graph (for graphs put
+    together node by node, as the verifier's tests do)."""
+    return GraphBuilder().composite(subgraph(outer, body), *outer, name=name)[0].node
 
 
 def net_basic_fuse() -> Graph:
     """The seed's NetBasicFuse: x * 2.0 + 1.0."""
-    x, = Graph.with_inputs([tt(F32, 4, 4)], ["x"])
-    two, one = const(2.0), const(1.0)
-    mul = make_node("Mul", [x, two.out], name="Default/Mul-op0")
-    add = make_node("Add", [mul.out, one.out], name="Default/TensorAdd-op1")
-    return Graph([x], [two, one, mul, add], [add.out])
+    b = GraphBuilder(tt(F32, 4, 4), names=["x"])
+    two, one = b.const(2.0), b.const(1.0)
+    mul = b.op("Mul", b.inputs[0], two, name="Default/Mul-op0")
+    return b.graph(b.op("Add", mul, one, name="Default/TensorAdd-op1"))
 
 
 def net_composite_fused() -> Graph:
     """NetCompositeFuse after composite fusion: one Fused_Mul_Add_Pow_0 holding the scalar consts."""
-    x, = Graph.with_inputs([tt(F32, 4, 4)], ["x"])
-
-    def body(inner):
-        two, one, three = const(2.0), const(1.0), const(3.0)
-        mul = make_node("Mul", [inner[0], two.out], name="Default/Mul-op0")
-        add = make_node("Add", [mul.out, one.out], name="Default/TensorAdd-op1")
-        pw = make_node("Pow", [add.out, three.out], name="Default/Pow-op2")
-        return [two, one, three, mul, add, pw], [pw.out]
-    fused = composite("Fused_Mul_Add_Pow_0", [x], body)
-    return Graph([x], [fused], fused.outputs)
+    def body(f):
+        two, one, three = f.const(2.0), f.const(1.0), f.const(3.0)
+        mul = f.op("Mul", f.inputs[0], two, name="Default/Mul-op0")
+        add = f.op("Add", mul, one, name="Default/TensorAdd-op1")
+        return [f.op("Pow", add, three, name="Default/Pow-op2")]
+    b = GraphBuilder(tt(F32, 4, 4), names=["x"])
+    return b.graph(*b.composite(subgraph(b.inputs, body), *b.inputs, name="Fused_Mul_Add_Pow_0"))
 
 
 def two_composites() -> Graph:
     """A multi-output composite feeding a second composite and a primitive, plus a broadcast input."""
-    x, b = Graph.with_inputs([tt(F32, 2, 3), tt(F32, 3)], ["x", "bias"])
+    b = GraphBuilder(tt(F32, 2, 3), tt(F32, 3), names=["x", "bias"])
 
-    def first(inner):
-        add = make_node("Add", [inner[0], inner[1]], name="Default/Add-op0")
-        ex = make_node("Exp", [add.out], name="Default/Exp-op1")
-        return [add, ex], [ex.out, add.out]
+    def first(f):
+        add = f.op("Add", f.inputs[0], f.inputs[1], name="Default/Add-op0")
+        return [f.op("Exp", add, name="Default/Exp-op1"), add]
 
-    def second(inner):
-        s = make_node("ReduceSum", [inner[0]], {"axis": (1,), "keep_dims": True}, name="Default/ReduceSum-op2")
-        d = make_node("RealDiv", [inner[0], s.out], name="Default/RealDiv-op3")
-        m = make_node("Mul", [d.out, inner[1]], name="Default/Mul-op4")
-        return [s, d, m], [m.out]
-    c0 = composite("Fused_Add_Exp_0", [x, b], first)
-    c1 = composite("Fused_ReduceSum_RealDiv_Mul_1", [c0.outputs[0], c0.outputs[1]], second)
-    neg = make_node("Neg", [c0.outputs[1]], name="Default/Neg-op5")
-    return Graph([x, b], [c0, c1, neg], [c1.out, neg.out, c0.outputs[0]])
+    def second(f):
+        s = f.op("ReduceSum", f.inputs[0], axis=(1,), keep_dims=True, name="Default/ReduceSum-op2")
+        d = f.op("RealDiv", f.inputs[0], s, name="Default/RealDiv-op3")
+        return [f.op("Mul", d, f.inputs[1], name="Default/Mul-op4")]
+    ex, add = b.composite(subgraph(b.inputs, first), *b.inputs, name="Fused_Add_Exp_0")
+    (fused,) = b.composite(subgraph([ex, add], second), ex, add, name="Fused_ReduceSum_RealDiv_Mul_1")
+    neg = b.op("Neg", add, name="Default/Neg-op5")
+    return b.graph(fused, neg, ex)
 
 
 def layer_norm_graph() -> Graph:
-    x, g, b = Graph.with_inputs([tt(F32, 4, 4), tt(F32, 4), tt(F32, 4)], ["x", "gamma", "beta"])
-    ln = make_node("LayerNorm", [x, g, b], {"begin_norm_axis": 1, "begin_params_axis": 1, "epsilon": 1e-5},
-                   name="Default/LayerNorm-op0")
-    y = make_node("Mul", [ln.outputs[0], ln.outputs[2]], name="Default/Mul-op1")
-    return Graph([x, g, b], [ln, y], [y.out, ln.outputs[1]])
+    b = GraphBuilder(tt(F32, 4, 4), tt(F32, 4), tt(F32, 4), names=["x", "gamma", "beta"])
+    y, mean, variance = b.ops("LayerNorm", *b.inputs, begin_norm_axis=1, begin_params_axis=1, epsilon=1e-5,
+                              name="Default/LayerNorm-op0")
+    return b.graph(b.op("Mul", y, variance, name="Default/Mul-op1"), mean)
 
 
 def literal_graph() -> Graph:
@@ -149,8 +147,8 @@ def literal_graph() -> Graph:
         np.zeros((0, 3), np.float32),
         np.array(np.float16(-2.5)),
     ]
-    nodes = [make_node("Const", [], {"value": v}, name=f"c{i}") for i, v in enumerate(values)]
-    return Graph([], nodes, [n.out for n in nodes])
+    b = GraphBuilder()
+    return b.graph(*(b.const(v, v.dtype, name=f"c{i}") for i, v in enumerate(values)))
 
 
 HOSTILE_NAMES = [
@@ -164,18 +162,14 @@ HOSTILE_NAMES = [
 def hostile_graph() -> Graph:
     """Every node, input and composite named with something a parser or Graphviz could choke on."""
     names = HOSTILE_NAMES
-    x, y = Graph.with_inputs([tt(F32, 2, 2), tt(F32, 2, 2)], [names[0], names[1]])
-    nodes, v = [], x
+    b = GraphBuilder(tt(F32, 2, 2), tt(F32, 2, 2), names=names[:2])
+    x, y = b.inputs
+    v = x
     for i, name in enumerate(names):
-        node = make_node("Add" if i % 2 else "Mul", [v, y], name=name)
-        nodes.append(node)
-        v = node.out
-
-    def body(inner):
-        n = make_node("Sub", [inner[0], inner[1]], name=names[6])
-        return [n], [n.out]
-    comp = composite(names[2], [v, x], body)
-    return Graph([x, y], nodes + [comp], [comp.out, v])
+        v = b.op("Add" if i % 2 else "Mul", v, y, name=name)
+    sub = subgraph([v, x], lambda f: [f.op("Sub", *f.inputs, name=names[6])])
+    (comp,) = b.composite(sub, v, x, name=names[2])
+    return b.graph(comp, v)
 
 
 def seed_graphs() -> dict[str, Graph]:
@@ -213,9 +207,8 @@ def random_graphs(draw, max_nodes: int = 12) -> Graph:
     n_inputs = draw(st.integers(1, 3))
     types = [TensorType(draw(st.sampled_from(SHAPES)), draw(st.sampled_from([F32, F32, F16])))
              for _ in range(n_inputs)]
-    inputs = Graph.with_inputs(types, [draw(names) for _ in types])
-    values: list[Value] = list(inputs)
-    nodes: list[Node] = []
+    g = GraphBuilder(*types, names=[draw(names) for _ in types])
+    values: list[Value] = list(g.inputs)
     for _ in range(draw(st.integers(1, max_nodes))):
         kind = draw(st.sampled_from(["unary", "binary", "binary", "reduce", "const", "broadcast", "cast",
                                      "select"]))
@@ -223,38 +216,36 @@ def random_graphs(draw, max_nodes: int = 12) -> Graph:
         name = draw(names)
         try:
             if kind == "unary":
-                node = make_node(draw(st.sampled_from(UNARY)), [a], name=name)
+                new = g.ops(draw(st.sampled_from(UNARY)), a, name=name)
             elif kind == "binary":
-                node = make_node(draw(st.sampled_from(BINARY)), [a, b], name=name)
+                new = g.ops(draw(st.sampled_from(BINARY)), a, b, name=name)
             elif kind == "reduce":
                 # no explicit axis on a 0-d tensor: the IR accepts axis 0 there but numpy's reference fails
                 rank = a.type.rank
                 axes = draw(st.lists(st.integers(-rank, rank - 1), max_size=2, unique=True)) if rank else []
-                node = make_node(draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin"])), [a],
-                                 {"axis": tuple(axes), "keep_dims": draw(st.booleans())}, name=name)
+                new = g.ops(draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin"])), a, axis=tuple(axes),
+                            keep_dims=draw(st.booleans()), name=name)
             elif kind == "const":
                 dtype = draw(st.sampled_from([F32, F16, F64]))
                 value = draw(st.lists(st.floats(width=16 if dtype is F16 else 32), min_size=1, max_size=3))
-                node = make_node("Const", [], {"value": np.array(value if len(value) > 1 else value[0], dtype.np)},
-                                 name=name)
+                new = (g.const(value if len(value) > 1 else value[0], dtype, name=name),)
             elif kind == "broadcast":
-                node = make_node("BroadcastTo", [a], {"shape": (2, 3)}, name=name)
+                new = g.ops("BroadcastTo", a, shape=(2, 3), name=name)
             elif kind == "cast":
-                node = make_node("Cast", [a], {"dtype": draw(st.sampled_from([F32, F16]))}, name=name)
+                new = g.ops("Cast", a, dtype=draw(st.sampled_from([F32, F16])), name=name)
             else:
-                cond = make_node(draw(st.sampled_from(COMPARE)), [a, b])
-                node = make_node("Select", [cond.out, b, c], name=name)
-                nodes.append(cond)
+                cond = g.node(draw(st.sampled_from(COMPARE)), a, b, name="")
+                select = g.node("Select", cond.out, b, c, name=name)
+                g.add(cond)
+                new = g.add(select).outputs
         except IRError:
             continue
-        nodes.append(node)
-        values.extend(node.outputs)
+        values.extend(new)
     outputs = draw(st.lists(st.sampled_from(values), min_size=1, max_size=3))
-    graph = Graph(inputs, nodes, outputs)
-    if nodes and draw(st.booleans()):  # the same computation inside one composite
-        outer = Graph.with_inputs(types, [v.node.name for v in inputs])
-        fused = Node("Composite", outer, (), [v.type for v in outputs], draw(names), graph)
-        graph = Graph(outer, [fused], fused.outputs)
+    graph = g.graph(*outputs)
+    if g.nodes and draw(st.booleans()):  # the same computation inside one composite
+        outer = GraphBuilder(*types, names=[v.node.name for v in g.inputs])
+        graph = outer.graph(*outer.composite(graph, *outer.inputs, name=draw(names)))
     return graph
 
 

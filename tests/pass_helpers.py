@@ -1,5 +1,5 @@
-"""Helpers for the expander and simplify tests: build graphs with make_node, random inputs; the reference
-interpreter (ir.interpret) and verifier (ir.verify) re-exported.
+"""Helpers for the expander, simplify and precision tests: types, random inputs, op lists; the reference
+interpreter (ir.interpret) and verifier (ir.verify) re-exported. Graphs are built with ir.GraphBuilder:
 
     g = GraphBuilder(tt(F32, 4, 8)); x, = g.inputs
     y = g.op("Mul", x, g.const(2.0)); graph = g.graph(y)
@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ir.dtypes import DType
-from ir.graph import Graph, Literal, TensorType, Value
+from ir.graph import Graph, TensorType
 from ir.interpret import interpret  # noqa: F401  (re-exported for the tests)
-from ir.ops import make_node
 from ir.verify import verify  # noqa: F401
 
 F16, F32, F64, I32, I64 = DType.float16, DType.float32, DType.float64, DType.int32, DType.int64
@@ -19,23 +18,6 @@ F16, F32, F64, I32, I64 = DType.float16, DType.float32, DType.float64, DType.int
 
 def tt(dtype: DType, *shape: int) -> TensorType:
     return TensorType(tuple(shape), dtype)
-
-
-class GraphBuilder:
-    def __init__(self, *types: TensorType):
-        self.inputs = Graph.with_inputs(types)
-        self.nodes = []
-
-    def op(self, op: str, *inputs: Value, name: str = "", **attrs):
-        node = make_node(op, inputs, attrs, name=name)
-        self.nodes.append(node)
-        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
-
-    def const(self, value, dtype: DType = F32) -> Value:
-        return self.op("Const", value=Literal(np.asarray(value, dtype=dtype.np)))
-
-    def graph(self, *outputs: Value) -> Graph:
-        return Graph(self.inputs, self.nodes, outputs)
 
 
 def random_inputs(graph: Graph, seed: int = 0, positive: bool = False) -> list[np.ndarray]:

@@ -23,7 +23,8 @@ from kernels.fusible import unsupported_reason
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import run_pipeline
-from tests.kernel_graphs import Builder, fused
+from ir import GraphBuilder
+from tests.kernel_graphs import fused
 from tests.sweep_cases import ElementwiseCase, ReduceCase, dyadic, sum_is_exact
 from tests.tolerance import assert_close
 
@@ -84,7 +85,7 @@ CHAIN_MAGNITUDE = {"input": 2.0, "scalar_chain": 4.8125, "broadcast_chain": 4.0,
 
 
 def reduce_graph(case: ReduceCase) -> tuple[Graph, list[np.ndarray]]:
-    b = Builder(case.dtype)
+    b = GraphBuilder(dtype=case.dtype)
     shape = case.shape()
     x = b.input(shape)
     arrays = [dyadic(shape, case.dtype, case.seed)]
@@ -167,7 +168,7 @@ def run_reduce_case(case: ReduceCase) -> dict:
 # --- elementwise -------------------------------------------------------------------------------
 
 def elementwise_graph(case: ElementwiseCase) -> tuple[Graph, list[np.ndarray]]:
-    b = Builder(case.dtype)
+    b = GraphBuilder(dtype=case.dtype)
     xs, ys = case.shapes()
     x = b.input(xs)
     arrays = [dyadic(xs, case.dtype, case.seed)]

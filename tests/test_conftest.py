@@ -132,9 +132,9 @@ def test_ci_derives_the_seed_from_the_commit(monkeypatch):
 BUILD_FAILS = """
 import kernels.emitters
 from kernels import DeviceConfig, lower
-from tests.kernel_graphs import Builder
+from ir import GraphBuilder
 kernels.emitters.EMITTERS["Neg"] = lambda o: "undefined_function_xyz()"
-b = Builder()
+b = GraphBuilder()
 lower(b.graph(b.op("Neg", b.input((5,)))), DeviceConfig(cache_mode="disable"))
 print("went on")
 """
@@ -143,8 +143,9 @@ ENTRY_CORRUPT = """
 import glob, sys
 from kernels import DeviceConfig, lower
 from kernels.cache import clear_memory
-from tests.kernel_graphs import Builder, fused
-b = Builder()
+from ir import GraphBuilder
+from tests.kernel_graphs import fused
+b = GraphBuilder()
 graph = fused(b.graph(b.op("Neg", b.op("Mul", b.input((4, 4)), b.const(3.0)))))
 lower(graph, DeviceConfig(cache_dir=sys.argv[1]))
 (entry,) = glob.glob(sys.argv[1] + "/Fused_*.py")

@@ -1,7 +1,8 @@
 """The cost model: its figures, and the fusions it must refuse, each with the reason it logs."""
 import pytest
 
-from fusion_helpers import Builder, F16, composites, fuse_all, kernel_count, options, softmax, t
+from ir import GraphBuilder
+from fusion_helpers import F16, composites, fuse_all, kernel_count, options, softmax, t
 from graphkernel.passes.cost_model import estimate, score
 from graphkernel.passes.fusion_utils import build_composite
 from kernels import aicore
@@ -13,13 +14,13 @@ def subgraph_of(graph):
 
 
 def _chain(*shape):
-    g = Builder(t(*shape))
+    g = GraphBuilder(t(*shape))
     (x,) = g.inputs
     return g.graph(g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0)))
 
 
 def test_estimate_of_an_elementwise_kernel():
-    g = Builder(t(256, 1024))
+    g = GraphBuilder(t(256, 1024))
     (x,) = g.inputs
     sub = subgraph_of(g.graph(g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0))))
     est = estimate(sub, 32)
@@ -34,7 +35,7 @@ def test_estimate_of_an_elementwise_kernel():
 
 
 def test_launch_cost_dominates_tiny_kernels_so_fusing_them_pays():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     mul = g.op("Mul", x, g.const(2.0))
     graph = g.graph(g.op("Add", mul, g.const(1.0)))
@@ -46,7 +47,7 @@ def test_launch_cost_dominates_tiny_kernels_so_fusing_them_pays():
 
 
 def test_fewer_cores_give_fewer_blocks():
-    g = Builder(t(1024, 1024))
+    g = GraphBuilder(t(1024, 1024))
     (x,) = g.inputs
     sub = subgraph_of(g.graph(g.op("Neg", x)))
     assert estimate(sub, 32).block_dim == 32
@@ -54,7 +55,7 @@ def test_fewer_cores_give_fewer_blocks():
 
 
 def test_float16_reduce_sum_runs_with_block_dim_1():
-    g = Builder(t(256, 1024, dtype=F16))
+    g = GraphBuilder(t(256, 1024, dtype=F16))
     (x,) = g.inputs
     est = estimate(subgraph_of(g.graph(g.op("ReduceSum", x, axis=(1,), keep_dims=True))), 32)
     assert est.block_dim == 1 and est.single_core and est.threads == 1
@@ -62,7 +63,7 @@ def test_float16_reduce_sum_runs_with_block_dim_1():
 
 def test_refuses_multi_core_elementwise_into_a_float16_reduce_sum():
     # 2M points: the elementwise part is worth a launch over every host thread (aicore.launch_threads)
-    g = Builder(t(2048, 1024, dtype=F16))
+    g = GraphBuilder(t(2048, 1024, dtype=F16))
     (x,) = g.inputs
     y = g.op("Exp", g.op("Mul", x, g.const(0.5, F16)))
     graph = g.graph(g.op("ReduceSum", y, axis=(1,), keep_dims=True))
@@ -73,14 +74,14 @@ def test_refuses_multi_core_elementwise_into_a_float16_reduce_sum():
     assert "block_dim 1" in record.reason and "float16 ReduceSum" in record.reason
     assert record.figures["fused_block_dim"] == 1 and record.figures["saved_us"] < 0
     # the same graph in float32 fuses into one kernel
-    g = Builder(t(2048, 1024))
+    g = GraphBuilder(t(2048, 1024))
     (x,) = g.inputs
     y = g.op("Exp", g.op("Mul", x, g.const(0.5)))
     assert kernel_count(fuse_all(g.graph(g.op("ReduceSum", y, axis=(1,), keep_dims=True)), options())[1]) == 1
 
 
 def test_refuses_a_reduce_then_broadcast_row_larger_than_the_ub():
-    g = Builder(t(2, 100000))
+    g = GraphBuilder(t(2, 100000))
     graph = g.graph(softmax(g, g.inputs[0]))
     opts = options()
     _, final = fuse_all(graph, opts)
@@ -90,12 +91,12 @@ def test_refuses_a_reduce_then_broadcast_row_larger_than_the_ub():
     assert all(r.figures["fused_ub_bytes"] > aicore.UB_BYTES for r in overflow)
     assert "stitch fusion is off" in overflow[0].reason
     # a 1024 row fits: one kernel
-    g = Builder(t(2, 1024))
+    g = GraphBuilder(t(2, 1024))
     assert kernel_count(fuse_all(g.graph(softmax(g, g.inputs[0])), options())[1]) == 1
 
 
 def test_refuses_a_fusion_past_composite_op_limit_size():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     y = g.op("Neg", g.op("Abs", g.op("Neg", x)))
     opts = options("--composite_op_limit_size=2")
@@ -105,7 +106,7 @@ def test_refuses_a_fusion_past_composite_op_limit_size():
 
 
 def test_refuses_a_broadcast_into_a_reduction_that_recomputes_a_large_input():
-    g = Builder(t(64, 1, 1024), t(64, 128, 1024))
+    g = GraphBuilder(t(64, 1, 1024), t(64, 128, 1024))
     x, z = g.inputs
     big = g.op("BroadcastTo", g.op("Exp", g.op("Tanh", g.op("Exp", x))), shape=(64, 128, 1024))
     graph = g.graph(g.op("ReduceSum", g.op("Mul", big, z), axis=(2,), keep_dims=True))
@@ -120,7 +121,7 @@ def test_refuses_a_broadcast_into_a_reduction_that_recomputes_a_large_input():
 
 
 def test_stitch_fusion_allows_rows_larger_than_the_ub_and_counts_the_rereads():
-    g = Builder(t(2, 100000))
+    g = GraphBuilder(t(2, 100000))
     (x,) = g.inputs
     graph = g.graph(g.op("Sub", x, g.op("ReduceMax", x, axis=(1,), keep_dims=True)))
     opts = options()
@@ -135,7 +136,7 @@ def test_stitch_fusion_allows_rows_larger_than_the_ub_and_counts_the_rereads():
 
 
 def test_fusion_log_carries_the_figures():
-    g = Builder(t(8, 8))
+    g = GraphBuilder(t(8, 8))
     (x,) = g.inputs
     opts = options()
     fuse_all(g.graph(g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0))), opts)

@@ -33,7 +33,8 @@ from graphkernel.tolerance import ATOL, RTOL, measure, ulp_distance
 from ir.errors import GraphKernelError, IRError
 from ir.interpret import reference_values
 from kernels import DeviceConfig, InputMismatchError, lower
-from kernel_graphs import Builder, fused
+from ir import GraphBuilder
+from kernel_graphs import fused
 
 ROOT = Path(__file__).resolve().parents[1]
 FUSION = pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
@@ -165,7 +166,7 @@ def test_docstring_example():
 def test_reference_values_inside_composites_and_run_step_on_copies():
     """The two pieces compare stands on: ir.reference_values reaches values inside a composite;
     Program.run_step launches one step on copies of its inputs and checks them."""
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 8))
     inner = b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0))
     plain = b.graph(b.op("Exp", inner))
@@ -176,7 +177,7 @@ def test_reference_values_inside_composites_and_run_step_on_copies():
     test_tolerance.assert_close(values[sub_value], a * np.float32(2) + np.float32(1), bitwise=True)
     assert not values[g.outputs[0]].flags.writeable and not values[g.inputs[0]].flags.writeable
     with pytest.raises(IRError, match="not computed"):
-        reference_values(g, [a], [Builder().input((2,))])
+        reference_values(g, [a], [GraphBuilder().input((2,))])
     program = lower(plain, DeviceConfig())
     step = next(k for k, s in enumerate(program.steps) if s.info.op_types == ("Exp",))
     arg = values[sub_value].copy()

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from fusion_helpers import (Builder, composites, fuse_all, interpret, kernel_count, ops_of, options,
+from ir import GraphBuilder
+from fusion_helpers import (composites, fuse_all, interpret, kernel_count, ops_of, options,
                             random_inputs, t)
 from tolerance import assert_close
 from graphkernel.passes.basic_fusion import basic_fusion
@@ -10,13 +11,13 @@ from graphkernel.passes.fusion_utils import creates_cycle, inline_composite
 
 
 def net_basic_fuse():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     return g.graph(g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0)))
 
 
 def net_composite_fuse():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     return g.graph(g.op("Pow", g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0)), g.const(3.0)))
 
@@ -52,7 +53,7 @@ def test_fused_equals_unfused(make):
 
 
 def test_basic_fusion_leaves_non_basic_ops_alone_and_logs_why():
-    g = Builder(t(8, 8))
+    g = GraphBuilder(t(8, 8))
     (x,) = g.inputs
     y = g.op("Exp", g.op("Neg", x))
     opts = options()
@@ -63,7 +64,7 @@ def test_basic_fusion_leaves_non_basic_ops_alone_and_logs_why():
 
 
 def test_multi_output_composite_when_a_value_is_used_outside():
-    g = Builder(t(8, 8))
+    g = GraphBuilder(t(8, 8))
     (x,) = g.inputs
     a = g.op("Mul", x, g.const(2.0))
     b = g.op("Add", a, g.const(1.0))
@@ -78,7 +79,7 @@ def test_multi_output_composite_when_a_value_is_used_outside():
 
 def test_diamond_through_matmul_is_split_not_cyclic():
     # a -> MatMul -> c and a -> c: putting a and c together would need the MatMul inside
-    g = Builder(t(16, 16), t(16, 16))
+    g = GraphBuilder(t(16, 16), t(16, 16))
     x, w = g.inputs
     a = g.op("Mul", x, g.const(2.0))
     m = g.op("MatMul", a, w)
@@ -95,7 +96,7 @@ def test_diamond_through_matmul_is_split_not_cyclic():
 
 
 def test_creates_cycle_detects_a_path_through_an_outside_node():
-    g = Builder(t(4, 4), t(4, 4))
+    g = GraphBuilder(t(4, 4), t(4, 4))
     x, w = g.inputs
     a = g.op("Neg", x)
     m = g.op("MatMul", a, w)
@@ -118,7 +119,7 @@ def test_inline_composite_restores_the_primitives():
 
 
 def test_composites_numbered_in_graph_order():
-    g = Builder(t(8, 8), t(8, 8))
+    g = GraphBuilder(t(8, 8), t(8, 8))
     x, y = g.inputs
     a = g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0))
     b = g.op("Sub", g.op("Mul", y, g.const(3.0)), g.const(1.0))
@@ -135,7 +136,7 @@ def test_fusion_is_deterministic():
 
 
 def test_non_scalar_consts_stay_outside_as_inputs():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     table = g.op("Const", value=np.arange(4, dtype=np.float32))
     graph = g.graph(g.op("Add", g.op("Mul", x, table), g.const(1.0)))

@@ -5,7 +5,8 @@ import pytest
 from graphkernel import Tensor, context
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from fusion_helpers import (Builder, F16, bert_layer, composites, fuse_all, gelu, interpret, kernel_count,
+from ir import GraphBuilder
+from fusion_helpers import (F16, bert_layer, composites, fuse_all, gelu, interpret, kernel_count,
                             layer_norm, ops_of, options, random_inputs, softmax, t)
 from tolerance import assert_close
 from graphkernel.expanders import expand
@@ -19,15 +20,14 @@ def check_values(graph, fused, rtol_scale=1.0):
 
 def expanded(op, *types, **attrs):
     """A graph of one composite op run through the expanders."""
-    g = Builder(*types)
-    out = g.op(op, *g.inputs, **attrs)
+    g = GraphBuilder(*types)
     opts = options()
-    graph = expand(g.graph(*(out if isinstance(out, tuple) else (out,))), opts)
+    graph = expand(g.graph(*g.ops(op, *g.inputs, **attrs)), opts)
     return graph
 
 
 def bias_gelu_graph(expander: bool):
-    g = Builder(t(8, 1024), t(1024))
+    g = GraphBuilder(t(8, 1024), t(1024))
     x, b = g.inputs
     h = g.op("BiasAdd", x, b) if expander else g.op("Add", x, b)
     y = g.op("GeLU", h) if expander else gelu(g, h)
@@ -48,7 +48,7 @@ def test_layer_norm_over_a_1024_row_is_one_kernel(expander):
     if expander:
         graph = expanded("LayerNorm", t(8, 1024), t(1024), t(1024))
     else:
-        g = Builder(t(8, 1024), t(1024), t(1024))
+        g = GraphBuilder(t(8, 1024), t(1024), t(1024))
         graph = g.graph(layer_norm(g, *g.inputs))
     _, final = fuse_all(graph, options())
     assert kernel_count(final) == 1
@@ -62,7 +62,7 @@ def test_softmax_over_a_1024_row_is_one_kernel(expander):
     if expander:
         graph = expanded("Softmax", t(8, 1024))
     else:
-        g = Builder(t(8, 1024))
+        g = GraphBuilder(t(8, 1024))
         graph = g.graph(softmax(g, g.inputs[0]))
     _, final = fuse_all(graph, options())
     assert kernel_count(final) == 1
@@ -70,7 +70,7 @@ def test_softmax_over_a_1024_row_is_one_kernel(expander):
 
 
 def test_matmul_bias_gelu_is_the_matmul_and_one_composite():
-    g = Builder(t(8, 64), t(64, 256), t(256))
+    g = GraphBuilder(t(8, 64), t(64, 256), t(256))
     x, w, b = g.inputs
     graph = expand(g.graph(g.op("GeLU", g.op("BiasAdd", g.op("MatMul", x, w), b))), options())
     opts = options()
@@ -82,7 +82,7 @@ def test_matmul_bias_gelu_is_the_matmul_and_one_composite():
 
 
 def test_unexpanded_composite_op_is_never_fused():
-    g = Builder(t(8, 32))
+    g = GraphBuilder(t(8, 32))
     (x,) = g.inputs
     graph = g.graph(g.op("Mul", g.op("Softmax", x), g.const(2.0)))
     opts = options()
@@ -92,7 +92,7 @@ def test_unexpanded_composite_op_is_never_fused():
 
 
 def test_reshape_stays_out_of_composites():
-    g = Builder(t(4, 8))
+    g = GraphBuilder(t(4, 8))
     (x,) = g.inputs
     y = g.op("Reshape", g.op("Mul", x, g.const(2.0)), shape=(32,))
     graph = g.graph(g.op("Add", y, g.const(1.0)))
@@ -104,7 +104,7 @@ def test_reshape_stays_out_of_composites():
 
 
 def test_reduction_without_keep_dims_only_ends_a_kernel():
-    g = Builder(t(8, 64))
+    g = GraphBuilder(t(8, 64))
     (x,) = g.inputs
     s = g.op("ReduceSum", g.op("Mul", x, x), axis=(1,))
     graph = g.graph(g.op("Mul", s, g.const(0.5)))
@@ -116,7 +116,7 @@ def test_reduction_without_keep_dims_only_ends_a_kernel():
 
 
 def test_sum_of_squares_fuses_producer_into_reduction():
-    g = Builder(t(64, 256))
+    g = GraphBuilder(t(64, 256))
     (x,) = g.inputs
     graph = g.graph(g.op("ReduceSum", g.op("Mul", x, x), axis=(0, 1)))
     _, final = fuse_all(graph, options())
@@ -127,7 +127,7 @@ def test_sum_of_squares_fuses_producer_into_reduction():
 # --- flags ---
 
 def test_disable_cluster_ops_keeps_the_op_out():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     graph = g.graph(g.op("Pow", g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0)), g.const(3.0)))
     opts = options("--disable_cluster_ops=Pow")
@@ -140,7 +140,7 @@ def test_disable_cluster_ops_keeps_the_op_out():
 
 
 def test_enable_cluster_ops_only():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     graph = g.graph(g.op("Exp", g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0))))
     _, final = fuse_all(graph, options("--enable_cluster_ops_only=Mul,Add"))
@@ -148,7 +148,7 @@ def test_enable_cluster_ops_only():
 
 
 def test_composite_op_limit_size_splits_long_chains():
-    g = Builder(t(4, 4))
+    g = GraphBuilder(t(4, 4))
     (x,) = g.inputs
     y = x
     for i in range(10):
@@ -164,7 +164,7 @@ def test_composite_op_limit_size_splits_long_chains():
 
 
 def test_reduce_fuse_depth_limits_the_chain_before_a_reduction():
-    g = Builder(t(8, 64))
+    g = GraphBuilder(t(8, 64))
     (x,) = g.inputs
     y = x
     for _ in range(4):
@@ -184,7 +184,7 @@ def test_opt_level_flag_does_not_change_what_basic_and_composite_fusion_do():
 
 
 def test_float16_graph_fuses_and_matches():
-    g = Builder(t(8, 64, dtype=F16))
+    g = GraphBuilder(t(8, 64, dtype=F16))
     (x,) = g.inputs
     graph = g.graph(gelu(g, x))
     _, final = fuse_all(graph, options())

@@ -8,7 +8,8 @@ graph again gives the same dumps (.dot and IR text) after every pass.
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from fusion_helpers import F16, F32, Builder, composites, interpret, kernel_count, options, random_inputs, t, verify
+from ir import GraphBuilder
+from fusion_helpers import F16, F32, composites, interpret, kernel_count, options, random_inputs, t, verify
 from tolerance import assert_close
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
@@ -26,7 +27,7 @@ BINARY = ["Add", "Sub", "Mul", "Maximum", "Minimum", "RealDiv"]
 @st.composite
 def random_graph(draw, dtype=F32):
     n_inputs = draw(st.integers(1, 3))
-    g = Builder(*(t(*INPUT_SHAPES[draw(st.integers(0, len(INPUT_SHAPES) - 1))], dtype=dtype)
+    g = GraphBuilder(*(t(*INPUT_SHAPES[draw(st.integers(0, len(INPUT_SHAPES) - 1))], dtype=dtype)
                   for _ in range(n_inputs)))
     other = "float32" if dtype == F16 else "float16"
     pool = list(g.inputs)

@@ -1,6 +1,7 @@
 """Recompute fusion (opt_level >= 2) and parallel fusion (opt_level 3): what they change, what they refuse."""
 
-from fusion_helpers import (Builder, composites, fuse_all, interpret, kernel_count, ops_of, options,
+from ir import GraphBuilder
+from fusion_helpers import (composites, fuse_all, interpret, kernel_count, ops_of, options,
                             random_inputs, t, verify)
 from tolerance import assert_close
 from graphkernel.passes.parallel_fusion import parallel_fusion
@@ -10,7 +11,7 @@ from kernels import aicore
 
 def two_reductions(producer_op: str, shape=(256, 1024)):
     """h = producer(x), read by reductions over different axes (they cannot share a kernel)."""
-    g = Builder(t(*shape))
+    g = GraphBuilder(t(*shape))
     (x,) = g.inputs
     h = g.op(producer_op, x, g.const(2.0)) if producer_op == "Mul" else g.op(producer_op, x)
     return g.graph(g.op("ReduceSum", h, axis=(0,)), g.op("ReduceSum", h, axis=(1,)))
@@ -57,7 +58,7 @@ def test_recompute_refuses_an_expensive_slice_and_logs_why():
 
 
 def test_recompute_never_duplicates_a_reduction():
-    g = Builder(t(8, 64))
+    g = GraphBuilder(t(8, 64))
     (x,) = g.inputs
     s = g.op("ReduceSum", x, axis=(1,), keep_dims=True)
     graph = g.graph(g.op("Mul", s, g.const(2.0)), g.op("ReduceMax", g.op("Sub", x, s), axis=(0,)))
@@ -70,7 +71,7 @@ def test_recompute_never_duplicates_a_reduction():
 
 
 def small_independent_pair():
-    g = Builder(t(16, 64))
+    g = GraphBuilder(t(16, 64))
     (x,) = g.inputs
     y1 = g.op("Add", g.op("Mul", x, g.const(2.0)), g.const(1.0))
     y2 = g.op("Mul", g.op("Exp", x), g.const(3.0))
@@ -92,7 +93,7 @@ def test_parallel_fusion_merges_independent_small_kernels_reading_one_input():
 
 
 def test_parallel_fusion_refuses_large_kernels():
-    g = Builder(t(1024, 1024))
+    g = GraphBuilder(t(1024, 1024))
     (x,) = g.inputs
     graph = g.graph(g.op("Exp", x), g.op("Tanh", x))
     opts = options(opt_level=3)
@@ -103,7 +104,7 @@ def test_parallel_fusion_refuses_large_kernels():
 
 
 def test_parallel_fusion_refuses_kernels_of_different_iteration_shapes():
-    g = Builder(t(16, 64))
+    g = GraphBuilder(t(16, 64))
     (x,) = g.inputs
     graph = g.graph(g.op("Exp", x), g.op("ReduceSum", x, axis=(1,), keep_dims=True),
                     g.op("ReduceSum", x, axis=(0,), keep_dims=True))
@@ -115,7 +116,7 @@ def test_parallel_fusion_refuses_kernels_of_different_iteration_shapes():
 
 
 def test_parallel_fusion_refuses_dependent_kernels():
-    g = Builder(t(16, 64))
+    g = GraphBuilder(t(16, 64))
     (x,) = g.inputs
     a = g.op("Exp", x)
     graph = g.graph(g.op("Add", a, x))
@@ -126,7 +127,7 @@ def test_parallel_fusion_refuses_dependent_kernels():
 
 
 def test_recompute_leaves_values_read_by_dead_nodes_alone():
-    g = Builder(t(4, 8))
+    g = GraphBuilder(t(4, 8))
     (x,) = g.inputs
     a = g.op("Neg", x)
     b = g.op("Add", x, a)

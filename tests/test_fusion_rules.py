@@ -1,7 +1,8 @@
 """Fusion legality on its own: can_fuse's early returns, each with its one-line reason."""
 import pytest
 
-from fusion_helpers import Builder, fuse_all, kernel_count, options, softmax, t
+from ir import GraphBuilder
+from fusion_helpers import fuse_all, kernel_count, options, softmax, t
 from graphkernel.passes.basic_fusion import is_basic
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_rules import can_fuse, reduce_depth
@@ -15,7 +16,7 @@ def pair(graph, i, j):
 
 
 def chain(op1, op2, shape=(8, 8), **attrs):
-    g = Builder(t(*shape), t(*shape))
+    g = GraphBuilder(t(*shape), t(*shape))
     x, w = g.inputs
     first = g.op(op1, x, w) if op1 in ("MatMul", "Add") else g.op(op1, x)
     return g.graph(g.op(op2, first, **attrs) if op2 != "Add" else g.op(op2, first, w))
@@ -50,7 +51,7 @@ def test_cluster_flags_reason():
 
 
 def test_kernel_contract_reason():
-    g = Builder(t(8, 8))
+    g = GraphBuilder(t(8, 8))
     (x,) = g.inputs
     s = g.op("ReduceSum", x, axis=(1,))
     graph = g.graph(g.op("Neg", s))
@@ -59,7 +60,7 @@ def test_kernel_contract_reason():
 
 
 def test_reduce_depth_counts_ops_before_the_deepest_reduction():
-    g = Builder(t(8, 8))
+    g = GraphBuilder(t(8, 8))
     (x,) = g.inputs
     y = g.op("Neg", g.op("Abs", x))
     s = g.op("ReduceSum", y, axis=(1,), keep_dims=True)
@@ -71,7 +72,7 @@ def test_reduce_depth_counts_ops_before_the_deepest_reduction():
 # --- fusion_switch_file's UBFusion names ---
 
 def softmax_graph(row=64):
-    g = Builder(t(4, row))
+    g = GraphBuilder(t(4, row))
     return g.graph(softmax(g, g.inputs[0]))
 
 
@@ -85,7 +86,7 @@ def test_reduce_fusion_off_keeps_reductions_in_kernels_of_their_own():
 
 
 def test_broadcast_fusion_off_keeps_broadcasting_ops_out():
-    g = Builder(t(4, 64), t(64))
+    g = GraphBuilder(t(4, 64), t(64))
     x, b = g.inputs
     graph = g.graph(g.op("Mul", g.op("Add", x, b), g.const(2.0)))
     assert kernel_count(fuse_all(graph, options())[1]) == 1

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from ir import (DTypeError, ExecutionError, Graph, IRError, Node, ShapeError, interpret, make_node, parse_graph,
-                print_graph)
-from ir_graphs import (F16, F32, I32, composite, const, layer_norm_graph, literal_graph, net_basic_fuse,
+from ir import (DTypeError, ExecutionError, Graph, GraphBuilder, IRError, Node, ShapeError, interpret, make_node,
+                parse_graph, print_graph)
+from ir_graphs import (F16, F32, I32, composite, layer_norm_graph, literal_graph, net_basic_fuse,
                        net_composite_fused, random_graphs, random_inputs, seed_graphs, tt, two_composites)
 
 interpreter = importlib.import_module("ir.interpret")  # `ir.interpret` is the function
@@ -130,9 +130,8 @@ def test_an_error_names_the_node_and_chains_the_cause():
 
 def test_an_error_inside_a_composite_names_both(monkeypatch):
     x, = Graph.with_inputs([tt(F32, 2)])
-    fused = composite("Fused_Neg_Exp_0", [x], lambda i: ([a := make_node("Neg", [i[0]], name="inner/Neg"),
-                                                           b := make_node("Exp", [a.out], name="inner/Exp")],
-                                                          [b.out]))
+    fused = composite("Fused_Neg_Exp_0", [x], lambda f: [f.op("Exp", f.op("Neg", f.inputs[0], name="inner/Neg"),
+                                                               name="inner/Exp")])
     real = interpreter.evaluate
 
     def failing(node, arrays):
@@ -214,6 +213,6 @@ def test_importing_ir_loads_neither_numba_nor_the_other_packages():
 
 
 def test_const_scalar_graph_and_math_consistency():
-    c = const(math.pi)
-    out, = interpret(Graph([], [c], c.outputs), [])
+    b = GraphBuilder()
+    out, = interpret(b.graph(b.const(math.pi)), [])
     assert out.dtype == np.float32 and out.shape == () and out == np.float32(math.pi)

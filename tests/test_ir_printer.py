@@ -14,7 +14,7 @@ def test_exact_text_of_a_small_graph():
     two = make_node("Const", [], {"value": np.float32(2.0)})
     mul = make_node("Mul", [x, two.out], name="Default/Mul-op0")
     ln = make_node("LayerNorm", [mul.out, g, b], {"begin_norm_axis": 1, "begin_params_axis": 1})
-    fused = composite("Fused_Neg_0", [mul.out], lambda i: ([n := make_node("Neg", [i[0]])], [n.out]))
+    fused = composite("Fused_Neg_0", [mul.out], lambda f: [f.op("Neg", f.inputs[0])])
     graph = Graph([x, g, b], [two, mul, ln, fused], [mul.out, ln.outputs[2], fused.out])
     assert print_graph(graph) == (
         'graph(%0: f32[4,4] loc("x"), %1: f32[4], %2: f32[4]) {\n'

@@ -108,7 +108,7 @@ def test_wrong_arity_is_reported_not_raised_as_something_else():
 
 
 def fused_neg(outer):
-    return composite("Fused_Neg_0", outer, lambda i: ([n := make_node("Neg", [i[0]])], [n.out]))
+    return composite("Fused_Neg_0", outer, lambda f: [f.op("Neg", f.inputs[0])])
 
 
 def test_composite_checks():
@@ -131,14 +131,15 @@ def test_composite_checks():
     rejects(Graph([x], [bad_inner], bad_inner.outputs),
             "node 0 Composite (Fused_Neg_0): in its subgraph: node 0 Neg: result types (f16[2,3])")
 
-    nested = composite("Fused_Outer_1", [x], lambda i: ([c := fused_neg([i[0]])], c.outputs))
+    nested = composite("Fused_Outer_1", [x], lambda f: f.composite(fused_neg(f.inputs).subgraph, *f.inputs,
+                                                                   name="Fused_Neg_0"))
     rejects(Graph([x], [nested], nested.outputs), "in its subgraph: node 0 Composite (Fused_Neg_0): a Composite "
             "may not be nested")
 
     no_subgraph = Node("Composite", [x], (), [tt(F32, 2, 3)], "Fused_Nothing_2")
     rejects(Graph([x], [no_subgraph], no_subgraph.outputs), "needs a subgraph")
 
-    reads_outer = composite("Fused_Leak_3", [x], lambda i: ([n := make_node("Neg", [x])], [n.out]))
+    reads_outer = composite("Fused_Leak_3", [x], lambda f: [f.op("Neg", x)])
     rejects(Graph([x], [reads_outer], reads_outer.outputs), "in its subgraph: node 0 Neg: input 0 is a value "
             "from another graph")
 

@@ -16,7 +16,8 @@ from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
 from kernels.lower import choose_launch
-from tests.kernel_graphs import Builder, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import random_array, reference
 from tests.test_kernels_reduce import layer_norm, softmax, sum_of_squares
 
 
@@ -48,8 +49,8 @@ def test_small_launches_keep_their_blocks_on_one_thread():
 
 def test_lowering_follows_launch_threads():
     from kernels import DeviceConfig, lower
-    from tests.kernel_graphs import Builder
-    b = Builder()
+    from ir import GraphBuilder
+    b = GraphBuilder()
     x = b.input((256, 1024))
     g = b.graph(b.op("Add", x, b.const(1.0)))
     small, forced = lower(g, DeviceConfig()), lower(g, DeviceConfig(parallel_min_elements=0))
@@ -101,7 +102,7 @@ def run_in_python(graph, arrays, block_dim, tile):
 
 
 def elementwise_graph():
-    b = Builder()
+    b = GraphBuilder()
     x, row, col = b.input((5, 7)), b.input((7,)), b.input((5, 1))
     return b.graph(b.op("Add", b.op("Mul", x, row), col), b.op("Mul", col, b.const(2.0)))
 

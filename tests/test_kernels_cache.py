@@ -13,13 +13,15 @@ import pytest
 import kernels.emitters
 from kernels import CACHE_STATS, CacheWarning, DeviceConfig, KernelBuildWarning, lower
 from kernels.cache import clear_memory
-from tests.kernel_graphs import Builder, fused, random_array
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SEED_NET = """
-from tests.kernel_graphs import Builder, fused
-b = Builder()
+from ir import GraphBuilder
+from tests.kernel_graphs import fused
+b = GraphBuilder()
 x = b.input((4, 4))
 graph = fused(b.graph(b.op("Pow", b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0)), b.const(3.0))))
 """
@@ -99,7 +101,7 @@ def test_corrupt_numba_files_do_not_break_the_run(tmp_path):
 
 def test_a_kernel_that_fails_to_build_leaves_no_entry_behind(tmp_path, monkeypatch):
     monkeypatch.setitem(kernels.emitters.EMITTERS, "Neg", lambda o: f"{o.args[0]}[:1]")  # numba: no getitem
-    b = Builder()
+    b = GraphBuilder()
     graph = b.graph(b.op("Neg", b.input((5,))))
     for _ in range(2):   # the second request fails alike: no "corrupt or stale" entry from the first
         clear_memory()
@@ -134,7 +136,7 @@ def test_one_kernel_serves_every_shape_with_the_same_structure(tmp_path):
     cfg = DeviceConfig(cache_dir=str(tmp_path))
     names = set()
     for shape in [(4, 4), (3, 5, 7), (1000,), ()]:
-        b = Builder()
+        b = GraphBuilder()
         x = b.input(shape)
         g = fused(b.graph(b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0))))
         program = lower(g, cfg)

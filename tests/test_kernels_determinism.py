@@ -16,11 +16,12 @@ SCRIPT = textwrap.dedent("""
     import hashlib, json
     import numpy as np
     from kernels import DeviceConfig, lower
-    from tests.kernel_graphs import Builder, fused, random_array
+    from ir import GraphBuilder
+    from tests.kernel_graphs import fused, random_array
     from tests.test_kernels_reduce import layer_norm, sum_of_squares
 
     def chain():
-        b = Builder()
+        b = GraphBuilder()
         x, bias = b.input((512, 256)), b.input((256,))
         h = b.op("Add", x, bias)
         return fused(b.graph(b.op("Tanh", b.op("Mul", h, b.op("Mul", h, b.const(0.5))))))

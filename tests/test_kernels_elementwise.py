@@ -8,7 +8,8 @@ import pytest
 
 from kernels import DeviceConfig, lower
 from ir.ops import OPS, Cost
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.op_samples import dtypes, kernel_ops, sample
 from tests.tolerance import assert_close
 
@@ -44,7 +45,7 @@ def exact(op: str) -> bool:
 @pytest.mark.parametrize("op", kernel_ops(2))
 def test_binary(op, shapes):
     for dtype in dtypes(op):
-        b = Builder(dtype)
+        b = GraphBuilder(dtype=dtype)
         x, y = b.input(shapes[0]), b.input(shapes[1])
         g = b.graph(b.op(op, x, y))
         arrays = operands(op, shapes, dtype)
@@ -56,7 +57,7 @@ def test_binary(op, shapes):
 @pytest.mark.parametrize("shape", [(4, 4), (7,), ()], ids=str)
 def test_unary(op, shape):
     for dtype in dtypes(op):
-        b = Builder(dtype)
+        b = GraphBuilder(dtype=dtype)
         x = b.input(shape)
         g = b.graph(b.op(op, x))
         arrays = operands(op, [shape], dtype)
@@ -67,13 +68,13 @@ def test_unary(op, shape):
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Maximum", "Minimum", "Greater", "Equal"])
 def test_binary_integers(op, dtype):
-    b = Builder(dtype)
+    b = GraphBuilder(dtype=dtype)
     x, y = b.input((3, 4)), b.input((4,))
     check(b.graph(b.op(op, x, y)), operands(op, [(3, 4), (4,)], dtype))
 
 
 def test_int32_wraps_like_numpy():
-    b = Builder("int32")
+    b = GraphBuilder(dtype="int32")
     x = b.input((4,))
     g = b.graph(b.op("Mul", x, x))
     a = np.array([70000, -70000, 3, 2 ** 31 - 1], np.int32)
@@ -82,19 +83,19 @@ def test_int32_wraps_like_numpy():
 
 @pytest.mark.parametrize("op", ["Neg", "Abs"])
 def test_unary_int32(op):
-    b = Builder("int32")
+    b = GraphBuilder(dtype="int32")
     x = b.input((5,))
     check(b.graph(b.op(op, x)), [random_array((5,), "int32")])
 
 
 def test_float64_chain():
-    b = Builder("float64")
+    b = GraphBuilder(dtype="float64")
     x = b.input((3, 5))
     check(b.graph(b.op("Exp", b.op("Mul", x, b.const(0.5)))), [random_array((3, 5), "float64")])
 
 
 def test_select_and_comparisons():
-    b = Builder()
+    b = GraphBuilder()
     x, y = b.input((4, 3)), b.input((3,))
     g = b.graph(b.op("Select", b.op("Greater", x, y), x, b.op("Neg", y)))
     check(g, operands("Select", [(4, 3), (3,)]))
@@ -103,28 +104,28 @@ def test_select_and_comparisons():
 @pytest.mark.parametrize("src,dst", [("float32", "int32"), ("int32", "float32"), ("float32", "bool"),
                                      ("bool", "float32"), ("float32", "float64"), ("float64", "float32")])
 def test_cast(src, dst):
-    b = Builder(src)
+    b = GraphBuilder(dtype=src)
     x = b.input((6,))
     a = random_array((6,), src)
     check(b.graph(b.op("Cast", x, dtype=dst)), [a if src == "bool" else a * 10])
 
 
 def test_broadcast_to():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((3, 1))
     check(b.graph(b.op("BroadcastTo", x, shape=(2, 3, 4))), [random_array((3, 1))])
 
 
 @pytest.mark.parametrize("exponent", [0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5, 2.5])
 def test_pow_by_constant(exponent):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((8,))
     g = b.graph(b.op("Pow", x, b.const(exponent)))
     check(g, [random_array((8,), low=0.1)], rtol_scale=3)
 
 
 def test_pow_integer_exponent_is_multiplications():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 4))
     g = fused(b.graph(b.op("Pow", b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0)), b.const(3.0))))
     source = lower(g, CFG).kernels[0].source
@@ -134,7 +135,7 @@ def test_pow_integer_exponent_is_multiplications():
 
 
 def test_float32_constants_stay_float32():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((16,))
     g = b.graph(b.op("Mul", x, b.const(0.1)))
     source = lower(g, CFG).kernels[0].source
@@ -144,7 +145,7 @@ def test_float32_constants_stay_float32():
 
 def test_fused_chain_equals_unfused_bitwise():
     """The W3 shape of work (bias + tanh-GeLU) fused and unfused: identical bits, no FMA contraction."""
-    b = Builder()
+    b = GraphBuilder()
     x, bias = b.input((8, 33)), b.input((33,))
     h = b.op("Add", x, bias)
     cube = b.op("Mul", b.op("Mul", h, h), h)
@@ -160,7 +161,7 @@ def test_fused_chain_equals_unfused_bitwise():
 
 
 def test_nan_and_inf_propagate_like_numpy():
-    b = Builder()
+    b = GraphBuilder()
     x, y = b.input((6,)), b.input((6,))
     g = b.graph(b.op("Maximum", x, y), b.op("Minimum", x, y), b.op("Add", x, y), b.op("RealDiv", x, y),
                 b.op("Greater", x, y))
@@ -174,7 +175,7 @@ def test_maximum_and_minimum_of_signed_zeros_follow_one_rule(dtype):
     """np.where(x >= y, x, y), a NaN from either side, on every target: numpy's own float32 loops
     return y on a tie (maximum(+0.0, -0.0) is -0.0 on x86, +0.0 in float16); the reference writes the
     rule out, and the kernels, fused or not, give the same bits."""
-    b = Builder(dtype)
+    b = GraphBuilder(dtype=dtype)
     x, y = b.input((6,)), b.input((6,))
     g = b.graph(b.op("Maximum", x, y), b.op("Minimum", x, y), b.op("Maximum", y, x), b.op("Minimum", y, x))
     a = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0], dtype)
@@ -188,7 +189,7 @@ def test_maximum_and_minimum_of_signed_zeros_follow_one_rule(dtype):
 
 
 def test_multi_output_composite_with_a_smaller_output():
-    b = Builder()
+    b = GraphBuilder()
     x, row = b.input((4, 6)), b.input((1, 6))
     r2 = b.op("Mul", row, b.const(2.0))
     g = b.graph(b.op("Add", x, r2), r2)

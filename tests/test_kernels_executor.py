@@ -11,7 +11,8 @@ import pytest
 
 import kernels
 from kernels import DeviceConfig, InputMismatchError, KernelBuildWarning, kernel_graph_dot, lower
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.tolerance import assert_close
 
 CFG = DeviceConfig()
@@ -20,7 +21,7 @@ CFG = DeviceConfig()
 @pytest.fixture(scope="module")
 def chain():
     """x -> (x*2+1)**3 -> Exp -> sum over rows: three kernels unfused, with temporaries."""
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 8))
     y = b.op("Pow", b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0)), b.const(3.0))
     z = b.op("ReduceSum", b.op("Exp", b.op("Mul", y, b.const(0.01))), axis=(1,))
@@ -118,7 +119,7 @@ def test_four_threads_share_one_program(chain):
 
 
 def test_thousand_calls_do_not_grow_memory():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((256, 256))
     g = b.graph(b.op("Exp", b.op("Mul", x, b.const(0.5))))
     program = lower(g, CFG)
@@ -135,7 +136,7 @@ def test_thousand_calls_do_not_grow_memory():
 
 
 def test_opaque_and_view_ops():
-    b = Builder()
+    b = GraphBuilder()
     x, w = b.input((2, 3, 4)), b.input((2, 4, 5))
     m = b.op("BatchMatMul", x, w)
     r = b.op("Reshape", m, shape=(6, 5))
@@ -154,7 +155,7 @@ def test_opaque_and_view_ops():
 
 
 def test_constant_and_duplicate_outputs():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((3,))
     c = b.const([1.0, 2.0, 3.0])
     y = b.op("Add", x, c)
@@ -167,7 +168,7 @@ def test_constant_and_duplicate_outputs():
 
 
 def test_build_failure_inlines_composite(monkeypatch):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 4))
     g = fused(b.graph(b.op("Tanh", b.op("Mul", x, b.const(3.0)))), name="Fused_Mul_Tanh_7")
     real = kernels.emitters.EMITTERS["Tanh"]
@@ -186,7 +187,7 @@ def test_build_failure_inlines_composite(monkeypatch):
 
 def test_single_op_build_failure_uses_reference(monkeypatch):
     monkeypatch.setitem(kernels.emitters.EMITTERS, "Neg", lambda o: "undefined_function_xyz()")
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((5,))
     g = b.graph(b.op("Neg", x))
     with pytest.warns(KernelBuildWarning, match="Neg"):
@@ -231,7 +232,7 @@ def test_profiler_records_each_kernel(chain):
 
 
 def test_seed_net_is_one_kernel_per_launch():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 4))
     g = fused(b.graph(b.op("Pow", b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0)), b.const(3.0))))
     program = lower(g, CFG)

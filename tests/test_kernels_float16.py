@@ -15,7 +15,8 @@ from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
 from kernels.lower import choose_launch
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.test_kernels_aicore import PURE_PYTHON_MATH
 from tests.tolerance import assert_close
 
@@ -40,7 +41,7 @@ def run_in_python(graph, arrays, block_dim=3):
 
 
 def mixed_graph():
-    b = Builder("float16")
+    b = GraphBuilder(dtype="float16")
     x, y = b.input((3, 10)), b.input((10,))
     h = b.op("Add", b.op("Mul", x, y), b.const(1.5))
     return b.graph(b.op("RealDiv", h, b.op("Abs", y)), b.op("ReduceSum", h, axis=(1,)),
@@ -59,7 +60,7 @@ def test_generated_source_matches_numpy_float16_op_by_op():
 
 def test_float16_reduce_sum_runs_in_one_block():
     def block_dim(op):
-        b = Builder("float16")
+        b = GraphBuilder(dtype="float16")
         x = b.input((4096, 64))
         return choose_launch(*describe(b.graph(b.op(op, x, axis=(1,)))), 32)[1]
     assert block_dim("ReduceSum") == 1 and block_dim("ReduceMax") > 1
@@ -107,7 +108,7 @@ UNARY = {"Neg": 0, "Abs": 0, "Sqrt": 0, "Exp": 1, "Log": 1, "Tanh": 1, "Erf": 1}
 def every_float16_through_one_kernel():
     """One composite kernel computing each op of BINARY_EXACT and UNARY over every float16 value (paired
     with a shuffled copy for the binary ops), and the reference's results."""
-    b = Builder("float16")
+    b = GraphBuilder(dtype="float16")
     x, y = b.input((1 << 16,)), b.input((1 << 16,))
     outs = [b.op(op, x, y) for op in BINARY_EXACT] + [b.op(op, x) for op in UNARY]
     graph = fused(b.graph(*outs))

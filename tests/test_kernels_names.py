@@ -5,7 +5,8 @@ import pytest
 
 from kernels import DeviceConfig, lower
 from kernels.names import FIXED, KEYED, NameClash, Names
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.tolerance import assert_close
 
 pytestmark = pytest.mark.filterwarnings("error::kernels.KernelBuildWarning")
@@ -48,7 +49,7 @@ def test_check_refuses_a_name_nobody_issued():
 
 def test_column_reduction_of_a_chain_with_constants():
     """ReduceSum(x * 2 - 0.817, axis 0): the constant of node 0 and the column offset were both `c0`."""
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((64, 128))
     y = b.op("ReduceSum", b.op("Sub", b.op("Mul", x, b.const(2.0)), b.const(0.817)), axis=(0,), keep_dims=True)
     graph = fused(b.graph(y))
@@ -62,7 +63,7 @@ def test_column_reduction_of_a_chain_with_constants():
 def test_scratch_row_of_a_computed_operand_beside_an_input_load():
     """Add(x, b) -> ReduceSum(axis 1) -> Sub(r, x): the scratch row of node 1 and the load of input 1
     were both `x1`, and numba refused the kernel."""
-    b = Builder()
+    b = GraphBuilder()
     x, bias = b.input((2, 3, 4)), b.input((4,))
     r = b.op("ReduceSum", b.op("Add", x, bias), axis=(1,), keep_dims=True)
     graph = fused(b.graph(b.op("Sub", r, x)))

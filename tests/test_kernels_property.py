@@ -11,7 +11,8 @@ from hypothesis import given, note, settings, strategies as st
 
 from ir import print_graph
 from kernels import DeviceConfig, lower
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.tolerance import assert_close
 
 SHAPE = (2, 3, 4)
@@ -23,7 +24,7 @@ CFG = DeviceConfig()
 
 @st.composite
 def graphs(draw):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input(SHAPE)
     values = [x]
     for _ in range(draw(st.integers(1, 5))):

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from kernels import DeviceConfig, lower
-from tests.kernel_graphs import Builder, fused, random_array, reference
+from ir import GraphBuilder
+from tests.kernel_graphs import fused, random_array, reference
 from tests.tolerance import assert_close
 
 CFG = DeviceConfig()
@@ -25,7 +26,7 @@ def check(graph, arrays, cfg=CFG, **kw):
     ((5, 40), (0,), False), ((3, 4, 150), (0, 1), True), ((2, 3, 20), (1,), False)],  # columns
     ids=str)
 def test_reduce_primitive(op, shape, axis, keep):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input(shape)
     check(b.graph(b.op(op, x, axis=axis, keep_dims=keep)), [random_array(shape)])
 
@@ -36,7 +37,7 @@ def test_reduce_primitive(op, shape, axis, keep):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_reduce_over_size_one_axes_only(op, shape, axis, keep, dtype):
     """Nothing to combine: the kernel is elementwise, and the result is the input's values."""
-    b = Builder(dtype)
+    b = GraphBuilder(dtype=dtype)
     x = b.input(shape)
     program, _ = check(b.graph(b.op(op, x, axis=axis, keep_dims=keep)), [random_array(shape, dtype)],
                        bitwise=True)
@@ -45,7 +46,7 @@ def test_reduce_over_size_one_axes_only(op, shape, axis, keep, dtype):
 
 def test_size_one_reduction_beside_a_real_one():
     """A fused kernel holding a reduction over a size-1 axis and one over a real axis."""
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4, 1, 8))
     trivial = b.op("ReduceSum", x, axis=(1,), keep_dims=True)
     peak = b.op("ReduceMax", b.op("Add", trivial, b.const(1.0)), axis=(2,), keep_dims=True)
@@ -56,20 +57,20 @@ def test_size_one_reduction_beside_a_real_one():
 
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
 def test_reduce_other_dtypes(dtype):
-    b = Builder(dtype)
+    b = GraphBuilder(dtype=dtype)
     x = b.input((5, 9))
     g = b.graph(b.op("ReduceSum", x, axis=(1,)), b.op("ReduceMax", x, axis=(1,)))
     check(fused(g), [random_array((5, 9), dtype)])
 
 
 def test_int32_sum_wraps_like_numpy():
-    b = Builder("int32")
+    b = GraphBuilder(dtype="int32")
     x = b.input((3, 4))
     check(b.graph(b.op("ReduceSum", x, axis=(1,))), [np.full((3, 4), 2 ** 30, np.int32)])
 
 
 def sum_of_squares(shape, axis=()):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input(shape)
     return fused(b.graph(b.op("ReduceSum", b.op("Mul", x, x), axis=axis)))
 
@@ -88,14 +89,14 @@ def test_long_row_splits_into_fixed_chunks():
 
 
 def softmax(shape, axis):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input(shape)
     e = b.op("Exp", b.op("Sub", x, b.op("ReduceMax", x, axis=axis, keep_dims=True)))
     return b.graph(b.op("RealDiv", e, b.op("ReduceSum", e, axis=axis, keep_dims=True)))
 
 
 def layer_norm(shape, eps=1e-5):
-    b = Builder()
+    b = GraphBuilder()
     x, gamma, beta = b.input(shape), b.input(shape[-1:]), b.input(shape[-1:])
     axis = (len(shape) - 1,)
     inv_n = b.const(1.0 / shape[-1])
@@ -131,14 +132,14 @@ def test_softmax_unfused_matches_reference():
 
 def test_reduce_of_broadcast_input():
     """A reduction whose input is broadcast along a kept axis recomputes it per unit."""
-    b = Builder()
+    b = GraphBuilder()
     x, row = b.input((4, 6)), b.input((1, 6))
     s = b.op("ReduceSum", b.op("Mul", x, row), axis=(1,), keep_dims=True)
     check(fused(b.graph(b.op("Add", s, row))), [random_array((4, 6)), random_array((1, 6))])
 
 
 def test_reduce_with_nan_propagates():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((3, 8))
     g = fused(b.graph(b.op("ReduceMax", x, axis=(1,)), b.op("ReduceSum", x, axis=(1,))))
     a = random_array((3, 8))
@@ -170,7 +171,7 @@ def test_fused_reductions_equal_unfused_bitwise(label):
 
 
 def test_split_variant_with_several_units_and_a_full_output():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((3, 40000))
     sq = b.op("Mul", x, x)
     g = fused(b.graph(b.op("ReduceSum", sq, axis=(1,)), sq, b.op("ReduceMax", x, axis=(1,), keep_dims=True)))
@@ -181,7 +182,7 @@ def test_split_variant_with_several_units_and_a_full_output():
 @pytest.mark.parametrize("shape,axis,variant", [((5, 40), (0,), "columns"), ((65536, 3), (0,), "split"),
                                                 ((6, 4), (0,), "rows")], ids=str)
 def test_variant_for_reductions_down_the_columns(shape, axis, variant):
-    b = Builder()
+    b = GraphBuilder()
     x = b.input(shape)
     program, _ = check(b.graph(b.op("ReduceSum", x, axis=axis)), [random_array(shape)], rtol_scale=10)
     assert program.kernels[0].variant == variant

@@ -14,7 +14,8 @@ from graphkernel.op_table import render
 from graphkernel.ops import operations as P
 from ir.ops import ALIASES, OPS, Cost, Pattern, evaluate, make_node
 from kernels.fusible import unsupported_reason
-from tests.kernel_graphs import Builder, fused
+from ir import GraphBuilder
+from tests.kernel_graphs import fused
 from tests.op_samples import dtypes, kernel_ops, sample
 from tests.tolerance import assert_close
 
@@ -92,7 +93,7 @@ def test_an_op_without_an_emitter_fails_at_import_and_is_never_fused(monkeypatch
     monkeypatch.delitem(kernels.emitters.EMITTERS, "Exp")
     with pytest.raises(ImportError, match="Exp"):
         kernels.emitters._check_table()
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((4,))
     assert "Exp has no kernel emitter" in unsupported_reason(fused(b.graph(b.op("Exp", x))).nodes[0].subgraph)
 

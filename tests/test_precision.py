@@ -1,6 +1,6 @@
 """Precision modes, mixlists and customize_dtypes (SPEC §7, seeds 001, 002 case 04, 004).
 
-Graphs are built with make_node and run through the precision pass directly where a test is about
+Graphs are built with ir.GraphBuilder and run through the precision pass directly where a test is about
 placement; through a Cell on the CPU target where it is about results, context keys or dumps.
 """
 import json
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ir import GraphBuilder
 from ir.errors import GraphKernelError
 from ir.ops import OPS
 from graphkernel import Tensor, context
@@ -26,7 +27,7 @@ from graphkernel.precision import (PrecisionConfigError, read_customize_dtypes, 
 from graphkernel.precision.lists import table
 from graphkernel.config_file import strip_line_comments
 from fusion_helpers import bert_layer
-from pass_helpers import F16, F32, F64, I32, GraphBuilder, interpret, random_inputs, tt, verify
+from pass_helpers import F16, F32, F64, I32, interpret, random_inputs, tt, verify
 from tolerance import assert_close
 
 MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision")

@@ -16,14 +16,15 @@ import pytest
 
 from kernels import CACHE_STATS, CacheWarning, DeviceConfig, lower
 from kernels.cache import clear_memory
-from tests.kernel_graphs import Builder, fused
+from ir import GraphBuilder
+from tests.kernel_graphs import fused
 from tests.tolerance import assert_close
 
 OTHER_UID = 12345
 
 
 def tiny_graph():
-    b = Builder()
+    b = GraphBuilder()
     x = b.input((8,))
     return fused(b.graph(b.op("Add", b.op("Mul", x, b.const(3.0)), b.const(1.0))))
 

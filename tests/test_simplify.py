@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ir import GraphBuilder
 from ir.errors import ShapeError
 from ir.graph import Graph
 from ir.ops import OPS, OpDef, Pattern
@@ -15,7 +16,7 @@ from graphkernel.passes.arith_simplify import arith_simplify
 from graphkernel.passes.constant_fold import MAX_FOLDED_ELEMENTS, constant_fold
 from graphkernel.passes.cse import cse
 from graphkernel.passes.dce import dce
-from pass_helpers import F32, F64, GraphBuilder, interpret, ops, random_inputs, tt, verify
+from pass_helpers import F32, F64, interpret, ops, random_inputs, tt, verify
 from tolerance import assert_close
 
 OPTS = CompileOptions()
@@ -306,7 +307,7 @@ def test_constant_chains_fold():
 def test_folding_a_multi_result_op():
     g = GraphBuilder(tt(F32, 2, 4))
     (x,) = g.inputs
-    y, mean, var = g.op("LayerNorm", g.const(np.arange(8.0).reshape(2, 4)), g.const(np.ones(4)),
+    y, mean, var = g.ops("LayerNorm", g.const(np.arange(8.0).reshape(2, 4)), g.const(np.ones(4)),
                         g.const(np.zeros(4)))
     graph = g.graph(g.op("Add", x, y), mean, var)
     folded = verify(dce(constant_fold(graph, OPTS), OPTS))

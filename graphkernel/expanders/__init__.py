@@ -2,8 +2,11 @@
 MindSpore's Python expanders are.
 
     expand(graph, opts): every node whose op is expandable and `opts.expand_enabled(op)` is replaced by
-    EXPANDERS[op](node, inputs, emit) -> the values standing for the node's results
+    EXPANDERS[op](node, inputs, b) -> the values standing for the node's results
     (repeated until no such node is left: an expansion may itself hold expandable ops)
+
+`b` is an `ir.GraphBuilder` emitting into the rewritten graph, its nodes named after the node replaced
+(`<node name>/<Op>-<k>`, k counting within one expansion: MindSpore scope names, metadata only).
 
 Every expansion is checked: its result types must equal the types the op inferred, else an IRError names
 the expander. Disabled ops (`--disable_expand_ops=Softmax`) stay as opaque single-op kernels.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ir.builder import GraphBuilder
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
@@ -26,7 +30,7 @@ from graphkernel.expanders.softmax import expand_softmax
 from graphkernel.expanders.square import expand_square
 from graphkernel.options import CompileOptions
 
-Expander = Callable[[Node, tuple[Value, ...], Callable[[Node], Node]], tuple[Value, ...]]
+Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 
 EXPANDERS: dict[str, Expander] = {
     "BiasAdd": expand_bias_add,
@@ -53,7 +57,7 @@ def expand_node(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...
     expander = EXPANDERS.get(node.op)
     if expander is None:
         raise IRError(f"op {node.op} is marked expandable but graphkernel.expanders has no expander for it")
-    results = tuple(expander(node, inputs, emit))
+    results = tuple(expander(node, inputs, GraphBuilder(scope=node.name or node.op, emit=emit)))
     got = tuple(v.type for v in results)
     if got != node.types:
         where = f"{expander.__module__}.{expander.__name__}"

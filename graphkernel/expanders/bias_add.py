@@ -7,13 +7,12 @@ The Reshape only inserts size-1 dims, so it is a view; the Add broadcasts the bi
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import bias_axis
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_bias_add(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_bias_add(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, bias = inputs
     trailing = x.type.rank - 1 - bias_axis(x.type.rank, node.attr("data_format"))
     if trailing:

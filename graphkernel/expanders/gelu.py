@@ -7,13 +7,12 @@ Each step is one primitive with one rounding, exactly as the numpy reference (ir
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import GELU_COEF, SQRT_2_OVER_PI
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_gelu(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_gelu(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     cube = b.op("Mul", b.op("Mul", x, x), x)
     inner = b.op("Mul", b.scalar(SQRT_2_OVER_PI, x), b.op("Add", x, b.op("Mul", b.scalar(GELU_COEF, x), cube)))

@@ -11,12 +11,11 @@ multiplying by Rsqrt) keeps the reference's roundings.
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_layer_norm(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_layer_norm(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, gamma, beta = inputs
     axes = tuple(range(node.attr("begin_norm_axis"), x.type.rank))
     mean = b.mean(x, axes)

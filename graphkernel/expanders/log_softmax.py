@@ -5,12 +5,11 @@
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_log_softmax(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_log_softmax(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     axes = node.attr("axis")
     shifted = b.op("Sub", x, b.reduce("ReduceMax", x, axes))

@@ -9,12 +9,11 @@ the divide into a multiply when the count is a power of two, where that is exact
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_reduce_mean(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_reduce_mean(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     mean = b.mean(x, node.attr("axis"))
     if not node.attr("keep_dims"):

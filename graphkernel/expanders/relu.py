@@ -2,11 +2,10 @@
 numpy's maximum, the reference)."""
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_relu(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_relu(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     return (b.op("Maximum", x, b.scalar(0, x)),)

@@ -4,12 +4,11 @@ For very negative x, exp(-x) overflows to inf and the result is 1 / inf = 0, as 
 """
 from __future__ import annotations
 
+from ir.builder import GraphBuilder
 from ir.graph import Node, Value
-from graphkernel.expanders.emitter import Emitter
 
 
-def expand_sigmoid(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:
-    b = Emitter(node, emit)
+def expand_sigmoid(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     one = b.scalar(1, x)
     denominator = b.op("Add", one, b.op("Exp", b.op("Neg", x)))

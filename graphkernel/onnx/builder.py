@@ -4,6 +4,8 @@ Every ONNX value is either a numpy array (a constant: small initializers, Consta
 anything computed only from constants) or an IR Value of the graph being traced. An op whose inputs are
 all constants is evaluated at once with the op registry's numpy reference, so shape arithmetic
 (`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`) folds and a Reshape's target shape is static.
+Nodes are made by an `ir.GraphBuilder` (`b.ir`) that names them with the trace and adds them to it;
+what stays here is folding, the ONNX node's context in errors, and the values whose shapes were guessed.
 
     b = Builder(trace)
     y = b.op("Mul", [x, np.float32(2)])     # an IR Value, or an array when x is constant
@@ -17,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ir.builder import GraphBuilder, constant_array
 from ir.dtypes import DType, as_dtype
-from ir.errors import GraphKernelError
-from ir.graph import Literal, Value
+from ir.errors import DTypeError, GraphKernelError
+from ir.graph import Value
 from ir.limits import check_node
-from ir.ops import evaluate, make_node
+from ir.ops import evaluate
 from graphkernel.onnx.types import OnnxImportError
 
 @dataclass
@@ -59,15 +62,6 @@ def is_const(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def _exact_in(v, dtype: DType) -> bool:
-    """Whether the number `v` has an exact value in the integer or bool `dtype`."""
-    x = float(v)
-    if dtype == DType.bool:
-        return x in (0.0, 1.0)
-    info = np.iinfo(dtype.np)
-    return x.is_integer() and info.min <= v <= info.max
-
-
 class Builder:
     def __init__(self, trace):
         self.trace = trace
@@ -75,6 +69,7 @@ class Builder:
         # values whose shapes were learnt from one trial run of a host op (NonZero's output), and all
         # computed from them: their shapes may differ at run time, so no shape may be folded from them
         self.guessed: set[Value] = set()
+        self.ir = GraphBuilder(namer=trace.scope_name, emit=self.add)
 
     def add(self, node):
         """Add an IR node to the trace; its results are guessed when one of its inputs is."""
@@ -95,17 +90,18 @@ class Builder:
         """An IR Value for an operand (a constant becomes a Const node)."""
         if isinstance(x, Value):
             return x
-        return self.trace.constant(np.asarray(x))
+        x = np.asarray(x)
+        return self.ir.const(x, x.dtype, name="")
 
     def const(self, v, like) -> np.ndarray:
         """A 0-d constant of `like`'s dtype; OnnxImportError if an integer or bool dtype cannot hold `v`
         exactly (an attribute such as alpha=0.01 meeting an int tensor: ONNX allows floats only there)."""
         dtype = dtype_of(like)
-        if not dtype.is_float and not _exact_in(v, dtype):
-            raise self.node.error(f"the constant {v!r} has no exact {dtype} value, and {dtype} is the dtype "
-                                  "of the tensor it combines with (does the op take tensors of that type?)")
-        with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as a cast makes it
-            return np.asarray(v, dtype=dtype.np)
+        try:
+            return constant_array(v, dtype)  # a float beyond float16's range is inf, as a cast makes it
+        except DTypeError as e:
+            raise self.node.error(f"{e}, and {dtype} is the dtype of the tensor it combines with (does the op "
+                                  "take tensors of that type?)") from None
 
     def static(self, x, what: str) -> np.ndarray:
         """The compile-time value of an input that must be known statically (shapes, axes, ...)."""
@@ -131,10 +127,9 @@ class Builder:
     def ops(self, name: str, inputs, **attrs) -> list:
         """Like op, for ops with several results."""
         inputs = list(inputs)
-        label = self.trace.scope_name(name)
         if all(is_const(x) for x in inputs):
-            const_values = [make_node("Const", (), {"value": Literal(x)}).out for x in inputs]
-            node = make_node(name, const_values, attrs, name=label)
+            scratch = GraphBuilder(namer=self.trace.scope_name)  # the node folded is not added to the trace
+            node = scratch.node(name, *[scratch.const(x, x.dtype, name="") for x in inputs], **attrs)
             check_node(node, self.trace.memory_limit)  # before folding allocates its result
             try:
                 with np.errstate(all="ignore"):  # NaN and Inf fold as the interpreter computes them
@@ -143,8 +138,7 @@ class Builder:
                 raise
             except Exception as e:  # numpy failing on the values (e.g. an index out of range)
                 raise self.node.error(f"folding {name} on constants failed: {e}") from None
-        node = self.add(make_node(name, [self.value(x) for x in inputs], attrs, name=label))
-        return list(node.outputs)
+        return list(self.ir.ops(name, *[self.value(x) for x in inputs], **attrs))
 
     def cast(self, x, dtype: DType):
         return x if dtype_of(x) == dtype else self.op("Cast", [x], dtype=dtype)

@@ -22,7 +22,6 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import TensorType
-from ir.ops import make_node
 from graphkernel import context
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, is_const, shape_of
 from graphkernel.onnx.registry import Converter, lookup
@@ -170,10 +169,10 @@ def run_on_host(b: Builder, n: NodeInfo, proto, opset: int) -> list:
     values = [b.value(x) for _, x in dynamic]
     attrs = dict(fn=fn, in_types=[v.dtype for v in values], in_shapes=[v.shape for v in values],
                  out_types=[t.dtype for t in types], out_shapes=[t.shape for t in types])
-    node = b.add(make_node("PyFunc", values, attrs, name=b.trace.scope_name("PyFunc")))
+    outputs = b.ir.ops("PyFunc", *values, **attrs)
     if guessed:
-        b.guessed.update(node.outputs)
-    return _aligned(proto, list(node.outputs))
+        b.guessed.update(outputs)
+    return _aligned(proto, list(outputs))
 
 
 def _aligned(proto, results: list) -> list:
