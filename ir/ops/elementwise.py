@@ -116,6 +116,8 @@ _unary("Tanh", np.tanh, cost=Cost.TRANSCENDENTAL, onnx=("Tanh",), precision=Prec
        api=_api("tanh"))
 _unary("Erf", _erf, cost=Cost.TRANSCENDENTAL, onnx=("Erf",), precision=Precision("gray", True, "bounded result"),
        api=_api("erf"))
+_unary("Sin", np.sin, cost=Cost.TRANSCENDENTAL, onnx=("Sin",), precision=Precision("gray", True, "bounded result"),
+       api=_api("sin"))
 
 
 def _select_infer(types, attrs):
