@@ -109,6 +109,18 @@ def _libm64(name: str) -> Callable[[Operands], str]:
     return lambda o: f"{NP_NAME[o.dtype]}(math.{name}(np.float64({o.args[0]})))"
 
 
+def _softplus(o: Operands) -> str:
+    """max(x, 0) + log1p(exp(-|x|)) in float64, rounded once: no overflow, exact log1p near 0."""
+    x = f"np.float64({o.args[0]})"
+    return f"{NP_NAME[o.dtype]}(max({x}, 0.0) + math.log1p(math.exp(-abs({x}))))"
+
+
+def _sign(o: Operands) -> str:
+    """x > 0 ? 1 : (x < 0 ? -1 : x): a zero keeps its sign, NaN stays NaN (the reference's rule)."""
+    x, one = o.args[0], const_literal(1, o.dtype)
+    return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {x}))"
+
+
 def _rsqrt(o: Operands) -> str:
     one = const_literal(1, o.dtype)
     return f"({one} / math.sqrt({o.args[0]}))"
@@ -158,6 +170,19 @@ EMITTERS: dict[str, Callable[[Operands], str]] = {
     "Tanh": _float_fn("tanh_f32", "tanh"),
     "Erf": _float_fn("erf_f32", "erf"),
     "Sin": _libm64("sin"),
+    "Cos": _libm64("cos"),
+    "Atan": _libm64("atan"),
+    "Softplus": _softplus,
+    "Floor": lambda o: f"np.floor({o.args[0]})",
+    "Ceil": lambda o: f"np.ceil({o.args[0]})",
+    "Round": lambda o: f"np.rint({o.args[0]})",
+    "Sign": _sign,
+    "Reciprocal": lambda o: f"({const_literal(1, o.dtype)} / {o.args[0]})",
+    "IsNan": lambda o: f"({o.args[0]} != {o.args[0]})",
+    "IsInf": lambda o: f"(abs({o.args[0]}) == np.inf)",
+    "LogicalNot": lambda o: f"(not {o.args[0]})",
+    "LogicalAnd": lambda o: f"({o.args[0]} and {o.args[1]})",
+    "LogicalOr": lambda o: f"({o.args[0]} or {o.args[1]})",
     "Select": lambda o: f"({o.args[1]} if {o.args[0]} else {o.args[2]})",
     "Cast": _cast,
     "BroadcastTo": lambda o: o.args[0],

@@ -58,11 +58,11 @@ def test_model_failing_the_checker():
 
 
 def test_unsupported_op_names_op_node_opset_and_lists_ours():
-    m = model([helper.make_node("Sin", ["x"], ["y"], name="my_sine")], [vi("x", [3])], [vi("y", [3])])
+    m = model([helper.make_node("Tan", ["x"], ["y"], name="my_tangent")], [vi("x", [3])], [vi("y", [3])])
     with pytest.raises(OnnxImportError) as err:
         gx.load(m)
     msg = str(err.value)
-    for part in ("Sin", "my_sine", "opset 17", "MatMul", "LayerNormalization"):
+    for part in ("Tan", "my_tangent", "opset 17", "MatMul", "LayerNormalization"):
         assert part in msg
 
 

@@ -5,7 +5,7 @@
     Celu             max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
     ThresholdedRelu  x > alpha ? x : 0                     Softsign    x / (1 + |x|)
     HardSigmoid      max(0, min(1, x * alpha + beta))      HardSwish   x * HardSigmoid(x; 1/6, 1/2)
-    Softplus         log(exp(x) + 1)                       Sign        x > 0 ? 1 : (x < 0 ? -1 : x * 0)
+(Softplus and Sign are ops of our own: graphkernel/onnx/ops_math.py converts them from the op table.)
 
 (exp(x) - 1 stands for numpy's expm1: within the float32 tolerance except for |x| < 1e-6, where the
 absolute error stays below 1e-7.)
@@ -85,13 +85,4 @@ def hard_swish(b: Builder, n: NodeInfo):
     return [b.op("Mul", [x, _hard_sigmoid(b, x, 1 / 6, 0.5)])]
 
 
-@converter("Softplus", min_version=1)
-def softplus(b: Builder, n: NodeInfo):
-    return [b.op("Log", [b.binary("Add", b.op("Exp", n.inputs[:1]), 1)])]
 
-
-@converter("Sign")
-def sign(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
-    inner = b.op("Select", [b.binary("Less", x, 0), b.const(-1, x), b.binary("Mul", x, 0)])
-    return [b.op("Select", [b.binary("Greater", x, 0), b.const(1, x), inner])]

@@ -38,12 +38,6 @@ for _d in OPS.values():   # ONNX ops that are exactly one of ours: the `onnx` na
         converter(_onnx, min_version=_version_at_min_opset(_onnx))(_exactly(_d.name, _d.arity))
 
 
-@converter("Reciprocal")
-def reciprocal(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
-    return [b.binary("RealDiv", b.const(1, x), x)]
-
-
 @converter("Div")
 def div(b: Builder, n: NodeInfo):
     x, y = n.inputs[:2]
@@ -159,13 +153,17 @@ def cast_like(b: Builder, n: NodeInfo):
     return [b.cast(n.inputs[0], dtype_of(n.inputs[1]))]
 
 
-def _not(b: Builder, x):
-    return b.binary("Equal", x, False)
-
-
-@converter("Not", min_version=1)
-def not_(b: Builder, n: NodeInfo):
-    return [_not(b, n.inputs[0])]
+@converter("IsInf", min_version=10)
+def is_inf(b: Builder, n: NodeInfo):
+    """IsInf, or only the infinities of one sign (detect_negative / detect_positive = 0)."""
+    x = n.inputs[0]
+    inf = b.op("IsInf", [x])
+    negative, positive = n.attr("detect_negative", 1), n.attr("detect_positive", 1)
+    if negative and positive:
+        return [inf]
+    if not (negative or positive):
+        return [b.binary("LogicalAnd", inf, False)]
+    return [b.op("LogicalAnd", [inf, b.binary("Greater" if positive else "Less", x, 0)])]
 
 
 def _or_equal(strict: str):

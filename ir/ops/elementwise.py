@@ -75,6 +75,21 @@ def minimum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where((x <= y) | (x != x), x, y)
 
 
+def _sign(x: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1 (NaN stays NaN, and a zero keeps its sign: sign(-0.0) is -0.0, as x > 0 ? 1 : x < 0 ?
+    -1 : x computes it; numpy's own loops give +0.0 or -0.0 depending on the platform's vector code)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(x > 0, np.ones((), x.dtype), np.where(x < 0, -np.ones((), x.dtype), x))
+
+
+def _wide(fn):
+    """fn computed in float32 for a float16 input and rounded once, as numpy's float16 loops compute."""
+    def run(x):
+        with np.errstate(all="ignore"):
+            return fn(x.astype(np.float32) if x.dtype == np.float16 else x).astype(x.dtype)
+    return run
+
+
 def _quiet(fn):
     def run(x):
         with np.errstate(all="ignore"):
@@ -118,6 +133,28 @@ _unary("Erf", _erf, cost=Cost.TRANSCENDENTAL, onnx=("Erf",), precision=Precision
        api=_api("erf"))
 _unary("Sin", np.sin, cost=Cost.TRANSCENDENTAL, onnx=("Sin",), precision=Precision("gray", True, "bounded result"),
        api=_api("sin"))
+_unary("Cos", np.cos, cost=Cost.TRANSCENDENTAL, onnx=("Cos",), precision=Precision("gray", True, "bounded result"),
+       api=_api("cos"))
+_unary("Atan", np.arctan, cost=Cost.TRANSCENDENTAL, onnx=("Atan",),
+       precision=Precision("gray", True, "bounded result"), api=_api("atan"))
+_unary("Softplus", _wide(lambda x: np.logaddexp(np.zeros((), x.dtype), x)), cost=Cost.TRANSCENDENTAL,
+       onnx=("Softplus",), precision=Precision("gray", True, "bounded below by its input"),
+       doc="log(1 + exp(x)), computed without overflow", api=_api("softplus", ""))
+_unary("Floor", np.floor, float16_exact=True, onnx=("Floor",), precision=EXACT, api=_api("floor"))
+_unary("Ceil", np.ceil, float16_exact=True, onnx=("Ceil",), precision=EXACT, api=_api("ceil"))
+_unary("Round", np.rint, float16_exact=True, onnx=("Round",), precision=EXACT, doc="half to even",
+       api=_api("round"))
+_unary("Sign", _sign, "numeric", float16_exact=True, onnx=("Sign",), precision=EXACT, api=_api("sign"))
+_unary("Reciprocal", _quiet(lambda x: np.ones((), x.dtype) / x), cost=Cost.DIVIDE, onnx=("Reciprocal",),
+       precision=ELEMENTWISE, api=_api("reciprocal"))
+_unary("IsNan", np.isnan, result=DType.bool, onnx=("IsNaN",), precision=COMPARISON, api=_api("isnan"))
+_unary("IsInf", np.isinf, result=DType.bool, precision=COMPARISON, api=_api("isinf"))
+_unary("LogicalNot", np.logical_not, "bool", domain="bool", onnx=("Not",), precision=COMPARISON,
+       api=_api("logical_not"))
+_binary("LogicalAnd", np.logical_and, "bool", domain="bool", onnx=("And",), precision=COMPARISON,
+        api=_api("logical_and"))
+_binary("LogicalOr", np.logical_or, "bool", domain="bool", onnx=("Or",), precision=COMPARISON,
+        api=_api("logical_or"))
 
 
 def _select_infer(types, attrs):
