@@ -9,13 +9,13 @@
 
 `fuse_groups(graph, groups)` replaces every group by its composite and re-orders the top level
 topologically (stable: a unit goes where its first member was, as early as its inputs allow), drops
-Consts nothing reads any more, and numbers composites in graph order (MindSpore's naming).
-`creates_cycle(graph, a, b)` tells whether merging two groups would make a path a -> outside -> b.
+Consts nothing reads any more, and numbers composites in graph order (MindSpore's naming). Whether
+merging two groups would make a cycle is the fusion search's question (`clusters.Clusters.creates_cycle`).
 """
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ir.graph import Graph, Node, Value, input_node
 
@@ -105,38 +105,6 @@ def build_composite(members: Sequence[Node], escaping: set[Value]) -> tuple[Node
     return node, outer_outputs
 
 
-def creates_cycle(graph: Graph, group_a: Iterable[Node], group_b: Iterable[Node],
-                  cluster_of: Mapping[Node, object] | None = None,
-                  users: Mapping[Node, list[Node]] | None = None) -> bool:
-    """Whether merging the two groups makes a cycle: a path leaving a ∪ b and coming back into it.
-
-    `cluster_of` maps nodes to the cluster they already belong to (clusters contract: entering one
-    node of a cluster reaches all of them); by default every other node is its own cluster.
-    """
-    merged = set(group_a) | set(group_b)
-    users = users if users is not None else node_users(graph)
-    members: dict[object, list[Node]] = {}
-    if cluster_of is not None:
-        for node, cid in cluster_of.items():
-            members.setdefault(cid, []).append(node)
-
-    def cluster(node: Node) -> list[Node]:
-        return members[cluster_of[node]] if cluster_of is not None and node in cluster_of else [node]
-
-    seen: set[Node] = set()
-    frontier = [u for n in merged for u in users.get(n, ()) if u not in merged]
-    while frontier:
-        node = frontier.pop()
-        if node in seen:
-            continue
-        for peer in cluster(node):
-            if peer in merged:
-                return True
-            seen.add(peer)
-            frontier.extend(u for u in users.get(peer, ()) if u not in seen)
-    return False
-
-
 def node_users(graph: Graph) -> dict[Node, list[Node]]:
     """For each top-level node, the distinct nodes reading any of its results, in graph order."""
     users: dict[Node, list[Node]] = {}
@@ -149,7 +117,7 @@ def node_users(graph: Graph) -> dict[Node, list[Node]]:
 def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
     """The graph with each group of top-level nodes replaced by one composite.
 
-    Groups must be disjoint and merging each must not create a cycle (see `creates_cycle`). A group
+    Groups must be disjoint and merging each must not create a cycle (`Clusters.creates_cycle`). A group
     of one primitive stays a primitive; a group of one composite stays as it is.
     """
     position = {n: i for i, n in enumerate(graph.nodes)}
@@ -224,19 +192,6 @@ def renumber_composites(graph: Graph) -> Graph:
         name = composite_name(compute_ops([node]), next(count))
         return None if name == node.name and inputs == node.inputs else node.replace(inputs=inputs, name=name)
     return graph.rewrite(rename)
-
-
-def inline_composite(graph: Graph, target: Node) -> Graph:
-    """The graph with composite `target` replaced by the primitives of its subgraph."""
-    def expand(node: Node, inputs, emit):
-        if node is not target:
-            return None
-        inner = dict(zip(node.subgraph.inputs, inputs))
-        for sub in node.subgraph.nodes:
-            new = emit(sub.replace(inputs=tuple(inner[v] for v in sub.inputs)))
-            inner.update(zip(sub.outputs, new.outputs))
-        return tuple(inner[v] for v in node.subgraph.outputs)
-    return graph.rewrite(expand)
 
 
 def live_set(graph: Graph) -> set[Node]:
