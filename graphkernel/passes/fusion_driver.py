@@ -18,7 +18,8 @@ A merge changes the clusters, so the walk repeats until a round merges nothing (
 already decided is not asked again while neither cluster has changed, so each candidate is logged
 once. Values a cluster produces and something outside reads become extra outputs of its composite
 (multi-output). At the end each cluster of two or more nodes becomes one composite
-(`fusion_utils.fuse_groups`). Parallel fusion asks the same Search about independent pairs.
+(`fusion_utils.fuse_groups`), and each accepted record in the fusion log names it. Parallel fusion
+asks the same Search about independent pairs.
 
 Big graphs: the cycle check and the composite's outputs come from the pair's neighbourhood
 (`clusters.Clusters`), each node's admission is asked once, a pair over composite_op_limit_size is
@@ -32,12 +33,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ir.graph import Graph, Node
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, FusionRecord
 from graphkernel.passes.clusters import Clusters
 from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat
 from graphkernel.passes.fusion_rules import Kernel, admit, can_fuse
-from graphkernel.passes.fusion_utils import compute_ops, fuse_groups, primitives
+from graphkernel.passes.fusion_utils import compute_ops, fuse_groups_named, primitives
 
 MAX_ROUNDS = 50
 LABEL_OPS = 16      # a log label shows this many ops of a cluster, then how many more
@@ -81,6 +82,7 @@ class Search:
         self._rule, self.prefix = rule, prefix
         self._facts: dict[tuple, Facts] = {}     # (head, version) -> Facts
         self._merged: tuple = (None, None, None)  # (a, b, Facts) of the merged cluster last judged
+        self._made: list[tuple[FusionRecord, Node]] = []   # accepted records and a node each fused
 
     def facts(self, head: Node) -> Facts:
         key = (head, self.clusters.version[head])
@@ -100,14 +102,26 @@ class Search:
                 self.clusters.estimate(self.clusters.members[head], self.opts.core_num)
         return facts.estimate
 
-    def merge(self, a: Node, b: Node) -> Node:
-        """Merge the pair can_fuse accepted last; the new head."""
+    def merge(self, a: Node, b: Node, record: FusionRecord) -> Node:
+        """Merge the pair can_fuse accepted last (`record`); the new head."""
         pa, pb, facts = self._merged
-        if pa is not a or pb is not b:
+        if pa is not a or pb is not b or not record.accepted:
             raise AssertionError("merge() follows can_fuse's acceptance of the same pair")
         head = self.clusters.merge(a, b)
         self._facts[(head, self.clusters.version[head])] = facts
+        self._made.append((record, a))
         return head
+
+    def finish(self) -> Graph:
+        """The graph with every cluster of two or more nodes as one composite; the fusion log's records
+        name the composites they went into (this pass's accepted ones, and earlier ones whose
+        composites this pass renumbered or merged)."""
+        graph = self.clusters.graph
+        fused, holder = fuse_groups_named(graph, self.clusters.groups())
+        self.opts.log.follow({n.name: (holder[n],) for n in graph.nodes if n.subgraph is not None and n in holder})
+        for record, node in self._made:
+            record.composites = (holder[node],)
+        return fused
 
     # --- FusionView -----------------------------------------------------------------------------
     def names(self, a: Node, b: Node) -> tuple[str, str]:
@@ -173,9 +187,10 @@ def fuse(graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node
                 if key in decided:
                     continue
                 decided.add(key)
-                if can_fuse(a, b, search):
-                    search.merge(a, b)
+                record = can_fuse(a, b, search)
+                if record.accepted:
+                    search.merge(a, b, record)
                     merged_any = True
         if not merged_any:
             break
-    return fuse_groups(graph, clusters.groups())
+    return search.finish()

@@ -1,7 +1,7 @@
 """Fusion decisions: may a and b become one kernel, and should they? One chain of early returns.
 
-    can_fuse(a, b, view) -> Decision        every fusion pass asks it (basic, composite, parallel,
-                                             recompute), and logs what it says
+    can_fuse(a, b, view) -> FusionRecord    every fusion pass asks it (basic, composite, parallel,
+                                             recompute); the answer is the record it logs
 
         legality   admission     each node may be clustered by this pass        admit()
                    pass rule     the pass's own condition on the pair           view.rule
@@ -17,18 +17,20 @@ known by then: none before the merged kernel is estimated, then the merged kerne
 fusion saves. A pass answers can_fuse's questions through a `FusionView` of its own state
 (`fusion_driver.Search` for merging clusters, `recompute` for copying a cheap slice into its
 readers); the flat fast path (`flat.py`) is one way a view describes the merged kernel: its
-estimate without its subgraph, judged by the same kernel_reason.
+estimate without its subgraph, judged by the same kernel_reason. Once the pass has built its
+composites, an accepted record names the composite holding what it fused (`FusionRecord.composites`,
+kept up to date as later passes renumber or merge composites: `FusionLog.follow`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from ir.graph import Graph, Node
 from ir.ops import Pattern, get, pattern_of
 from kernels import aicore
 from kernels.fusible import unsupported_reason
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, FusionRecord
 from graphkernel.passes.cost_model import Estimate, estimate, score
 from graphkernel.passes.fusion_utils import build_composite, primitives
 
@@ -63,23 +65,13 @@ class FusionView(Protocol):
     def no_saving(self, parts: list[Estimate], fused: list[Estimate]) -> str: ...   # the profit refusal
 
 
-@dataclass(frozen=True)
-class Decision:
-    accepted: bool
-    reason: str
-    figures: dict = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return self.accepted
-
-
-def can_fuse(a, b, view: FusionView) -> Decision:
-    """Whether the pass of `view` fuses a and b, and why (see the module docstring); logged."""
+def can_fuse(a, b, view: FusionView) -> FusionRecord:
+    """Whether the pass of `view` fuses a and b, and why (see the module docstring): the record it
+    adds to the fusion log (`accepted`, `reason`, `figures`)."""
     opts = view.opts
 
-    def decide(accepted: bool, reason: str, **figures) -> Decision:
-        opts.log.add(view.stage, view.names(a, b), accepted, view.prefix + reason, **figures)
-        return Decision(accepted, view.prefix + reason, figures)
+    def decide(accepted: bool, reason: str, **figures) -> FusionRecord:
+        return opts.log.add(view.stage, view.names(a, b), accepted, view.prefix + reason, **figures)
 
     # legality
     reason = view.admission(a, b)

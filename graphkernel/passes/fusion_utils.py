@@ -120,6 +120,12 @@ def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
     Groups must be disjoint and merging each must not create a cycle (`Clusters.creates_cycle`). A group
     of one primitive stays a primitive; a group of one composite stays as it is.
     """
+    return fuse_groups_named(graph, groups)[0]
+
+
+def fuse_groups_named(graph: Graph, groups: Sequence[Sequence[Node]]) -> tuple[Graph, dict[Node, str]]:
+    """`fuse_groups`, and the name of the composite each top-level node of `graph` ends up in (nodes
+    that end up in none are left out)."""
     position = {n: i for i, n in enumerate(graph.nodes)}
     unit_of: dict[Node, int] = {}
     units: list[list[Node]] = []
@@ -141,14 +147,17 @@ def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
 
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []
+    placed: dict[int, Node] = {}
     for u in _unit_order(units, unit_of, position):
         node, outer = built.get(u, (units[u][0], list(units[u][0].outputs)))
         inputs = tuple(value_map.get(v, v) for v in node.inputs)
-        new = node if inputs == node.inputs else node.replace(inputs=inputs)
+        new = placed[u] = node if inputs == node.inputs else node.replace(inputs=inputs)
         nodes.append(new)
         value_map.update(zip(outer, new.outputs))
     fused = Graph(graph.inputs, nodes, [value_map.get(v, v) for v in graph.outputs])
-    return renumber_composites(drop_unused_consts(fused))
+    names: dict[Node, str] = {}
+    fused = renumber_composites(drop_unused_consts(fused), names)
+    return fused, {n: names[placed[unit_of[n]]] for n in graph.nodes if placed[unit_of[n]] in names}
 
 
 def _unit_order(units: list[list[Node]], unit_of: dict[Node, int], position: dict[Node, int]) -> list[int]:
@@ -182,14 +191,17 @@ def drop_unused_consts(graph: Graph) -> Graph:
     return Graph(graph.inputs, [n for n in graph.nodes if n.op != "Const" or n in used], graph.outputs)
 
 
-def renumber_composites(graph: Graph) -> Graph:
-    """Composites named Fused_<ops>_<n>, n counting composites in graph order."""
+def renumber_composites(graph: Graph, names: dict[Node, str] | None = None) -> Graph:
+    """Composites named Fused_<ops>_<n>, n counting composites in graph order; `names`, when given,
+    receives each composite of `graph` -> its name."""
     count = iter(range(len(graph.nodes)))
 
     def rename(node: Node, inputs, emit):
         if node.op != COMPOSITE:
             return None
         name = composite_name(compute_ops([node]), next(count))
+        if names is not None:
+            names[node] = name
         return None if name == node.name and inputs == node.inputs else node.replace(inputs=inputs, name=name)
     return graph.rewrite(rename)
 

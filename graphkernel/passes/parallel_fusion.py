@@ -21,7 +21,6 @@ from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import can_fuse
-from graphkernel.passes.fusion_utils import fuse_groups
 
 STAGE = "composite"
 SMALL_SECONDS = 20e-6
@@ -56,6 +55,7 @@ def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
             if a is b or key in decided:
                 continue
             decided.add(key)
-            if can_fuse(a, b, search):
-                search.merge(a, b)
-    return fuse_groups(graph, clusters.groups())
+            record = can_fuse(a, b, search)
+            if record.accepted:
+                search.merge(a, b, record)
+    return search.finish()

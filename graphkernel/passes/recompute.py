@@ -20,7 +20,7 @@ from typing import Callable
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, FusionLog, FusionRecord
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.cost_model import Estimate
@@ -43,9 +43,9 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
         readers = {v: us for v, us in readers.items() if all(u in live for u in us)}
         ask = _Round(readers, escape_finder(graph), set(graph.outputs), decided, opts)
         for producer in graph.nodes:
-            replaced = ask.first_accepted(producer) if producer in live else None
-            if replaced is not None:
-                graph = _rebuild(graph, replaced)
+            accepted = ask.first_accepted(producer) if producer in live else None
+            if accepted is not None:
+                graph = _rebuild(graph, accepted, opts.log)
                 break
         else:
             return graph
@@ -61,8 +61,8 @@ class _Round:
     decided: set             # candidates asked already (in any round)
     opts: CompileOptions
 
-    def first_accepted(self, producer: Node) -> dict | None:
-        """The replacements of the first accepted candidate recomputing a result of `producer`."""
+    def first_accepted(self, producer: Node) -> _Candidate | None:
+        """The first accepted candidate recomputing a result of `producer`."""
         if producer.op == "Const":
             return None
         for v in producer.outputs:
@@ -73,9 +73,9 @@ class _Round:
             if key in self.decided:
                 continue
             self.decided.add(key)
-            replaced = _try(producer, v, users, self.escaping, self.opts)
-            if replaced is not None:
-                return replaced
+            accepted = _try(producer, v, users, self.escaping, self.opts)
+            if accepted is not None:
+                return accepted
         return None
 
 
@@ -83,17 +83,17 @@ def _structure(node: Node):
     return (node.op, node.attrs, node.types, node.subgraph.key() if node.subgraph is not None else None)
 
 
-def _try(producer: Node, v: Value, users: list[Node], escaping: Callable, opts: CompileOptions) -> dict | None:
-    """The replacements (see `_rebuild`) if recomputing `v` in its users is accepted, else None."""
+def _try(producer: Node, v: Value, users: list[Node], escaping: Callable,
+         opts: CompileOptions) -> _Candidate | None:
+    """The candidate recomputing `v` in its users when can_fuse accepts it, else None."""
     kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping([producer])]
     if not kept and len(users) < 2:
         return None  # moving a whole producer into its only reader is fusion: composite fusion's call
     if admit(producer, opts, is_fusible, "recompute") is not None:
         return None  # not a kernel we generate: nothing to recompute
-    view = _Candidate(producer, v, users, kept, escaping, opts)
-    if not can_fuse((producer, v), users, view):
-        return None
-    return {producer: (view.rest, view.rest_map), **view.new_users}
+    candidate = _Candidate(producer, v, users, kept, escaping, opts)
+    candidate.record = can_fuse((producer, v), users, candidate)
+    return candidate if candidate.record.accepted else None
 
 
 class _Candidate:
@@ -110,6 +110,12 @@ class _Candidate:
         self.slice, _ = restrict(producer, [v.index])
         self.rest, self.rest_map = None, {}
         self.new_users: dict[Node, tuple[Node, dict[Value, Value]]] = {}
+        self.record: FusionRecord | None = None     # can_fuse's answer
+
+    @property
+    def replaced(self) -> dict:
+        """What `_rebuild` replaces: the producer by its rest (or nothing), each reader by its new kernel."""
+        return {self.producer: (self.rest, self.rest_map), **self.new_users}
 
     def names(self, a, b) -> tuple[str, str]:
         return f"{label([self.producer])}#{self.v.index}", "+".join(label([u]) for u in self.users)
@@ -158,18 +164,28 @@ class _Candidate:
         return "computing the slice again in every reader costs more than the write and reads it saves"
 
 
-def _rebuild(graph: Graph, replaced: dict) -> Graph:
-    """The graph with each key node replaced by (new node or None, map of its old results to new)."""
+def _rebuild(graph: Graph, candidate: _Candidate, log: FusionLog) -> Graph:
+    """The graph with each node the accepted candidate replaces replaced by (new node or None, map of its
+    old results to new); the fusion log's records name the composites as the new graph numbers them."""
+    replaced = candidate.replaced
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []
+    placed_of: dict[Node, Node] = {}
     for node in graph.nodes:
         new, result_map = replaced.get(node, (node, dict(zip(node.outputs, node.outputs))))
         if new is None:
             continue
         inputs = tuple(value_map.get(x, x) for x in new.inputs)
-        placed = new if inputs == new.inputs else new.replace(inputs=inputs)
+        placed = placed_of[node] = new if inputs == new.inputs else new.replace(inputs=inputs)
         nodes.append(placed)
         index = {o: i for i, o in enumerate(new.outputs)}
         value_map.update({old: placed.outputs[index[n]] for old, n in result_map.items()})
     out = Graph(graph.inputs, nodes, [value_map.get(x, x) for x in graph.outputs])
-    return renumber_composites(drop_unused_consts(out))
+    names: dict[Node, str] = {}
+    out = renumber_composites(drop_unused_consts(out), names)
+    holder = {node: (names[p],) for node, p in placed_of.items() if p in names}
+    readers = tuple(holder[u][0] for u in candidate.users)
+    holder.setdefault(candidate.producer, readers)     # a producer left with nothing: its work is theirs
+    log.follow({n.name: holder[n] for n in graph.nodes if n.subgraph is not None and n in holder})
+    candidate.record.composites = readers
+    return out
