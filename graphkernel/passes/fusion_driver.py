@@ -30,6 +30,7 @@ size of the pair, never of the graph; on an elementwise chain, the size of what 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from ir.graph import Graph, Node
@@ -38,7 +39,7 @@ from graphkernel.passes.clusters import Clusters
 from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat
 from graphkernel.passes.fusion_rules import Kernel, admit, can_fuse
-from graphkernel.passes.fusion_utils import compute_ops, fuse_groups_named, primitives
+from graphkernel.passes.fusion_utils import compute_ops, fuse_groups, primitives
 
 MAX_ROUNDS = 50
 LABEL_OPS = 16      # a log label shows this many ops of a cluster, then how many more
@@ -117,7 +118,8 @@ class Search:
         name the composites they went into (this pass's accepted ones, and earlier ones whose
         composites this pass renumbered or merged)."""
         graph = self.clusters.graph
-        fused, holder = fuse_groups_named(graph, self.clusters.groups())
+        holder: dict[Node, str] = {}
+        fused = fuse_groups(graph, self.clusters.groups(), holder)
         self.opts.log.follow({n.name: (holder[n],) for n in graph.nodes if n.subgraph is not None and n in holder})
         for record, node in self._made:
             record.composites = (holder[node],)
@@ -142,18 +144,18 @@ class Search:
         fa, fb = self.facts(a), self.facts(b)
         flat = merge_flat(fa.flat, fb.flat, lambda v: clusters.inside(v, (a, b)),
                           lambda v: clusters.read_outside(v, (a, b))) if fa.flat and fb.flat else None
-        facts = Facts(fa.count + fb.count, None, flat)
-
-        def fused() -> Estimate:
-            facts.estimate = flat.estimate(core_num) if flat is not None else \
-                clusters.estimate(nodes, core_num, merged)
-            return facts.estimate
-
-        self._merged = (a, b, facts)
         if flat is not None:
-            return [Kernel(None, fused)]
-        nodes = sorted(clusters.members[a] + clusters.members[b], key=clusters.position.__getitem__)
-        merged = clusters.subgraph(nodes)
+            merged, estimate = None, partial(flat.estimate, core_num)
+        else:
+            nodes = sorted(clusters.members[a] + clusters.members[b], key=clusters.position.__getitem__)
+            merged = clusters.subgraph(nodes)
+            estimate = partial(clusters.estimate, nodes, core_num, merged)
+        facts = Facts(fa.count + fb.count, None, flat)
+        self._merged = (a, b, facts)
+
+        def fused() -> Estimate:    # kept as the merged cluster's, should can_fuse accept
+            facts.estimate = estimate()
+            return facts.estimate
         return [Kernel(merged, fused)]
 
     def creates_cycle(self, a: Node, b: Node) -> bool:

@@ -114,18 +114,13 @@ def node_users(graph: Graph) -> dict[Node, list[Node]]:
     return users
 
 
-def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
+def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]], holders: dict[Node, str] | None = None) -> Graph:
     """The graph with each group of top-level nodes replaced by one composite.
 
     Groups must be disjoint and merging each must not create a cycle (`Clusters.creates_cycle`). A group
-    of one primitive stays a primitive; a group of one composite stays as it is.
+    of one primitive stays a primitive; a group of one composite stays as it is (renumbered). `holders`,
+    when given, receives each top-level node of `graph` that ends up in a composite -> its name.
     """
-    return fuse_groups_named(graph, groups)[0]
-
-
-def fuse_groups_named(graph: Graph, groups: Sequence[Sequence[Node]]) -> tuple[Graph, dict[Node, str]]:
-    """`fuse_groups`, and the name of the composite each top-level node of `graph` ends up in (nodes
-    that end up in none are left out)."""
     position = {n: i for i, n in enumerate(graph.nodes)}
     unit_of: dict[Node, int] = {}
     units: list[list[Node]] = []
@@ -157,7 +152,9 @@ def fuse_groups_named(graph: Graph, groups: Sequence[Sequence[Node]]) -> tuple[G
     fused = Graph(graph.inputs, nodes, [value_map.get(v, v) for v in graph.outputs])
     names: dict[Node, str] = {}
     fused = renumber_composites(drop_unused_consts(fused), names)
-    return fused, {n: names[placed[unit_of[n]]] for n in graph.nodes if placed[unit_of[n]] in names}
+    if holders is not None:
+        holders.update((n, names[placed[unit_of[n]]]) for n in graph.nodes if placed[unit_of[n]] in names)
+    return fused
 
 
 def _unit_order(units: list[list[Node]], unit_of: dict[Node, int], position: dict[Node, int]) -> list[int]:
