@@ -154,10 +154,6 @@ def reduce_depth(graph: Graph) -> int:
     return deepest
 
 
-def op_count(graph: Graph) -> int:
-    return sum(1 for n in graph.nodes if n.op != "Const")
-
-
 def op_limit_reason(count: int, opts: CompileOptions) -> str | None:
     """Why a kernel of `count` primitives is too big (composite_op_limit_size), or None."""
     limit = opts.flags.composite_op_limit_size
