@@ -4,7 +4,8 @@
       graph_id      the number of this compile in the process (dump file names use it)
       stages        the IR at the end of each stage ("validate", "expand", ..., "composite")
       graph         the final IR
-      kernels       one KernelSummary per kernel launch (name, op types, block_dim, types, target)
+      kernels       one entry per kernel launch: name (a composite's Fused_<ops>_<n>), op types,
+                    block_dim, types, target, kernel (the compiled kernel it runs)
       dump_files    what save_graphs wrote
       log           the fusion log (every candidate, its figures, the decision and the reason)
 
@@ -37,12 +38,16 @@ class InputError(GraphKernelError, TypeError):
 
 @dataclass(frozen=True)
 class KernelSummary:
+    """A launch on the CPU target (the Ascend target lists kernels.KernelInfo, with the same fields):
+    `name` the node it computes (a composite's `Fused_<ops>_<n>`, a primitive's scope name), `kernel`
+    the compiled kernel it runs ("" here: the numpy reference runs it)."""
     name: str
     op_types: tuple[str, ...]
     block_dim: int | None
     inputs: tuple[TensorType, ...]
     outputs: tuple[TensorType, ...]
     target: str  # "device", "host" or "copy" (a host<->device copy)
+    kernel: str = ""
 
 
 def options_from_context() -> CompileOptions:

@@ -238,7 +238,7 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
         holders = [la for la in launches if name in la.members]
         if holders:
             chosen.update(la.index for la in holders)
-            where = ", ".join(f"{la.name} (kernel {la.kernel})" for la in holders)
+            where = ", ".join(f"{la.name} (kernel {la.kernel})" if la.kernel else la.name for la in holders)
             warn(f"{name!r} was fused into composite {where} in graph {graph}; dumping the composite's "
                  "inputs and outputs instead")
         elif any(n.name == name for g in compiled.stages.values() for n in g.nodes):

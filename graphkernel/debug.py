@@ -70,7 +70,8 @@ class KernelRow:
     """One kernel launch against the reference."""
     index: int                  # position in execution order (Program.steps, CompiledGraph.kernels)
     name: str                   # the node's name: a scope name (Default/.../Sub-op3) or a composite's
-    kernel: str                 # the kernel's name (generated kernels: structure and hash)
+                                # Fused_<ops>_<n>, as the dumps, the profiler and the fusion log name it
+    kernel: str                 # the generated kernel it runs (structure and hash), "" for none
     ops: tuple[str, ...]
     target: str                 # device, host or copy
     variant: str                # elementwise | rows | split | columns | numpy | reference | ...
@@ -84,7 +85,7 @@ class KernelRow:
         """One line: which kernel, and by how much it misses."""
         ulp = "" if self.max_ulp is None else f", max ulp {self.max_ulp}"
         rules = "; ".join(f"{d}: {tolerance_text(d)}" for d in dict.fromkeys(self.dtypes))
-        kernel = "" if self.kernel == self.name else f", kernel {printable(self.kernel, NAME_LIMIT)}"
+        kernel = f", kernel {printable(self.kernel, NAME_LIMIT)}" if self.kernel else ""
         return (f"kernel #{self.index} {printable(self.name, NAME_LIMIT)} ({_ops_text(self.ops)}{kernel}) "
                 f"disagrees with the reference: max abs error {self.max_abs:.3g}, max rel error "
                 f"{self.max_rel:.3g}{ulp} (tolerance {rules})")
@@ -109,7 +110,7 @@ class Comparison:
         head = ("#", "name", "ops", "target", "max_abs", "max_rel", "max_ulp", "ok", "kernel")
         body = [(str(r.index), printable(r.name, NAME_LIMIT), _ops_text(r.ops, " "), r.target,
                  f"{r.max_abs:.3g}", f"{r.max_rel:.3g}", "-" if r.max_ulp is None else str(r.max_ulp),
-                 "ok" if r.ok else "BAD", "" if r.kernel == r.name else printable(r.kernel, NAME_LIMIT))
+                 "ok" if r.ok else "BAD", printable(r.kernel, NAME_LIMIT))
                 for r in self.rows]
         widths = [max(len(row[c]) for row in [head, *body]) for c in range(len(head))]
         left = {1, 2, 8}    # text columns; numbers align right

@@ -9,9 +9,11 @@
                                                                    once per kernel launch, in order
                 sink.end_step(graph, step, seconds, launches)      once per call
 
-A Launch is what one kernel launch is to a user: its position in the graph, the kernel's name, the
-name of the node it computes (a scope name `Default/.../Mul-op0` or a composite's name), its op types,
-block_dim, input and output types, and the names of the primitives a composite holds. On the Ascend
+A Launch is what one kernel launch is to a user: its position in the graph, the name of the node it
+computes (a scope name `Default/.../Mul-op0`, or a composite's `Fused_<ops>_<n>`: the name the dumps
+and the fusion log give it), its op type (a primitive's op, a composite's name), the compiled kernel
+it runs (shared by every composite of one structure), its op types, block_dim, input and output types,
+and the names of the primitives a composite holds. On the Ascend
 target the launches are the Program's steps (kernels.Program.run with an observer); on the CPU
 target every top-level node that computes is one launch, run by the numpy reference. The arrays a
 sink receives have their tensor's shape; on the Ascend target they are the executor's buffers,
@@ -52,14 +54,20 @@ def user_stacklevel() -> int:
 @dataclass(frozen=True)
 class Launch:
     index: int                      # position among the graph's launches
-    kernel: str                     # the kernel's name (Ascend: generated, e.g. Fused_Mul_Add_<hash>)
-    name: str                       # the node's name: a scope name or a composite's name
+    kernel: str                     # the compiled kernel (Ascend: generated, Fused_Mul_Add_<hash>), or ""
+    name: str                       # the node's name: a scope name or a composite's Fused_<ops>_<n>
     op_types: tuple[str, ...]
     block_dim: int | None           # None on the CPU target
     inputs: tuple[TensorType, ...]
     outputs: tuple[TensorType, ...]
     variant: str = ""               # elementwise | rows | split | numpy | reference (Ascend)
     members: tuple[str, ...] = ()   # names of the primitives inside a composite
+    composite: bool = False         # it computes a composite
+
+    @property
+    def op_type(self) -> str:
+        """A composite's name, or the primitive's op (the profiler's op_type)."""
+        return self.name if self.composite else self.op_types[0]
 
 
 @dataclass
@@ -83,10 +91,11 @@ def _device_launches(program) -> list[Launch]:
     for k, step in enumerate(program.steps):
         info = step.info
         node = step.values_out[0].node if step.values_out else None
-        copy = info.op_types == ("Copy",)
-        name = info.name if copy or node is None else (node.name or info.name)
-        out.append(Launch(k, info.name, name, info.op_types, info.block_dim, info.inputs, info.outputs,
-                          info.variant, () if copy or node is None else _members(node)))
+        if info.op_types == ("Copy",):   # an output copy: its value's node is the one that computed it
+            node = None
+        out.append(Launch(k, info.kernel, info.name, info.op_types, info.block_dim, info.inputs, info.outputs,
+                          info.variant, () if node is None else _members(node),
+                          node is not None and node.subgraph is not None))
     return out
 
 
@@ -96,8 +105,8 @@ def _reference_launches(graph: Graph, skipped: tuple[str, ...]) -> dict[int, Lau
         if node.op in skipped:
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
-        out[i] = Launch(len(out), node.name or node.op, node.name or node.op, ops, None,
-                        tuple(v.type for v in node.inputs), node.types, "", _members(node))
+        out[i] = Launch(len(out), "", node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
+                        node.types, "", _members(node), node.subgraph is not None)
     return out
 
 

@@ -12,18 +12,21 @@ from graphkernel.flags import GraphKernelFlags
 
 @dataclass
 class FusionRecord:
-    """One fusion considered: the candidates, the pass, the cost figures, the decision and why."""
+    """One fusion considered: the candidates, the pass, the cost figures, the decision and why; an
+    accepted one names the composite(s) holding what it fused, as the compiled graph names them."""
     stage: str
     candidates: tuple[str, ...]
     accepted: bool
     reason: str
     figures: dict = field(default_factory=dict)
+    composites: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         figs = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                         for k, v in sorted(self.figures.items()))
         verdict = "fuse" if self.accepted else "refuse"
-        return f"[{self.stage}] {verdict} {' + '.join(self.candidates)}: {self.reason}" + (
+        into = f" -> {', '.join(self.composites)}" if self.composites else ""
+        return f"[{self.stage}] {verdict} {' + '.join(self.candidates)}{into}: {self.reason}" + (
             f" ({figs})" if figs else "")
 
 
@@ -36,8 +39,20 @@ class FusionLog(list):
     def __hash__(self):
         return 0
 
-    def add(self, stage, candidates, accepted, reason, **figures) -> None:
-        self.append(FusionRecord(stage, tuple(candidates), accepted, reason, figures))
+    def add(self, stage, candidates, accepted, reason, **figures) -> FusionRecord:
+        record = FusionRecord(stage, tuple(candidates), accepted, reason, figures)
+        self.append(record)
+        return record
+
+    def follow(self, renamed: dict) -> None:
+        """A pass renamed composites, or merged them into others (composites are numbered per graph):
+        `renamed` maps an old name to the names of the composites holding its work now."""
+        if not renamed:
+            return
+        for record in self:
+            if record.composites:
+                record.composites = tuple(dict.fromkeys(
+                    new for old in record.composites for new in renamed.get(old, (old,))))
 
 
 FUSION_STAGES = ("fuse_basic", "composite")   # stages that run only with enable_graph_kernel

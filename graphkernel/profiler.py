@@ -7,14 +7,16 @@
 
     DIR/profiler/kernel_details.csv   one row per kernel launch of a graph, over all calls:
         op_type, block_dim, input_shape, input_data_type, input_formats   (seed 002's columns)
-        name, calls, total_time_us, avg_time_us, graph_id, kernel
+        kernel, name, calls, total_time_us, avg_time_us, graph_id
     DIR/profiler/step_trace.csv       one row per step (a top-level call of a compiled graph):
         step, start (us since the profiler started), duration_us, kernels, graph_id
 
-op_type is the primitive of a single-op kernel and `Fused_<ops>` for a composite; block_dim is the
-launch's (empty on the CPU target); shapes are written `1,256,256,3`, dtypes `DT_FLOAT16`, several
-inputs joined by `;`; input_formats is `ND` (graphkernel tensors carry no layout). name is the node's
-scope name or the composite's name, kernel the generated kernel's name. One Profiler collects at a
+op_type is the primitive of a single-op kernel and the composite's name (`Fused_<ops>_<n>`, as the
+dumps and the fusion log call it) for a composite; block_dim is the launch's (empty on the CPU
+target); shapes are written `1,256,256,3`, dtypes `DT_FLOAT16`, several inputs joined by `;`;
+input_formats is `ND` (graphkernel tensors carry no layout). kernel is the generated kernel the launch
+runs (`Fused_Mul_Add_<hash>`, shared by every composite of that structure; empty on the CPU target and
+for MatMul, host ops and copies), name the node's scope name or the composite's name. One Profiler collects at a
 time (graphkernel.observe.profiler). Times include the per-launch observation and, on the CPU
 target, the numpy reference: compare them with each other, not with unprofiled runs.
 """
@@ -32,8 +34,8 @@ from ir.printer import printable
 from graphkernel import observe
 from graphkernel.datadump import csv_bytes, format_shape, write_atomic
 
-KERNEL_COLUMNS = ("op_type", "block_dim", "input_shape", "input_data_type", "input_formats", "name", "calls",
-                  "total_time_us", "avg_time_us", "graph_id", "kernel")
+KERNEL_COLUMNS = ("op_type", "block_dim", "input_shape", "input_data_type", "input_formats", "kernel", "name",
+                  "calls", "total_time_us", "avg_time_us", "graph_id")
 STEP_COLUMNS = ("step", "start", "duration_us", "kernels", "graph_id")
 
 
@@ -47,11 +49,6 @@ _DT_NAMES = {DType.float32: "DT_FLOAT", DType.float16: "DT_FLOAT16", DType.float
 def dt_name(dtype: DType) -> str:
     """CANN's name of a dtype: DT_FLOAT16, DT_FLOAT, DT_INT32, ..."""
     return _DT_NAMES.get(dtype) or f"DT_{dtype.value.upper()}"
-
-
-def op_type(op_types: tuple[str, ...]) -> str:
-    ops = list(dict.fromkeys(op_types))
-    return ops[0] if len(ops) == 1 else "Fused_" + "_".join(ops)
 
 
 @dataclass
@@ -122,10 +119,10 @@ class Profiler:
             la = stat.launch
             total = stat.seconds * 1e6
             rows.append(dict(zip(KERNEL_COLUMNS, (
-                op_type(la.op_types), "" if la.block_dim is None else la.block_dim,
+                la.op_type, "" if la.block_dim is None else la.block_dim,
                 ";".join(format_shape(t.shape) for t in la.inputs), ";".join(dt_name(t.dtype) for t in la.inputs),
-                ";".join("ND" for _ in la.inputs), la.name, stat.calls, round(total, 3),
-                round(total / stat.calls, 3), stat.graph_id, la.kernel))))
+                ";".join("ND" for _ in la.inputs), la.kernel, la.name, stat.calls, round(total, 3),
+                round(total / stat.calls, 3), stat.graph_id))))
         rows.sort(key=lambda r: -r["total_time_us"])
         return rows
 

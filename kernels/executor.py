@@ -40,14 +40,18 @@ class InputMismatchError(GraphKernelError, TypeError):
 
 @dataclass(frozen=True)
 class KernelInfo:
+    """One launch: `name` is the node it computes (a composite's `Fused_<ops>_<n>`, a primitive's scope
+    name, else its op); `kernel` the compiled kernel it runs, named by its structure and a hash
+    (`Fused_Mul_Add_<hash>`, shared by every launch of that structure), "" when no kernel is generated."""
     name: str
     op_types: tuple[str, ...]
     block_dim: int
     inputs: tuple[TensorType, ...]
     outputs: tuple[TensorType, ...]
-    target: str                 # "device" or "host"
+    target: str                 # "device", "host" or "copy"
     source: str | None = None
-    variant: str = ""           # elementwise | rows | split | numpy | reference
+    variant: str = ""           # elementwise | rows | split | columns | numpy | reference | copy ...
+    kernel: str = ""
 
 
 @dataclass

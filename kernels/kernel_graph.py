@@ -1,8 +1,9 @@
 """kernel_graph_dot(program, title) -> str: the `kernel_graph_<id>.dot` dump (SPEC §4).
 
-One node per launch, labelled with the kernel name, its op types, block_dim and the shapes it reads
-and writes; host launches are drawn apart. One edge per buffer from the launch that writes it to
-each launch that reads it; graph inputs and outputs are nodes of their own. With host ops (mixed
+One node per launch, labelled with the name of the node it computes (a composite's `Fused_<ops>_<n>`),
+its op types, the generated kernel it runs, block_dim and the shapes it reads and writes; host
+launches are drawn apart. One edge per buffer from the launch that writes it to each launch that
+reads it; graph inputs and outputs are nodes of their own. With host ops (mixed
 compute) each device subgraph is a dashed cluster, host ops and copies outside. Deterministic: the same
 program gives the same bytes.
 """
@@ -37,7 +38,8 @@ def kernel_graph_dot(program, title: str) -> str:
         info = step.info
         colour = {"host": "lightgoldenrod1", "copy": "palegreen"}.get(info.target) or (
             "lightblue" if len(info.op_types) > 1 else "lightgrey")
-        label = (f"{info.name}\n{'+'.join(info.op_types)}\nblock_dim={info.block_dim}"
+        kernel = f"\nkernel {info.kernel}" if info.kernel else ""
+        label = (f"{info.name}\n{'+'.join(info.op_types)}{kernel}\nblock_dim={info.block_dim}"
                  f"\nin: {_shapes(info.inputs)}\nout: {_shapes(info.outputs)}")
         lines.append(f"  k{k} [label={_quote(label)}, fillcolor={colour}];")
         edges = set()

@@ -12,6 +12,10 @@
     a host op (PyFunc, HostCall) the numpy reference on the host (target "host"); an error names the node
     anything else               (an unexpanded composite op) the numpy reference
 
+Each launch's KernelInfo is named after the node it computes (`name`: a composite's `Fused_<ops>_<n>`,
+a primitive's scope name); the generated kernel it runs, built once per structure and shared, is
+`kernel` (`Fused_Mul_Add_<hash>`, the name of its source file and cache entry).
+
 A kernel that fails to build does not fail the run: a composite is inlined back into single-op
 kernels, a single op falls back to the numpy reference, each with a KernelBuildWarning naming it.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -224,12 +228,14 @@ class _Builder:
         if key not in self.kernels:
             self.kernels[key] = self.compile_kernel(sub)
         info, fn, extra, parallel = self.kernels[key]
+        info = replace(info, name=node.name or node.op)   # the launch is named by its node
         return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
                     parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
 
     def compile_kernel(self, sub: Graph) -> tuple:
         """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`. Names take
-        no part in it, so `build_kernel` asks once per structure (a long chain of one op: once)."""
+        no part in it, so `build_kernel` asks once per structure (a long chain of one op: once) and
+        names each launch after its node."""
         spec, sizes = describe(sub)
         dtypes = [d for d, _ in spec.inputs + spec.outputs]
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
@@ -240,7 +246,7 @@ class _Builder:
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
         info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
-                          tuple(v.type for v in sub.outputs), "device", source, variant)
+                          tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name)
         return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
 
     # --- outputs -------------------------------------------------------------------------

@@ -1,4 +1,6 @@
 """Basic and composite fusion on the seed's nets and small graphs: what is fused, names, dumps' clusters."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -7,7 +9,7 @@ from fusion_helpers import (composites, fuse_all, interpret, kernel_count, ops_o
                             random_inputs, t)
 from tolerance import assert_close
 from graphkernel.passes.basic_fusion import basic_fusion
-from graphkernel.passes.fusion_utils import creates_cycle, inline_composite
+from kernels import DeviceConfig, KernelBuildWarning, lower
 
 
 def net_basic_fuse():
@@ -95,27 +97,26 @@ def test_diamond_through_matmul_is_split_not_cyclic():
     assert_close(interpret(final, arrays)[0], interpret(graph, arrays)[0])
 
 
-def test_creates_cycle_detects_a_path_through_an_outside_node():
-    g = GraphBuilder(t(4, 4), t(4, 4))
-    x, w = g.inputs
-    a = g.op("Neg", x)
-    m = g.op("MatMul", a, w)
-    c = g.op("Add", m, a)
-    graph = g.graph(c)
-    neg, matmul, add = graph.nodes
-    assert creates_cycle(graph, [neg], [add])
-    assert not creates_cycle(graph, [neg], [matmul])
-    assert not creates_cycle(graph, [matmul], [add])
-
-
-def test_inline_composite_restores_the_primitives():
+def test_a_composite_whose_kernel_fails_to_build_runs_as_its_primitives(monkeypatch):
+    """The lowering inlines such a composite back into single-op kernels (kernels/lower.py): the same
+    kernels, so the same bits, as the unfused graph."""
     graph = net_composite_fuse()
     _, final = fuse_all(graph, options())
     (comp,) = composites(final)
-    flat = inline_composite(final, comp)
-    assert [n.op for n in flat.nodes if n.op != "Const"] == ["Mul", "Add", "Pow"]
+    lowering = importlib.import_module("kernels.lower")   # the module (kernels.lower is the function)
+    real = lowering.render
+
+    def render(spec, variant, parallel):
+        if len(spec.op_names) > 1:
+            raise RuntimeError("injected build failure")
+        return real(spec, variant, parallel)
+    monkeypatch.setattr(lowering, "render", render)
+    with pytest.warns(KernelBuildWarning, match=f"kernel of {comp.name} .*inlined into single-op kernels"):
+        program = lower(final, DeviceConfig(cache_mode="disable"))
+    assert [k.op_types for k in program.kernels] == [("Mul",), ("Add",), ("Pow",)]
     arrays = random_inputs(graph)
-    assert_close(interpret(flat, arrays)[0], interpret(graph, arrays)[0], bitwise=True)
+    unfused = lower(graph, DeviceConfig(cache_mode="disable")).run(arrays)
+    assert_close(program.run(arrays)[0], unfused[0], bitwise=True)
 
 
 def test_composites_numbered_in_graph_order():

@@ -1,18 +1,30 @@
-"""Fusion legality on its own: can_fuse's early returns, each with its one-line reason."""
+"""Fusion decisions on their own: can_fuse's early returns (legality, the cycle check, the cost model),
+each with its one-line reason, logged as it is returned; the flat fast path decides as the built kernel."""
 import pytest
 
 from ir import GraphBuilder
-from fusion_helpers import fuse_all, kernel_count, options, softmax, t
+from fusion_helpers import F16, fuse_all, kernel_count, options, softmax, t
+from graphkernel.passes import fusion_driver
 from graphkernel.passes.basic_fusion import is_basic
 from graphkernel.passes.composite_fusion import is_fusible
-from graphkernel.passes.fusion_rules import can_fuse, reduce_depth
+from graphkernel.passes.fusion_driver import Search
+from graphkernel.passes.fusion_rules import CYCLE, SAVING, can_fuse, reduce_depth
 from graphkernel.passes.fusion_utils import build_composite
 
 
-def pair(graph, i, j):
-    a, b = [graph.nodes[i]], [graph.nodes[j]]
-    merged, _ = build_composite(a + b, set(graph.outputs) | set(a[0].outputs))
-    return a, b, merged.subgraph
+def decide(graph, a, b, opts=None, in_pass=is_fusible, pass_name="composite fusion"):
+    """can_fuse of the clusters of top-level nodes a and b of `graph` (each its own cluster): the
+    decision, checked to be the one record in the fusion log."""
+    opts = opts or options()
+    search = Search(graph, opts, "composite", in_pass, pass_name)
+    decision = can_fuse(a, b, search)
+    (record,) = opts.log
+    assert record is decision
+    return decision
+
+
+def computing(graph):
+    return [n for n in graph.nodes if n.op != "Const"]
 
 
 def chain(op1, op2, shape=(8, 8), **attrs):
@@ -31,23 +43,30 @@ def chain(op1, op2, shape=(8, 8), **attrs):
 def test_admission_reasons(op1, op2, in_pass, expected):
     attrs = {"perm": (1, 0)} if op2 == "Transpose" else {}
     graph = chain(op1, op2, **attrs)
-    a, b, merged = pair(graph, 0, 1) if op2 != "Transpose" else (graph.nodes[:1], graph.nodes[1:], None)
-    if merged is None:
-        reason = can_fuse(a, b, graph, options(), in_pass, "composite fusion")
-    else:
-        reason = can_fuse(a, b, merged, options(), in_pass, "basic fusion")
-    assert reason is not None and reason.startswith(expected)
+    pass_name = "basic fusion" if in_pass is is_basic else "composite fusion"
+    decision = decide(graph, *graph.nodes, in_pass=in_pass, pass_name=pass_name)
+    assert not decision.accepted and decision.reason.startswith(expected)
+    assert decision.figures == {}    # refused before any kernel is built
 
 
-def test_legal_pair_has_no_reason():
+def test_a_legal_profitable_pair_is_accepted_with_its_figures():
     graph = chain("Exp", "Add")
-    assert can_fuse(*pair(graph, 0, 1), options(), is_fusible, "composite fusion") is None
+    decision = decide(graph, *graph.nodes)
+    assert decision.accepted and decision.reason == SAVING
+    assert decision.figures["saved_us"] > 0 and decision.figures["parts_us"] > decision.figures["fused_us"]
 
 
 def test_cluster_flags_reason():
     graph = chain("Exp", "Add")
-    reason = can_fuse(*pair(graph, 0, 1), options("--disable_cluster_ops=Exp"), is_fusible, "composite fusion")
-    assert reason == "Exp is disabled by the *_cluster_ops flags"
+    decision = decide(graph, *graph.nodes, opts=options("--disable_cluster_ops=Exp"))
+    assert not decision.accepted and decision.reason == "Exp is disabled by the *_cluster_ops flags"
+
+
+def test_op_limit_is_judged_from_the_op_counts():
+    graph = chain("Exp", "Add")
+    decision = decide(graph, *graph.nodes, opts=options("--composite_op_limit_size=1"))
+    assert not decision.accepted and decision.reason == "2 ops exceed composite_op_limit_size=1"
+    assert decision.figures == {}
 
 
 def test_kernel_contract_reason():
@@ -55,8 +74,56 @@ def test_kernel_contract_reason():
     (x,) = g.inputs
     s = g.op("ReduceSum", x, axis=(1,))
     graph = g.graph(g.op("Neg", s))
-    reason = can_fuse(*pair(graph, 0, 1), options(), is_fusible, "composite fusion")
-    assert reason.startswith("not one kernel:") and "keep_dims" in reason
+    decision = decide(graph, *graph.nodes)
+    assert not decision.accepted and decision.reason.startswith("not one kernel:") and "keep_dims" in decision.reason
+
+
+def diamond(first="Mul", last="Add"):
+    """a -> MatMul -> c and a -> c: a and c together would need the MatMul inside."""
+    g = GraphBuilder(t(16, 16), t(16, 16))
+    x, w = g.inputs
+    a = g.op(first, x, g.const(2.0)) if first == "Mul" else g.op(first, x)
+    return g.graph(g.op(last, g.op("MatMul", a, w), a))
+
+
+def test_a_legal_pair_with_a_path_through_another_kernel_is_refused_as_a_cycle():
+    graph = diamond()
+    a, _, c = computing(graph)
+    decision = decide(graph, a, c)
+    assert not decision.accepted and decision.reason == CYCLE
+    assert "fused_us" in decision.figures and "saved_us" not in decision.figures   # before the profit
+
+
+def test_legality_is_asked_before_the_cycle_check():
+    graph = diamond(first="Exp")
+    a, _, c = computing(graph)
+    decision = decide(graph, a, c, in_pass=is_basic, pass_name="basic fusion")
+    assert decision.reason == "Exp is not an op of basic fusion"
+
+
+def test_the_cost_models_refusal_comes_last_with_every_figure():
+    # 2M float16 points: multi-core elementwise work into a single-core float16 ReduceSum
+    g = GraphBuilder(t(2048, 1024, dtype=F16))
+    (x,) = g.inputs
+    graph = g.graph(g.op("ReduceSum", g.op("Exp", x), axis=(1,), keep_dims=True))
+    decision = decide(graph, *graph.nodes)
+    assert not decision.accepted and "float16 ReduceSum" in decision.reason
+    assert decision.figures["saved_us"] < 0 and decision.figures["fused_block_dim"] == 1
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (2048, 1024)], ids=["launch-bound", "multi-core"])
+def test_the_flat_fast_path_decides_and_logs_as_the_built_kernel(shape, monkeypatch):
+    g = GraphBuilder(t(*shape), t(*shape))
+    x, w = g.inputs
+    m = g.op("Mul", x, g.const(2.0))
+    graph = g.graph(g.op("Add", m, w), g.op("Exp", m))
+    mul, add, _ = computing(graph)
+    search = Search(graph, options(), "composite", is_fusible, "composite fusion")
+    assert search.facts(mul).flat is not None and search.facts(add).flat is not None
+    fast = decide(graph, mul, add)
+    monkeypatch.setattr(fusion_driver, "flat_of", lambda node, escaping: None)   # no summaries
+    built = decide(graph, mul, add)
+    assert (fast.accepted, fast.reason, fast.figures) == (built.accepted, built.reason, built.figures)
 
 
 def test_reduce_depth_counts_ops_before_the_deepest_reduction():

@@ -140,7 +140,7 @@ def test_one_kernel_serves_every_shape_with_the_same_structure(tmp_path):
         x = b.input(shape)
         g = fused(b.graph(b.op("Add", b.op("Mul", x, b.const(2.0)), b.const(1.0))))
         program = lower(g, cfg)
-        names.add(program.kernels[0].name)
+        names.add(program.kernels[0].kernel)
         a = random_array(shape)
         np.testing.assert_allclose(program.run([a])[0], a * np.float32(2) + np.float32(1), rtol=1e-6)
     assert len(names) == 1

@@ -249,7 +249,7 @@ def test_copies_are_launches_counted_by_the_profiler(tmp_path):
         calls[row["op_type"]] = calls.get(row["op_type"], 0) + row["calls"]
     assert calls["PyFunc"] == 2 * 3
     assert calls["CopyToHost"] + calls["CopyToDevice"] == 5 * 3   # exp->f, f->mul, mul->g, g's two outputs
-    assert sorted(r["kernel"] for r in rows) == sorted(k.name for k in compiled.kernels)
+    assert sorted((r["name"], r["kernel"]) for r in rows) == sorted((k.name, k.kernel) for k in compiled.kernels)
 
 
 def test_kernel_graph_dot_draws_device_subgraphs_and_host_ops_apart(tmp_path):

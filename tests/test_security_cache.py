@@ -67,7 +67,7 @@ def pristine(tmp_path_factory):
     finally:
         os.umask(old_umask)
         numba.config.CACHE_DIR = old_numba_dir
-    return cache_dir, numba_dir, program.kernels[0].name
+    return cache_dir, numba_dir, program.kernels[0].kernel
 
 
 @pytest.fixture

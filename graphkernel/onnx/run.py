@@ -8,8 +8,8 @@
     graphkernel run model.onnx --check                  every kernel against the numpy reference
 
 Prints each output's name, dtype, shape and checksum (the float64 sum and the mean of |x|), the kernel
-table (name, op types, block_dim, shapes) and the median step time of --repeat calls after a warm-up
-call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
+table (name, op types, block_dim, shapes, the generated kernel it runs) and the median step time of
+--repeat calls after a warm-up call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
 and DIR/profiler/kernel_details.csv and step_trace.csv. --check then runs every kernel alone on the
 reference's values of its inputs (graphkernel.debug.compare, the same inputs) and prints a row per kernel
 (max abs / rel error, max ulp, within the dtype's tolerance or not); when one disagrees it exits with
@@ -136,8 +136,9 @@ def run_command(args) -> int:
     print(f"kernels ({len(compiled.kernels)}):")
     for k, info in enumerate(compiled.kernels):
         block = "-" if info.block_dim is None else info.block_dim
+        kernel = f"  kernel {printable(info.kernel)}" if info.kernel else ""
         print(f"  {k:3d}  {printable(info.name)}  [{' '.join(info.op_types)}]  block_dim={block}  "
-              f"({_shape(info.inputs)}) -> ({_shape(info.outputs)})")
+              f"({_shape(info.inputs)}) -> ({_shape(info.outputs)}){kernel}")
 
     steps = []
     for _ in range(args.repeat):

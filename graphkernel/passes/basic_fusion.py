@@ -7,8 +7,8 @@ for the seed's NetBasicFuse (x*2.0+1.0 -> one composite {Mul, Add}):
     Greater Less Equal ...; the scalar Consts they read are copied into the composite)
 
 Everything else (Pow, Exp, reductions, BroadcastTo, ...) waits for composite fusion; MatMul, host
-ops and unexpanded composite ops are never fused. The search, its legality/cycle/profit checks and
-the fusion log are those of `fusion_driver`.
+ops and unexpanded composite ops are never fused. The search is `fusion_driver`'s, each decision and
+its line in the fusion log `fusion_rules.can_fuse`'s.
 """
 from __future__ import annotations
 

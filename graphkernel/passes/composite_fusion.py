@@ -11,8 +11,8 @@ Rsqrt, Tanh, Erf, reductions, BroadcastTo), driven by the cost model:
                                                   --enable_stitch_fusion): the kernel re-reads the
                                                   row once per phase, and the cost model counts it
 
-Legality (`fusion_rules`), the cycle check and the cost model's score are asked apart, for every
-producer/consumer pair, to a fixpoint (`fusion_driver`). The seed's NetCompositeFuse: {Mul, Add} and
+Every producer/consumer pair is decided by `fusion_rules.can_fuse` (legality, then the cycle check,
+then the cost model's score), to a fixpoint (`fusion_driver`). The seed's NetCompositeFuse: {Mul, Add} and
 Pow -> one composite {Mul, Add, Pow}.
 """
 from __future__ import annotations

@@ -172,9 +172,11 @@ def _timed(ops: float, nbytes: int, ub_bytes: int, fits_ub: bool, items: int, pe
                     phases, fits_ub, single_core, recompute)
 
 
-def score(parts: list[Estimate], fused: Estimate) -> float:
-    """Seconds the fusion saves (positive: worth fusing)."""
-    return sum(p.seconds for p in parts) - fused.seconds
+def score(parts: list[Estimate], fused: Estimate | list[Estimate]) -> float:
+    """Seconds the fusion saves (positive: worth fusing): the kernels it replaces against the kernel it
+    makes (or the kernels, when it makes several: recompute)."""
+    made = fused if isinstance(fused, list) else [fused]
+    return sum(p.seconds for p in parts) - sum(k.seconds for k in made)
 
 
 def refusal_reason(parts: list[Estimate], fused: Estimate) -> str:

@@ -4,12 +4,12 @@ Note on the fusing algorithm
 ----------------------------
 Every computing top-level node starts as a cluster of its own (dead nodes and Consts stay out: DCE
 and the composite builder deal with them). We walk the nodes in graph order
-(a topological order); for each node we look at the clusters producing its inputs and try to merge
-each into the node's cluster:
+(a topological order); for each node we look at the clusters producing its inputs and ask
+`fusion_rules.can_fuse(p, c, search)` whether to merge each into the node's cluster:
 
-        p1   p2          legality   can_fuse(p, c, merged subgraph)                     -> reason
-          \\ /            cycles     creates_cycle(p, c): a path p -> outside -> c       -> refuse
-           c             profit     cost_model.score(parts, merged) > 0                 -> fuse
+        p1   p2          legality   admission, op limit, the merged kernel           -> reason
+          \\ /            cycles     Clusters.creates_cycle(p, c): p -> outside -> c  -> refuse
+           c             profit     cost_model.score(parts, merged) > 0               -> fuse
 
     e.g.  x -> Mul -> Add -> Pow          round 1:  {Mul} <- Add  => {Mul, Add}
                                                     {Mul, Add} <- Pow => {Mul, Add, Pow}
@@ -18,31 +18,33 @@ A merge changes the clusters, so the walk repeats until a round merges nothing (
 already decided is not asked again while neither cluster has changed, so each candidate is logged
 once. Values a cluster produces and something outside reads become extra outputs of its composite
 (multi-output). At the end each cluster of two or more nodes becomes one composite
-(`fusion_utils.fuse_groups`).
+(`fusion_utils.fuse_groups`), and each accepted record in the fusion log names it. Parallel fusion
+asks the same Search about independent pairs.
 
 Big graphs: the cycle check and the composite's outputs come from the pair's neighbourhood
 (`clusters.Clusters`), each node's admission is asked once, a pair over composite_op_limit_size is
-refused from the op counts before its subgraph is built (the only refusal logged without the merged
-kernel's figures), and two flat clusters (elementwise over one shape, `flat.py`) are judged from
-their summaries without building anything. A candidate costs the size of the pair, never of the
-graph; on an elementwise chain, the size of what it adds.
+refused from the op counts before its subgraph is built, and two flat clusters (elementwise over one
+shape, `flat.py`) are judged from their summaries without building anything. A candidate costs the
+size of the pair, never of the graph; on an elementwise chain, the size of what it adds.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from ir.graph import Graph, Node
-from kernels.fusible import unsupported_reason
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, FusionRecord
 from graphkernel.passes.clusters import Clusters
-from graphkernel.passes.cost_model import Estimate, refusal_reason, score
+from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat
-from graphkernel.passes.fusion_rules import admit, kernel_reason, op_limit_reason, ub_reason
+from graphkernel.passes.fusion_rules import Kernel, admit, can_fuse
 from graphkernel.passes.fusion_utils import compute_ops, fuse_groups, primitives
 
 MAX_ROUNDS = 50
 LABEL_OPS = 16      # a log label shows this many ops of a cluster, then how many more
+
+PairRule = Callable[["Search", Node, Node], "str | None"]
 
 
 def label(members: list[Node], count: int | None = None) -> str:
@@ -71,13 +73,17 @@ class Facts:
 
 
 class Search:
-    """One fusion pass's state: the clusters and the facts of each cluster's current version."""
+    """One fusion pass's clusters and the facts of each cluster's current version: can_fuse's view
+    (`fusion_rules.FusionView`) of a pair of clusters a, b (their heads)."""
 
     def __init__(self, graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node], bool],
-                 pass_name: str):
+                 pass_name: str, rule: PairRule | None = None, prefix: str = ""):
         self.clusters = Clusters(graph)
         self.opts, self.stage, self.in_pass, self.pass_name = opts, stage, in_pass, pass_name
+        self._rule, self.prefix = rule, prefix
         self._facts: dict[tuple, Facts] = {}     # (head, version) -> Facts
+        self._merged: tuple = (None, None, None)  # (a, b, Facts) of the merged cluster last judged
+        self._made: list[tuple[FusionRecord, Node]] = []   # accepted records and a node each fused
 
     def facts(self, head: Node) -> Facts:
         key = (head, self.clusters.version[head])
@@ -90,9 +96,6 @@ class Search:
             facts.label = label(self.clusters.members[head], facts.count)
         return facts
 
-    def remember(self, head: Node, facts: Facts) -> None:
-        self._facts[(head, self.clusters.version[head])] = facts
-
     def estimate(self, head: Node) -> Estimate:
         facts = self.facts(head)
         if facts.estimate is None:
@@ -100,51 +103,74 @@ class Search:
                 self.clusters.estimate(self.clusters.members[head], self.opts.core_num)
         return facts.estimate
 
-    def consider(self, a: Node, b: Node) -> Facts | None:
-        """Decide one candidate (producer cluster a into consumer cluster b), log it, and return the
-        merged cluster's facts when it is accepted."""
-        clusters, opts = self.clusters, self.opts
+    def merge(self, a: Node, b: Node, record: FusionRecord) -> Node:
+        """Merge the pair can_fuse accepted last (`record`); the new head."""
+        pa, pb, facts = self._merged
+        if pa is not a or pb is not b or not record.accepted:
+            raise AssertionError("merge() follows can_fuse's acceptance of the same pair")
+        head = self.clusters.merge(a, b)
+        self._facts[(head, self.clusters.version[head])] = facts
+        self._made.append((record, a))
+        return head
+
+    def finish(self) -> Graph:
+        """The graph with every cluster of two or more nodes as one composite; the fusion log's records
+        name the composites they went into (this pass's accepted ones, and earlier ones whose
+        composites this pass renumbered or merged)."""
+        graph = self.clusters.graph
+        holder: dict[Node, str] = {}
+        fused = fuse_groups(graph, self.clusters.groups(), holder)
+        self.opts.log.follow({n.name: (holder[n],) for n in graph.nodes if n.subgraph is not None and n in holder})
+        for record, node in self._made:
+            record.composites = (holder[node],)
+        return fused
+
+    # --- FusionView -----------------------------------------------------------------------------
+    def names(self, a: Node, b: Node) -> tuple[str, str]:
+        return self.facts(a).label, self.facts(b).label
+
+    def admission(self, a: Node, b: Node) -> str | None:
+        return self.facts(a).refusal or self.facts(b).refusal
+
+    def rule(self, a: Node, b: Node) -> str | None:
+        return self._rule(self, a, b) if self._rule is not None else None
+
+    def op_count(self, a: Node, b: Node) -> int:
+        return self.facts(a).count + self.facts(b).count
+
+    def kernels(self, a: Node, b: Node) -> list[Kernel]:
+        """The merged kernel: from the two summaries when both are flat, else from its subgraph."""
+        clusters, core_num = self.clusters, self.opts.core_num
         fa, fb = self.facts(a), self.facts(b)
-        names, count, refusal = (fa.label, fb.label), fa.count + fb.count, fa.refusal or fb.refusal
-        if refusal is None and op_limit_reason(count, opts) is not None:
-            opts.log.add(self.stage, names, False, op_limit_reason(count, opts))
-            return None
         flat = merge_flat(fa.flat, fb.flat, lambda v: clusters.inside(v, (a, b)),
                           lambda v: clusters.read_outside(v, (a, b))) if fa.flat and fb.flat else None
-        if flat is not None:   # the merged kernel's figures from the two summaries
-            fused = flat.estimate(opts.core_num)
-            reason = refusal or ub_reason(fused, opts)
-            figures = fused.figures("fused")
+        if flat is not None:
+            merged, estimate = None, partial(flat.estimate, core_num)
         else:
-            merged_nodes = sorted(clusters.members[a] + clusters.members[b],
-                                  key=clusters.position.__getitem__)
-            merged = clusters.subgraph(merged_nodes)
-            reason = refusal or kernel_reason(merged, opts)
-            fused = None if unsupported_reason(merged) is not None else \
-                clusters.estimate(merged_nodes, opts.core_num, merged)
-            figures = fused.figures("fused") if fused is not None else {}
-        if reason is not None:
-            opts.log.add(self.stage, names, False, reason, **figures)
-            return None
-        if clusters.creates_cycle(a, b):
-            opts.log.add(self.stage, names, False, "merging would create a cycle (a path leaves the pair and "
-                         "comes back through another kernel)")
-            return None
-        parts = [self.estimate(a), self.estimate(b)]
-        saved = score(parts, fused)
-        figures = {**figures, "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
-                   "saved_us": round(saved * 1e6, 3)}
-        if saved <= 0:
-            opts.log.add(self.stage, names, False, refusal_reason(parts, fused), **figures)
-            return None
-        opts.log.add(self.stage, names, True, "legal, acyclic, and the cost model predicts a saving",
-                     **figures)
-        return Facts(count, None, flat, fused)
+            nodes = sorted(clusters.members[a] + clusters.members[b], key=clusters.position.__getitem__)
+            merged = clusters.subgraph(nodes)
+            estimate = partial(clusters.estimate, nodes, core_num, merged)
+        facts = Facts(fa.count + fb.count, None, flat)
+        self._merged = (a, b, facts)
+
+        def fused() -> Estimate:    # kept as the merged cluster's, should can_fuse accept
+            facts.estimate = estimate()
+            return facts.estimate
+        return [Kernel(merged, fused)]
+
+    def creates_cycle(self, a: Node, b: Node) -> bool:
+        return self.clusters.creates_cycle(a, b)
+
+    def parts(self, a: Node, b: Node) -> list[Estimate]:
+        return [self.estimate(a), self.estimate(b)]
+
+    def no_saving(self, parts: list[Estimate], fused: list[Estimate]) -> str:
+        return refusal_reason(parts, fused[0])
 
 
 def fuse(graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node], bool],
          pass_name: str) -> Graph:
-    """Merge producer clusters into consumer clusters while legal, acyclic and profitable."""
+    """Merge producer clusters into consumer clusters while can_fuse says so."""
     search = Search(graph, opts, stage, in_pass, pass_name)
     clusters = search.clusters
     decided: set[tuple] = set()
@@ -163,10 +189,10 @@ def fuse(graph: Graph, opts: CompileOptions, stage: str, in_pass: Callable[[Node
                 if key in decided:
                     continue
                 decided.add(key)
-                facts = search.consider(a, b)
-                if facts is not None:
-                    search.remember(clusters.merge(a, b), facts)
+                record = can_fuse(a, b, search)
+                if record.accepted:
+                    search.merge(a, b, record)
                     merged_any = True
         if not merged_any:
             break
-    return fuse_groups(graph, clusters.groups())
+    return search.finish()

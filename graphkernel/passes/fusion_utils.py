@@ -9,13 +9,13 @@
 
 `fuse_groups(graph, groups)` replaces every group by its composite and re-orders the top level
 topologically (stable: a unit goes where its first member was, as early as its inputs allow), drops
-Consts nothing reads any more, and numbers composites in graph order (MindSpore's naming).
-`creates_cycle(graph, a, b)` tells whether merging two groups would make a path a -> outside -> b.
+Consts nothing reads any more, and numbers composites in graph order (MindSpore's naming). Whether
+merging two groups would make a cycle is the fusion search's question (`clusters.Clusters.creates_cycle`).
 """
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ir.graph import Graph, Node, Value, input_node
 
@@ -105,38 +105,6 @@ def build_composite(members: Sequence[Node], escaping: set[Value]) -> tuple[Node
     return node, outer_outputs
 
 
-def creates_cycle(graph: Graph, group_a: Iterable[Node], group_b: Iterable[Node],
-                  cluster_of: Mapping[Node, object] | None = None,
-                  users: Mapping[Node, list[Node]] | None = None) -> bool:
-    """Whether merging the two groups makes a cycle: a path leaving a ∪ b and coming back into it.
-
-    `cluster_of` maps nodes to the cluster they already belong to (clusters contract: entering one
-    node of a cluster reaches all of them); by default every other node is its own cluster.
-    """
-    merged = set(group_a) | set(group_b)
-    users = users if users is not None else node_users(graph)
-    members: dict[object, list[Node]] = {}
-    if cluster_of is not None:
-        for node, cid in cluster_of.items():
-            members.setdefault(cid, []).append(node)
-
-    def cluster(node: Node) -> list[Node]:
-        return members[cluster_of[node]] if cluster_of is not None and node in cluster_of else [node]
-
-    seen: set[Node] = set()
-    frontier = [u for n in merged for u in users.get(n, ()) if u not in merged]
-    while frontier:
-        node = frontier.pop()
-        if node in seen:
-            continue
-        for peer in cluster(node):
-            if peer in merged:
-                return True
-            seen.add(peer)
-            frontier.extend(u for u in users.get(peer, ()) if u not in seen)
-    return False
-
-
 def node_users(graph: Graph) -> dict[Node, list[Node]]:
     """For each top-level node, the distinct nodes reading any of its results, in graph order."""
     users: dict[Node, list[Node]] = {}
@@ -146,11 +114,12 @@ def node_users(graph: Graph) -> dict[Node, list[Node]]:
     return users
 
 
-def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
+def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]], holders: dict[Node, str] | None = None) -> Graph:
     """The graph with each group of top-level nodes replaced by one composite.
 
-    Groups must be disjoint and merging each must not create a cycle (see `creates_cycle`). A group
-    of one primitive stays a primitive; a group of one composite stays as it is.
+    Groups must be disjoint and merging each must not create a cycle (`Clusters.creates_cycle`). A group
+    of one primitive stays a primitive; a group of one composite stays as it is (renumbered). `holders`,
+    when given, receives each top-level node of `graph` that ends up in a composite -> its name.
     """
     position = {n: i for i, n in enumerate(graph.nodes)}
     unit_of: dict[Node, int] = {}
@@ -173,14 +142,19 @@ def fuse_groups(graph: Graph, groups: Sequence[Sequence[Node]]) -> Graph:
 
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []
+    placed: dict[int, Node] = {}
     for u in _unit_order(units, unit_of, position):
         node, outer = built.get(u, (units[u][0], list(units[u][0].outputs)))
         inputs = tuple(value_map.get(v, v) for v in node.inputs)
-        new = node if inputs == node.inputs else node.replace(inputs=inputs)
+        new = placed[u] = node if inputs == node.inputs else node.replace(inputs=inputs)
         nodes.append(new)
         value_map.update(zip(outer, new.outputs))
     fused = Graph(graph.inputs, nodes, [value_map.get(v, v) for v in graph.outputs])
-    return renumber_composites(drop_unused_consts(fused))
+    names: dict[Node, str] = {}
+    fused = renumber_composites(drop_unused_consts(fused), names)
+    if holders is not None:
+        holders.update((n, names[placed[unit_of[n]]]) for n in graph.nodes if placed[unit_of[n]] in names)
+    return fused
 
 
 def _unit_order(units: list[list[Node]], unit_of: dict[Node, int], position: dict[Node, int]) -> list[int]:
@@ -214,29 +188,19 @@ def drop_unused_consts(graph: Graph) -> Graph:
     return Graph(graph.inputs, [n for n in graph.nodes if n.op != "Const" or n in used], graph.outputs)
 
 
-def renumber_composites(graph: Graph) -> Graph:
-    """Composites named Fused_<ops>_<n>, n counting composites in graph order."""
+def renumber_composites(graph: Graph, names: dict[Node, str] | None = None) -> Graph:
+    """Composites named Fused_<ops>_<n>, n counting composites in graph order; `names`, when given,
+    receives each composite of `graph` -> its name."""
     count = iter(range(len(graph.nodes)))
 
     def rename(node: Node, inputs, emit):
         if node.op != COMPOSITE:
             return None
         name = composite_name(compute_ops([node]), next(count))
+        if names is not None:
+            names[node] = name
         return None if name == node.name and inputs == node.inputs else node.replace(inputs=inputs, name=name)
     return graph.rewrite(rename)
-
-
-def inline_composite(graph: Graph, target: Node) -> Graph:
-    """The graph with composite `target` replaced by the primitives of its subgraph."""
-    def expand(node: Node, inputs, emit):
-        if node is not target:
-            return None
-        inner = dict(zip(node.subgraph.inputs, inputs))
-        for sub in node.subgraph.nodes:
-            new = emit(sub.replace(inputs=tuple(inner[v] for v in sub.inputs)))
-            inner.update(zip(sub.outputs, new.outputs))
-        return tuple(inner[v] for v in node.subgraph.outputs)
-    return graph.rewrite(expand)
 
 
 def live_set(graph: Graph) -> set[Node]:

@@ -5,30 +5,44 @@ same inputs become one launch.
      └──> K2 = {Exp, Mul} ──> y2                  one launch, x read once
 
 For each value read by two or more fusible kernels, the readers' clusters are merged pairwise when
+`fusion_rules.can_fuse` says so, asked through the fusion search (`fusion_driver.Search`) with this
+pass's own rule on the pair:
     both are small          each kernel's estimate is under SMALL_SECONDS: launch cost matters
-    they are independent    neither reads the other, and merging creates no cycle
-    legal                   `fusion_rules.can_fuse` on the merged subgraph (one iteration shape)
-    profitable              the cost model's score is positive (a launch and a read saved)
-Each candidate is logged with its figures; the merged kernel is a multi-output composite.
+    they are independent    neither reads the other (a producer and its consumer are composite
+                            fusion's business)
+and then, as for every fusion, legality (one iteration shape), no cycle, and a positive score (a
+launch and a read saved). Each candidate is logged with its figures, its reason prefixed
+"parallel: "; the merged kernel is a multi-output composite.
 """
 from __future__ import annotations
 
 from ir.graph import Graph, Node
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
-from graphkernel.passes.cost_model import estimate, refusal_reason, score
-from graphkernel.passes.clusters import Clusters
-from graphkernel.passes.fusion_driver import label
+from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import can_fuse
-from graphkernel.passes.fusion_utils import fuse_groups
 
 STAGE = "composite"
 SMALL_SECONDS = 20e-6
 
 
+def small_and_independent(search: Search, a: Node, b: Node) -> str | None:
+    """Parallel fusion's rule on a pair of clusters: why it is not one of independent small kernels."""
+    for head in (a, b):
+        seconds = search.estimate(head).seconds
+        if seconds > SMALL_SECONDS:
+            return (f"{search.facts(head).label} is not small ({seconds * 1e6:.3g}us > "
+                    f"{SMALL_SECONDS * 1e6:.3g}us)")
+    clusters = search.clusters
+    if b in clusters.successors(a) or a in clusters.successors(b):
+        return "one reads the other (not independent)"
+    return None
+
+
 def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     """Merge independent small kernels sharing an input into one multi-output composite."""
-    clusters = Clusters(graph)
+    search = Search(graph, opts, STAGE, is_fusible, "parallel fusion", small_and_independent, "parallel: ")
+    clusters = search.clusters
     readers = graph.users()
     shared = [v for v in list(graph.inputs) + [v for n in graph.nodes for v in n.outputs]
               if v.node.op != "Const" and len(dict.fromkeys(readers.get(v, ()))) > 1]
@@ -41,38 +55,7 @@ def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
             if a is b or key in decided:
                 continue
             decided.add(key)
-            if _consider(clusters, a, b, opts):
-                clusters.merge(a, b)
-    return fuse_groups(graph, clusters.groups())
-
-
-def _consider(clusters: Clusters, a: Node, b: Node, opts: CompileOptions) -> bool:
-    ma, mb = clusters.members[a], clusters.members[b]
-    names = (label(ma), label(mb))
-
-    def refuse(reason: str, **figures) -> bool:
-        opts.log.add(STAGE, names, False, f"parallel: {reason}", **figures)
-        return False
-
-    merged = clusters.subgraph(sorted(ma + mb, key=clusters.position.__getitem__))
-    reason = can_fuse(ma, mb, merged, opts, is_fusible, "parallel fusion")
-    if reason is not None:
-        return refuse(reason)
-    parts = [clusters.estimate(ma, opts.core_num), clusters.estimate(mb, opts.core_num)]
-    for members, est in zip((ma, mb), parts):
-        if est.seconds > SMALL_SECONDS:
-            return refuse(f"{label(members)} is not small ({est.seconds * 1e6:.3g}us > "
-                          f"{SMALL_SECONDS * 1e6:.3g}us)")
-    sa, sb = set(ma), set(mb)
-    if any(v.node in sa for n in mb for v in n.inputs) or any(v.node in sb for n in ma for v in n.inputs):
-        return refuse("one reads the other (not independent)")
-    if clusters.creates_cycle(a, b):
-        return refuse("merging would create a cycle")
-    fused = estimate(merged, opts.core_num)
-    saved = score(parts, fused)
-    figures = {**fused.figures("fused"), "parts_us": round(sum(p.seconds for p in parts) * 1e6, 3),
-               "saved_us": round(saved * 1e6, 3)}
-    if saved <= 0:
-        return refuse(refusal_reason(parts, fused), **figures)
-    opts.log.add(STAGE, names, True, "parallel: independent small kernels share one launch", **figures)
-    return True
+            record = can_fuse(a, b, search)
+            if record.accepted:
+                search.merge(a, b, record)
+    return search.finish()

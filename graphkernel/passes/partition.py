@@ -14,7 +14,7 @@ every value a device op reads from a host op through one CopyToDevice (graph inp
 live on both sides: no copy). The copies are real (`np.copy` in the lowering) and show in
 `program.kernels` with target "copy". The device subgraphs themselves are `ir.ops.host.device_regions`:
 fusion never merges across a host op, because host ops and copies are never clustered (fusion_rules
-`admit`) and a composite on both sides of one would be a cycle (fusion_utils `creates_cycle`).
+`admit`) and a composite on both sides of one would be a cycle (`Clusters.creates_cycle`).
 """
 from __future__ import annotations
 

@@ -8,8 +8,10 @@ compute it again from the slice's inputs instead, and the producer stops writing
              U = {ReduceSum(ax 1)} reads h                        U' = {Mul, ReduceSum(ax 1)}
 
 (h is an extra output only because the two reductions cannot share a kernel). A producer left with
-no output disappears. Every candidate goes through the same legality (`fusion_rules.can_fuse` on each
-new kernel) and the cost model (the producer and its readers before, against after), and is logged.
+no output disappears. Every candidate is decided and logged by `fusion_rules.can_fuse`, as every
+fusion is: a = (producer, value), b = its readers; legality (admission, the slice is cheap, the op
+limit, each new kernel), then the cost model (the producer and its readers before, against the
+producer's rest and the new readers after). No cycle is possible: a copy reads what the producer read.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from typing import Callable
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, FusionLog, FusionRecord
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
-from graphkernel.passes.fusion_rules import admit, kernel_estimate, kernel_reason
-from graphkernel.passes.fusion_utils import (build_composite, drop_unused_consts, escape_finder, live_set,
-                                             primitives, renumber_composites, restrict)
+from graphkernel.passes.cost_model import Estimate
+from graphkernel.passes.fusion_rules import Kernel, admit, can_fuse, kernel_estimate
+from graphkernel.passes.fusion_utils import (build_composite, compute_ops, drop_unused_consts, escape_finder,
+                                             live_set, primitives, renumber_composites, restrict)
 
 STAGE = "composite"
 RECOMPUTE_MAX_OPS = 8
@@ -40,9 +43,9 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
         readers = {v: us for v, us in readers.items() if all(u in live for u in us)}
         ask = _Round(readers, escape_finder(graph), set(graph.outputs), decided, opts)
         for producer in graph.nodes:
-            replaced = ask.first_accepted(producer) if producer in live else None
-            if replaced is not None:
-                graph = _rebuild(graph, replaced)
+            accepted = ask.first_accepted(producer) if producer in live else None
+            if accepted is not None:
+                graph = _rebuild(graph, accepted, opts.log)
                 break
         else:
             return graph
@@ -58,8 +61,8 @@ class _Round:
     decided: set             # candidates asked already (in any round)
     opts: CompileOptions
 
-    def first_accepted(self, producer: Node) -> dict | None:
-        """The replacements of the first accepted candidate recomputing a result of `producer`."""
+    def first_accepted(self, producer: Node) -> _Candidate | None:
+        """The first accepted candidate recomputing a result of `producer`."""
         if producer.op == "Const":
             return None
         for v in producer.outputs:
@@ -70,9 +73,9 @@ class _Round:
             if key in self.decided:
                 continue
             self.decided.add(key)
-            replaced = _try(producer, v, users, self.escaping, self.opts)
-            if replaced is not None:
-                return replaced
+            accepted = _try(producer, v, users, self.escaping, self.opts)
+            if accepted is not None:
+                return accepted
         return None
 
 
@@ -80,66 +83,109 @@ def _structure(node: Node):
     return (node.op, node.attrs, node.types, node.subgraph.key() if node.subgraph is not None else None)
 
 
-def _try(producer: Node, v: Value, users: list[Node], escaping: Callable, opts: CompileOptions) -> dict | None:
-    """The replacements (see `_rebuild`) if recomputing `v` in its users is accepted, else None."""
+def _try(producer: Node, v: Value, users: list[Node], escaping: Callable,
+         opts: CompileOptions) -> _Candidate | None:
+    """The candidate recomputing `v` in its users when can_fuse accepts it, else None."""
     kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping([producer])]
     if not kept and len(users) < 2:
         return None  # moving a whole producer into its only reader is fusion: composite fusion's call
     if admit(producer, opts, is_fusible, "recompute") is not None:
         return None  # not a kernel we generate: nothing to recompute
-    names = (f"{label([producer])}#{v.index}", "+".join(label([u]) for u in users))
-    for n in users:
-        reason = admit(n, opts, is_fusible, "recompute")
-        if reason is not None:
-            opts.log.add(STAGE, names, False, f"recompute: {reason}")
-            return None
-    slice_node, _ = restrict(producer, [v.index])
-    ops = [p for p in primitives(slice_node) if p.op != "Const"]
-    if any(pattern_of(p) == Pattern.REDUCE for p in ops) or len(ops) > RECOMPUTE_MAX_OPS:
-        opts.log.add(STAGE, names, False, f"recompute: the slice computing it ({len(ops)} ops) is not cheap "
-                     f"(a reduction, or more than {RECOMPUTE_MAX_OPS} ops)")
+    candidate = _Candidate(producer, v, users, kept, escaping, opts)
+    candidate.record = can_fuse((producer, v), users, candidate)
+    return candidate if candidate.record.accepted else None
+
+
+class _Candidate:
+    """can_fuse's view (`fusion_rules.FusionView`) of one recompute candidate: a = (producer, v), b = the
+    readers of v. The fusion copies the slice computing v into every reader, and the producer keeps
+    only its other outputs (`rest`, None when it has none left): the kernels it replaces are the
+    producer and the readers, those it makes are the rest and the new readers."""
+    stage, prefix = STAGE, "recompute: "
+
+    def __init__(self, producer: Node, v: Value, users: list[Node], kept: list[int], escaping: Callable,
+                 opts: CompileOptions):
+        self.producer, self.v, self.users, self.kept, self.escaping, self.opts = \
+            producer, v, users, kept, escaping, opts
+        self.slice, _ = restrict(producer, [v.index])
+        self.rest, self.rest_map = None, {}
+        self.new_users: dict[Node, tuple[Node, dict[Value, Value]]] = {}
+        self.record: FusionRecord | None = None     # can_fuse's answer
+
+    @property
+    def replaced(self) -> dict:
+        """What `_rebuild` replaces: the producer by its rest (or nothing), each reader by its new kernel."""
+        return {self.producer: (self.rest, self.rest_map), **self.new_users}
+
+    def names(self, a, b) -> tuple[str, str]:
+        return f"{label([self.producer])}#{self.v.index}", "+".join(label([u]) for u in self.users)
+
+    def admission(self, a, b) -> str | None:
+        for n in (self.producer, *self.users):
+            reason = admit(n, self.opts, is_fusible, "recompute")
+            if reason is not None:
+                return reason
         return None
 
-    rest, rest_map = restrict(producer, kept) if kept else (None, {})
-    new_users: dict[Node, tuple[Node, dict[Value, Value]]] = {}
-    for u in users:
-        private, _ = restrict(producer, [v.index])
-        rewired = u.replace(inputs=tuple(private.out if x == v else x for x in u.inputs))
-        node, outer = build_composite([private, rewired], {rewired.outputs[i] for i, o in enumerate(u.outputs)
-                                                           if o in escaping([u])})
-        reason = kernel_reason(node.subgraph, opts)
-        if reason is not None:
-            opts.log.add(STAGE, names, False, f"recompute: {reason}")
-            return None
-        new_users[u] = (node, {u.outputs[rewired.outputs.index(o)]: n for o, n in zip(outer, node.outputs)})
+    def slice_ops(self) -> list[Node]:
+        return [p for p in primitives(self.slice) if p.op != "Const"]
 
-    before = [kernel_estimate(producer, opts)] + [kernel_estimate(u, opts) for u in users]
-    after = ([kernel_estimate(rest, opts)] if rest is not None else []) + [
-        kernel_estimate(node, opts) for node, _ in new_users.values()]
-    saved = sum(e.seconds for e in before) - sum(e.seconds for e in after)
-    figures = {"before_us": round(sum(e.seconds for e in before) * 1e6, 3),
-               "after_us": round(sum(e.seconds for e in after) * 1e6, 3), "saved_us": round(saved * 1e6, 3)}
-    if saved <= 0:
-        opts.log.add(STAGE, names, False, "recompute: computing the slice again in every reader costs "
-                     "more than the write and reads it saves", **figures)
+    def rule(self, a, b) -> str | None:
+        ops = self.slice_ops()
+        if any(pattern_of(p) == Pattern.REDUCE for p in ops) or len(ops) > RECOMPUTE_MAX_OPS:
+            return (f"the slice computing it ({len(ops)} ops) is not cheap (a reduction, or more than "
+                    f"{RECOMPUTE_MAX_OPS} ops)")
         return None
-    opts.log.add(STAGE, names, True, "recompute: cheap producer duplicated into its readers", **figures)
-    replaced = {producer: (rest, rest_map), **new_users}
-    return replaced
+
+    def op_count(self, a, b) -> int:
+        return len(self.slice_ops()) + max(len(compute_ops([u])) for u in self.users)
+
+    def kernels(self, a, b) -> list[Kernel]:
+        producer, v, escaping = self.producer, self.v, self.escaping
+        if self.kept:
+            self.rest, self.rest_map = restrict(producer, self.kept)
+        for u in self.users:
+            private, _ = restrict(producer, [v.index])
+            rewired = u.replace(inputs=tuple(private.out if x == v else x for x in u.inputs))
+            node, outer = build_composite([private, rewired], {rewired.outputs[i] for i, o in enumerate(u.outputs)
+                                                               if o in escaping([u])})
+            self.new_users[u] = (node, {u.outputs[rewired.outputs.index(o)]: n
+                                        for o, n in zip(outer, node.outputs)})
+        made = ([self.rest] if self.rest is not None else []) + [node for node, _ in self.new_users.values()]
+        return [Kernel(node.subgraph, lambda node=node: kernel_estimate(node, self.opts)) for node in made]
+
+    def creates_cycle(self, a, b) -> bool:
+        return False    # a private copy reads only the producer's inputs, and only its reader reads it
+
+    def parts(self, a, b) -> list[Estimate]:
+        return [kernel_estimate(n, self.opts) for n in (self.producer, *self.users)]
+
+    def no_saving(self, parts: list[Estimate], fused: list[Estimate]) -> str:
+        return "computing the slice again in every reader costs more than the write and reads it saves"
 
 
-def _rebuild(graph: Graph, replaced: dict) -> Graph:
-    """The graph with each key node replaced by (new node or None, map of its old results to new)."""
+def _rebuild(graph: Graph, candidate: _Candidate, log: FusionLog) -> Graph:
+    """The graph with each node the accepted candidate replaces replaced by (new node or None, map of its
+    old results to new); the fusion log's records name the composites as the new graph numbers them."""
+    replaced = candidate.replaced
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []
+    placed_of: dict[Node, Node] = {}
     for node in graph.nodes:
         new, result_map = replaced.get(node, (node, dict(zip(node.outputs, node.outputs))))
         if new is None:
             continue
         inputs = tuple(value_map.get(x, x) for x in new.inputs)
-        placed = new if inputs == new.inputs else new.replace(inputs=inputs)
+        placed = placed_of[node] = new if inputs == new.inputs else new.replace(inputs=inputs)
         nodes.append(placed)
         index = {o: i for i, o in enumerate(new.outputs)}
         value_map.update({old: placed.outputs[index[n]] for old, n in result_map.items()})
     out = Graph(graph.inputs, nodes, [value_map.get(x, x) for x in graph.outputs])
-    return renumber_composites(drop_unused_consts(out))
+    names: dict[Node, str] = {}
+    out = renumber_composites(drop_unused_consts(out), names)
+    holder = {node: (names[p],) for node, p in placed_of.items() if p in names}
+    readers = tuple(holder[u][0] for u in candidate.users)
+    holder.setdefault(candidate.producer, readers)     # a producer left with nothing: its work is theirs
+    log.follow({n.name: holder[n] for n in graph.nodes if n.subgraph is not None and n in holder})
+    candidate.record.composites = readers
+    return out
