@@ -42,14 +42,9 @@ def composite_name(ops: Sequence[str], number: int) -> str:
     return "Fused_" + "_".join(shown) + f"_{number}"
 
 
-def escaping_values(graph: Graph, group: Iterable[Node]) -> set[Value]:
-    """Values the group produces that nodes outside it (or the graph's outputs) read."""
-    return escape_finder(graph)(group)
-
-
 def escape_finder(graph: Graph) -> Callable[[Iterable[Node]], set[Value]]:
-    """`escaping_values` for many groups of one graph: an index of every value's readers is made once,
-    then each group costs its own size, not the graph's."""
+    """The values a group produces that nodes outside it (or the graph's outputs) read, for many groups
+    of one graph: an index of every value's readers is made once, then each group costs its own size."""
     readers = graph.users()
     outputs = set(graph.outputs)
 
