@@ -160,6 +160,24 @@ class GraphBuilder:
         mean = self.op("RealDiv", total, self.scalar(count, total))
         return mean if mean.dtype == x.dtype else self.op("Cast", mean, dtype=x.dtype)
 
+    def fill(self, value, type_: TensorType) -> Value:
+        """A tensor of `type_` holding `value` everywhere: a scalar Const broadcast (no data stored)."""
+        scalar = self.scalar(value, type_.dtype)
+        return scalar if not type_.shape else self.op("BroadcastTo", scalar, shape=type_.shape)
+
+    def sum_to(self, x: Value, shape: tuple[int, ...]) -> Value:
+        """`x` summed down to `shape`, the shape it was broadcast from (numpy's rule): the leading axes
+        `shape` lacks and the axes where it has 1 are summed; `x` itself when nothing is."""
+        shape = tuple(shape)
+        lead = x.type.rank - len(shape)
+        if lead < 0:
+            raise ShapeError(f"sum_to: {x.type} has fewer dims than {list(shape)}")
+        axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                           if d == 1 and x.shape[lead + i] != 1)
+        if axes:
+            x = self.reduce("ReduceSum", x, axes)
+        return x if x.shape == shape else self.op("Reshape", x, shape=shape)
+
     # -- composites and graphs ------------------------------------------------------------------------
     def composite(self, subgraph: Graph, /, *inputs: Value, name: str | None = None) -> tuple[Value, ...]:
         """Add a Composite node running `subgraph` on `inputs` (their types must be its inputs' types)."""

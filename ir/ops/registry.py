@@ -83,6 +83,10 @@ class OpDef:
     api: Api = Api()
     domain: str = "real"                    # sample inputs for generated tests: real | positive | bool |
                                             # unit (|x| < 1) | any (dtype-generic)
+    # the gradient rule (ir/autodiff.py): grad(b, node, douts) -> one cotangent per input (None: zero),
+    # written with primitives through b, an ir.GraphBuilder; None: the op has no gradient (an error when
+    # one is asked through a float result of it)
+    grad: Callable | None = field(default=None, compare=False)
 
     def check_attrs(self, attrs: dict) -> dict:
         known = {a.name: a for a in self.attrs}
@@ -102,6 +106,11 @@ class OpDef:
             else:
                 out[a.name] = a.default
         return out
+
+
+def no_gradient(b, node, douts):
+    """The rule of an op whose float results are locally constant in its inputs (Floor, Sign, ...)."""
+    return (None,) * len(node.inputs)
 
 
 OPS: dict[str, OpDef] = {}
