@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from ir.autodiff import differentiate, needs_autodiff
 from ir.graph import Graph
 from graphkernel.options import FUSION_STAGES, CompileOptions
 from graphkernel.precision.modes import pass_runs
@@ -54,6 +55,7 @@ PASS_OPTIONS = [
 # The stage whose end writes each dump (SPEC §4); `{id}` is the graph id.
 STAGE_DUMPS = {
     "validate": "6_validate",
+    "autodiff": "hwopt_d_autodiff_end_graph_{id}",
     "expand": "hwopt_d_expand_end_graph_{id}",
     "precision": "hwopt_d_precision_end_graph_{id}",
     "simplify": "hwopt_d_simplify_end_graph_{id}",
@@ -80,9 +82,16 @@ def stages_run(opts: CompileOptions) -> list[str]:
 
 
 def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Graph], None]) -> Graph:
-    """Run every open pass in order; call `on_stage(stage, graph)` at the end of each stage."""
+    """Run every open pass in order; call `on_stage(stage, graph)` at the end of each stage. A graph that
+    asks for gradients (or stops them) is differentiated first: the autodiff stage, never turned off."""
     on_stage("validate", graph)
     check = opts.flags.verify or os.environ.get("GRAPHKERNEL_VERIFY") == "1"
+    if needs_autodiff(graph):
+        graph = differentiate(graph)
+        if check:
+            from ir.verify import verify
+            verify(graph)
+        on_stage("autodiff", graph)
     passes = _passes()
     for stage in stages_run(opts)[1:]:
         for pass_stage, name, fn, level in passes:

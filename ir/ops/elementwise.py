@@ -13,7 +13,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, is_dtype, require, same_dtype
-from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, no_gradient, register
 
 
 def _binary(name: str, fn, allowed: str = "numeric", result: DType | None = None, **facts):
@@ -97,16 +97,106 @@ def _quiet(fn):
     return run
 
 
-_binary("Add", np.add, basic_fusion=True, aliases=("TensorAdd",), cann=("AddV2",), onnx=("Add",),
+# -- gradient rules (ir/autodiff.py): grad(b, node, douts) -> one cotangent per input, None for none.
+# A broadcasting op sums each input's cotangent down to the input's shape (b.sum_to).
+
+def _unbroadcast(b, node, *dins):
+    return tuple(None if d is None else b.sum_to(d, v.shape) for v, d in zip(node.inputs, dins))
+
+
+def _add_grad(b, node, douts):
+    return _unbroadcast(b, node, douts[0], douts[0])
+
+
+def _sub_grad(b, node, douts):
+    return _unbroadcast(b, node, douts[0], b.op("Neg", douts[0]))
+
+
+def _mul_grad(b, node, douts):
+    (x, y), (d,) = node.inputs, douts
+    return _unbroadcast(b, node, b.op("Mul", d, y), b.op("Mul", d, x))
+
+
+def _div_grad(b, node, douts):
+    (x, y), (d,) = node.inputs, douts
+    dx = b.op("RealDiv", d, y)
+    return _unbroadcast(b, node, dx, b.op("Neg", b.op("Mul", dx, node.out)))
+
+
+def _pow_grad(b, node, douts):
+    """d/dx = y x^(y-1); d/dy = x^y log x, taken as 0 where x == 0 and y >= 0 (the limit; torch's rule)."""
+    (x, y), (d,) = node.inputs, douts
+    dx = b.op("Mul", d, b.op("Mul", y, b.op("Pow", x, b.op("Sub", y, b.scalar(1, y)))))
+    zero = b.scalar(0, x)
+    limit = b.op("LogicalAnd", b.op("Equal", x, zero), b.op("LogicalNot", b.op("Less", y, zero)))
+    dy = b.op("Select", limit, zero, b.op("Mul", d, b.op("Mul", node.out, b.op("Log", x))))
+    return _unbroadcast(b, node, dx, dy)
+
+
+def _extremum_grad(keep):
+    """Maximum/Minimum: the whole cotangent to x where x wins or ties (x >= y for Maximum), the rest to y,
+    as MindSpore's rule."""
+    def grad(b, node, douts):
+        (x, y), (d,) = node.inputs, douts
+        dx = b.op("Select", b.op("LogicalNot", b.op(keep, x, y)), d, b.scalar(0, d))
+        return _unbroadcast(b, node, dx, b.op("Sub", d, dx))
+    return grad
+
+
+def _unary_grad(local):
+    """The rule of y = f(x): dx = dout * local(b, x, y)."""
+    def grad(b, node, douts):
+        return (b.op("Mul", douts[0], local(b, node.inputs[0], node.out)),)
+    return grad
+
+
+def _neg_grad(b, node, douts):
+    return (b.op("Neg", douts[0]),)
+
+
+def _tanh_local(b, x, y):
+    return b.op("Sub", b.scalar(1, y), b.op("Mul", y, y))
+
+
+def _erf_local(b, x, y):
+    square = b.op("Mul", x, x)
+    return b.op("Mul", b.scalar(2 / math.sqrt(math.pi), x), b.op("Exp", b.op("Neg", square)))
+
+
+def _atan_local(b, x, y):
+    return b.op("Reciprocal", b.op("Add", b.scalar(1, x), b.op("Mul", x, x)))
+
+
+def _softplus_local(b, x, y):
+    return b.op("Reciprocal", b.op("Add", b.scalar(1, x), b.op("Exp", b.op("Neg", x))))
+
+
+def _rsqrt_local(b, x, y):
+    return b.op("Mul", b.scalar(-0.5, y), b.op("Mul", y, b.op("Mul", y, y)))
+
+
+def _reciprocal_local(b, x, y):
+    return b.op("Neg", b.op("Mul", y, y))
+
+
+def _sqrt_grad(b, node, douts):
+    return (b.op("RealDiv", douts[0], b.op("Mul", b.scalar(2, node.out), node.out)),)
+
+
+def _log_grad(b, node, douts):
+    return (b.op("RealDiv", douts[0], node.inputs[0]),)
+
+
+_binary("Add", np.add, grad=_add_grad, basic_fusion=True, aliases=("TensorAdd",), cann=("AddV2",), onnx=("Add",),
         precision=ELEMENTWISE, api=_api("add"))
-_binary("Sub", np.subtract, basic_fusion=True, onnx=("Sub",), precision=ELEMENTWISE, api=_api("sub"))
-_binary("Mul", np.multiply, basic_fusion=True, onnx=("Mul",), precision=ELEMENTWISE, api=_api("mul"))
-_binary("RealDiv", _div, "float", basic_fusion=True, cost=Cost.DIVIDE, aliases=("Div",),
+_binary("Sub", np.subtract, grad=_sub_grad, basic_fusion=True, onnx=("Sub",), precision=ELEMENTWISE, api=_api("sub"))
+_binary("Mul", np.multiply, grad=_mul_grad, basic_fusion=True, onnx=("Mul",), precision=ELEMENTWISE, api=_api("mul"))
+_binary("RealDiv", _div, "float", grad=_div_grad, basic_fusion=True, cost=Cost.DIVIDE, aliases=("Div",),
         precision=ELEMENTWISE, api=_api("div"))
-_binary("Pow", _pow, "float", cost=Cost.TRANSCENDENTAL, cann=("Power",), domain="positive",
+_binary("Pow", _pow, "float", grad=_pow_grad, cost=Cost.TRANSCENDENTAL, cann=("Power",), domain="positive",
         precision=Precision("black", True, "overflows float16 quickly"), api=_api("pow"))
-_binary("Maximum", maximum, basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("maximum"))
-_binary("Minimum", minimum, basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("minimum"))
+_binary("Maximum", maximum, grad=_extremum_grad("Less"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("maximum"))
+_binary("Minimum", minimum, grad=_extremum_grad("Greater"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("minimum"))
 _binary("Greater", np.greater, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Greater",),
         precision=COMPARISON, api=_api("greater", "gt"))
 _binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Less",),
@@ -114,38 +204,38 @@ _binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=Tru
 _binary("Equal", np.equal, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Equal",),
         precision=COMPARISON, api=_api("equal", "eq"))
 
-_unary("Neg", np.negative, "numeric", basic_fusion=True, float16_exact=True, onnx=("Neg",), precision=EXACT,
+_unary("Neg", np.negative, "numeric", grad=_neg_grad, basic_fusion=True, float16_exact=True, onnx=("Neg",), precision=EXACT,
        api=_api("neg"))
-_unary("Abs", np.abs, "numeric", basic_fusion=True, float16_exact=True, onnx=("Abs",), precision=EXACT,
+_unary("Abs", np.abs, "numeric", grad=_unary_grad(lambda b, x, y: b.op("Sign", x)), basic_fusion=True, float16_exact=True, onnx=("Abs",), precision=EXACT,
        api=_api("abs"))
-_unary("Exp", _quiet(np.exp), cost=Cost.TRANSCENDENTAL, onnx=("Exp",),
+_unary("Exp", _quiet(np.exp), grad=_unary_grad(lambda b, x, y: y), cost=Cost.TRANSCENDENTAL, onnx=("Exp",),
        precision=Precision("black", True, "overflows float16 above 11.1"), api=_api("exp"))
-_unary("Log", _quiet(np.log), cost=Cost.TRANSCENDENTAL, onnx=("Log",), domain="positive",
+_unary("Log", _quiet(np.log), grad=_log_grad, cost=Cost.TRANSCENDENTAL, onnx=("Log",), domain="positive",
        precision=Precision("black", True, "loses relative precision near 1 and underflows for small inputs"),
        api=_api("log"))
-_unary("Sqrt", _quiet(np.sqrt), cost=Cost.DIVIDE, onnx=("Sqrt",), domain="positive",
+_unary("Sqrt", _quiet(np.sqrt), grad=_sqrt_grad, cost=Cost.DIVIDE, onnx=("Sqrt",), domain="positive",
        precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("sqrt"))
-_unary("Rsqrt", _quiet(_rsqrt), cost=Cost.DIVIDE, domain="positive",
+_unary("Rsqrt", _quiet(_rsqrt), grad=_unary_grad(_rsqrt_local), cost=Cost.DIVIDE, domain="positive",
        precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("rsqrt"))
-_unary("Tanh", np.tanh, cost=Cost.TRANSCENDENTAL, onnx=("Tanh",), precision=Precision("gray", True, "bounded result"),
+_unary("Tanh", np.tanh, grad=_unary_grad(_tanh_local), cost=Cost.TRANSCENDENTAL, onnx=("Tanh",), precision=Precision("gray", True, "bounded result"),
        api=_api("tanh"))
-_unary("Erf", _erf, cost=Cost.TRANSCENDENTAL, onnx=("Erf",), precision=Precision("gray", True, "bounded result"),
+_unary("Erf", _erf, grad=_unary_grad(_erf_local), cost=Cost.TRANSCENDENTAL, onnx=("Erf",), precision=Precision("gray", True, "bounded result"),
        api=_api("erf"))
-_unary("Sin", np.sin, cost=Cost.TRANSCENDENTAL, onnx=("Sin",), precision=Precision("gray", True, "bounded result"),
+_unary("Sin", np.sin, grad=_unary_grad(lambda b, x, y: b.op("Cos", x)), cost=Cost.TRANSCENDENTAL, onnx=("Sin",), precision=Precision("gray", True, "bounded result"),
        api=_api("sin"))
-_unary("Cos", np.cos, cost=Cost.TRANSCENDENTAL, onnx=("Cos",), precision=Precision("gray", True, "bounded result"),
+_unary("Cos", np.cos, grad=_unary_grad(lambda b, x, y: b.op("Neg", b.op("Sin", x))), cost=Cost.TRANSCENDENTAL, onnx=("Cos",), precision=Precision("gray", True, "bounded result"),
        api=_api("cos"))
-_unary("Atan", np.arctan, cost=Cost.TRANSCENDENTAL, onnx=("Atan",),
+_unary("Atan", np.arctan, grad=_unary_grad(_atan_local), cost=Cost.TRANSCENDENTAL, onnx=("Atan",),
        precision=Precision("gray", True, "bounded result"), api=_api("atan"))
-_unary("Softplus", _wide(lambda x: np.logaddexp(np.zeros((), x.dtype), x)), cost=Cost.TRANSCENDENTAL,
+_unary("Softplus", _wide(lambda x: np.logaddexp(np.zeros((), x.dtype), x)), grad=_unary_grad(_softplus_local), cost=Cost.TRANSCENDENTAL,
        onnx=("Softplus",), precision=Precision("gray", True, "bounded below by its input"),
        doc="log(1 + exp(x)), computed without overflow", api=_api("softplus", ""))
-_unary("Floor", np.floor, float16_exact=True, onnx=("Floor",), precision=EXACT, api=_api("floor"))
-_unary("Ceil", np.ceil, float16_exact=True, onnx=("Ceil",), precision=EXACT, api=_api("ceil"))
-_unary("Round", np.rint, float16_exact=True, onnx=("Round",), precision=EXACT, doc="half to even",
+_unary("Floor", np.floor, grad=no_gradient, float16_exact=True, onnx=("Floor",), precision=EXACT, api=_api("floor"))
+_unary("Ceil", np.ceil, grad=no_gradient, float16_exact=True, onnx=("Ceil",), precision=EXACT, api=_api("ceil"))
+_unary("Round", np.rint, grad=no_gradient, float16_exact=True, onnx=("Round",), precision=EXACT, doc="half to even",
        api=_api("round"))
-_unary("Sign", _sign, "numeric", float16_exact=True, onnx=("Sign",), precision=EXACT, api=_api("sign"))
-_unary("Reciprocal", _quiet(lambda x: np.ones((), x.dtype) / x), cost=Cost.DIVIDE, onnx=("Reciprocal",),
+_unary("Sign", _sign, "numeric", grad=no_gradient, float16_exact=True, onnx=("Sign",), precision=EXACT, api=_api("sign"))
+_unary("Reciprocal", _quiet(lambda x: np.ones((), x.dtype) / x), grad=_unary_grad(_reciprocal_local), cost=Cost.DIVIDE, onnx=("Reciprocal",),
        precision=ELEMENTWISE, api=_api("reciprocal"))
 _unary("IsNan", np.isnan, result=DType.bool, onnx=("IsNaN",), precision=COMPARISON, api=_api("isnan"))
 _unary("IsInf", np.isinf, result=DType.bool, precision=COMPARISON, api=_api("isinf"))
@@ -164,7 +254,14 @@ def _select_infer(types, attrs):
     return (TensorType(broadcast(cond.shape, x.shape, y.shape), dtype),)
 
 
+def _select_grad(b, node, douts):
+    (cond, x, y), (d,) = node.inputs, douts
+    zero = b.scalar(0, d)
+    return _unbroadcast(b, node, None, b.op("Select", cond, d, zero), b.op("Select", cond, zero, d))
+
+
 register(OpDef("Select", Pattern.BROADCAST, 3, _select_infer, lambda a, attrs: np.where(a[0], a[1], a[2]),
+               grad=_select_grad,
                basic_fusion=True, float16_exact=True, cann=("SelectV2",), precision=Precision("gray", True, "moves data"),
                api=Api(functional="select", inputs=("cond", "x", "y"))))
 
@@ -178,7 +275,12 @@ def _cast(a, attrs):
         return a[0].astype(attrs["dtype"].np)
 
 
-register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),),
+def _cast_grad(b, node, douts):
+    x = node.inputs[0]
+    return (b.op("Cast", douts[0], dtype=x.dtype) if x.dtype.is_float else None,)
+
+
+register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),), grad=_cast_grad,
                basic_fusion=True, domain="any",
                precision=Precision("gray", True, "its result dtype is its attribute and never changes"),
                api=Api(call_attrs=("dtype",), functional="cast")))

@@ -51,11 +51,71 @@ def _slices(attrs):
                  for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
 
 
+def _along(shape, axis: int, n: int) -> tuple[int, ...]:
+    return shape[:axis] + (n,) + shape[axis + 1:]
+
+
+def _take(b, x, axis: int, begin: int, end: int, stride: int = 1):
+    """x sliced along one axis (every other axis whole)."""
+    rank = len(x.shape)
+    starts, ends, steps = [0] * rank, list(x.shape), [1] * rank
+    starts[axis], ends[axis], steps[axis] = begin, end, stride
+    return b.op("Slice", x, begin=tuple(starts), end=tuple(ends), strides=tuple(steps))
+
+
+def _slice_grad(b, node, douts):
+    """The cotangent put back where the slice read, zeros elsewhere, one axis at a time: a negative
+    stride reversed, a stride s > 1 spread by interleaving s - 1 zeros after each element, then zeros
+    concatenated before and after."""
+    x, d = node.inputs[0], douts[0]
+    for axis, (begin, end, stride) in enumerate(zip(node.attr("begin"), node.attr("end"), node.attr("strides"))):
+        n, count = x.shape[axis], d.shape[axis]
+        if count == n:        # the whole axis: stride 1, or a reversal
+            if stride < 0:
+                d = _take(b, d, axis, n - 1, -1, -1)
+            continue
+        if count == 0:
+            d = b.fill(0, TensorType(_along(d.shape, axis, n), d.dtype))
+            continue
+        first = begin if stride > 0 else begin + (count - 1) * stride
+        step = abs(stride)
+        if stride < 0:
+            d = _take(b, d, axis, count - 1, -1, -1)
+        if step > 1 and count > 1:
+            spread = d.shape[:axis + 1] + (1,) + d.shape[axis + 1:]
+            zeros = b.fill(0, TensorType(d.shape[:axis + 1] + (step - 1,) + d.shape[axis + 1:], d.dtype))
+            d = b.op("Concat", b.op("Reshape", d, shape=spread), zeros, axis=axis + 1)
+            d = b.op("Reshape", d, shape=_along(d.shape[:axis + 1] + d.shape[axis + 2:], axis, count * step))
+            d = _take(b, d, axis, 0, (count - 1) * step + 1)
+        parts = [d]
+        after = n - first - d.shape[axis]
+        if first:
+            parts.insert(0, b.fill(0, TensorType(_along(d.shape, axis, first), d.dtype)))
+        if after:
+            parts.append(b.fill(0, TensorType(_along(d.shape, axis, after), d.dtype)))
+        d = b.op("Concat", *parts, axis=axis) if len(parts) > 1 else d
+    return (d,)
+
+
+def _concat_grad(b, node, douts):
+    axis, offset, out = node.attr("axis"), 0, []
+    for x in node.inputs:
+        size = x.shape[axis]
+        out.append(_take(b, douts[0], axis, offset, offset + size))
+        offset += size
+    return tuple(out)
+
+
+def _split_grad(b, node, douts):
+    parts = [d if d is not None else b.fill(0, v.type) for v, d in zip(node.outputs, douts)]
+    return (b.op("Concat", *parts, axis=node.attr("axis")) if len(parts) > 1 else parts[0],)
+
+
 register(OpDef("Slice", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(_slice_shape(attrs), types[0].dtype),),
                lambda a, attrs: a[0][_slices(attrs)].copy(),  # C order, 0-d stays 0-d
                (Attr("begin", check=is_int_tuple), Attr("end", check=is_int_tuple),
-                Attr("strides", check=is_int_tuple)), _slice_canon,
+                Attr("strides", check=is_int_tuple)), _slice_canon, grad=_slice_grad,
                doc="strided slice of every axis; attrs canonical as slice.indices gives them", domain="any",
                cann=("SliceD",), precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
 
@@ -80,7 +140,7 @@ def _concat_infer(types, attrs):
 
 register(OpDef("Concat", Pattern.INJECTIVE, None, _concat_infer,
                lambda a, attrs: np.concatenate(a, axis=attrs["axis"]),
-               (Attr("axis", check=is_int),), _concat_canon, doc="joins its inputs along axis", domain="any",
+               (Attr("axis", check=is_int),), _concat_canon, grad=_concat_grad, doc="joins its inputs along axis", domain="any",
                cann=("ConcatD", "ConcatV2", "ConcatV2D"), precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
 
 
@@ -107,7 +167,7 @@ def _split(a, attrs):
 
 
 register(OpDef("Split", Pattern.INJECTIVE, 1, _split_infer, _split,
-               (Attr("axis", check=is_int), Attr("sizes", check=is_int_tuple)), _split_canon,
+               (Attr("axis", check=is_int), Attr("sizes", check=is_int_tuple)), _split_canon, grad=_split_grad,
                doc="one result per size along axis", domain="any", cann=("SplitD",), precision=Precision("gray", True, "moves data"),
                api=Api(primitive=False)))
 

@@ -41,9 +41,28 @@ def _matmul(a, attrs):
     return np.matmul(x, y)
 
 
+def _matmul_grad(b, node, douts):
+    """out = op(a) op(b) with op a transpose when its flag is set; each cotangent is a product of the other
+    operand and dout, arranged so no Transpose is needed; batch dims broadcast are summed back."""
+    (x, y), (d,) = node.inputs, douts
+    ta, tb = node.attr("transpose_a"), node.attr("transpose_b")
+
+    def mm(p, q, tp, tq):
+        return b.op(node.op, p, q, transpose_a=tp, transpose_b=tq)
+    if not ta:
+        dx = mm(d, y, False, not tb)          # d op(b)^T
+    else:
+        dx = mm(y, d, tb, True)               # (d op(b)^T)^T = op(b) d^T
+    if not tb:
+        dy = mm(x, d, not ta, False)          # op(a)^T d
+    else:
+        dy = mm(d, x, True, ta)               # (op(a)^T d)^T = d^T op(a)
+    return b.sum_to(dx, x.shape), b.sum_to(dy, y.shape)
+
+
 register(OpDef("MatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, False), _matmul,
-               MATMUL_ATTRS, cann=("Matmul", "MatMulV2", "MatMulV3"), api=Api(inputs=("a", "b")),
+               MATMUL_ATTRS, grad=_matmul_grad, cann=("Matmul", "MatMulV2", "MatMulV3"), api=Api(inputs=("a", "b")),
                precision=Precision("white", False, "the emulated Cube unit multiplies float16 (as Ascend 910's "
                                    "Cube does); float16 halves the bytes moved"))),
 register(OpDef("BatchMatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, True), _matmul,
-               MATMUL_ATTRS, cann=("BatchMatMulV2", "BatchMatMulV3"), api=Api(inputs=("a", "b")), precision=Precision("white", False, "as MatMul")))
+               MATMUL_ATTRS, grad=_matmul_grad, cann=("BatchMatMulV2", "BatchMatMulV3"), api=Api(inputs=("a", "b")), precision=Precision("white", False, "as MatMul")))

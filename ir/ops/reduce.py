@@ -48,11 +48,35 @@ def extremum_axes(types, attrs):
     return attrs
 
 
+def spread(b, node, d):
+    """A reduction's cotangent `d` spread back over the reduced axes: shape of the input."""
+    x = node.inputs[0]
+    kept = reduced_shape(x.shape, node.attr("axis"), True)
+    if d.shape != kept:
+        d = b.op("Reshape", d, shape=kept)
+    return d if kept == x.shape else b.op("BroadcastTo", d, shape=x.shape)
+
+
+def _sum_grad(b, node, douts):
+    return (spread(b, node, douts[0]),)
+
+
+def _extremum_grad(b, node, douts):
+    """The cotangent shared equally among the elements equal to the max (or min), as MindSpore's rule."""
+    x = node.inputs[0]
+    chosen = b.op("Cast", b.op("Equal", x, spread(b, node, node.out)), dtype=x.dtype)
+    count = b.reduce("ReduceSum", chosen, node.attr("axis"), keep_dims=node.attr("keep_dims"))
+    return (b.op("Mul", chosen, spread(b, node, b.op("RealDiv", douts[0], count))),)
+
+
 REDUCE_API = Api(call_attrs=("axis",))
-register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, cann=("ReduceSumD",),
+register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, grad=_sum_grad,
+               cann=("ReduceSumD",),
                precision=Precision("gray", True, "follows its input, as in seed 002 case 04 (a float16 ReduceSum "
                                    "runs with block_dim 1; black-list it to keep it float32)"), api=REDUCE_API))
 register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes,
-               cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"), api=REDUCE_API))
+               grad=_extremum_grad, cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"),
+               api=REDUCE_API))
 register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes,
-               cann=("ReduceMinD",), precision=Precision("gray", True, "exact in any float dtype"), api=REDUCE_API))
+               grad=_extremum_grad, cann=("ReduceMinD",), precision=Precision("gray", True, "exact in any float dtype"),
+               api=REDUCE_API))

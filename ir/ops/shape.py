@@ -28,10 +28,23 @@ def _reshape_canon(types, attrs):
     return {"shape": tuple(shape)}
 
 
+def _reshape_grad(b, node, douts):
+    return (b.op("Reshape", douts[0], shape=node.inputs[0].shape),)
+
+
+def _transpose_grad(b, node, douts):
+    perm = node.attr("perm")
+    return (b.op("Transpose", douts[0], perm=tuple(sorted(range(len(perm)), key=perm.__getitem__))),)
+
+
+def _broadcast_grad(b, node, douts):
+    return (b.sum_to(douts[0], node.inputs[0].shape),)
+
+
 register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: a[0].reshape(attrs["shape"]),
-               (Attr("shape", check=is_int_tuple),), _reshape_canon, cost=Cost.FREE, onnx=(), domain="any",
+               (Attr("shape", check=is_int_tuple),), _reshape_canon, grad=_reshape_grad, cost=Cost.FREE, onnx=(), domain="any",
                precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape")))
 
 
@@ -48,7 +61,7 @@ register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(tuple(types[0].shape[p] for p in attrs["perm"]),
                                                 types[0].dtype),),
                lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
-               (Attr("perm", check=is_int_tuple),), _transpose_canon, domain="any", cann=("TransposeD",),
+               (Attr("perm", check=is_int_tuple),), _transpose_canon, grad=_transpose_grad, domain="any", cann=("TransposeD",),
                precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose")))
 
 
@@ -74,7 +87,8 @@ def _broadcast_canon(types, attrs):
 register(OpDef("BroadcastTo", Pattern.BROADCAST, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: np.broadcast_to(a[0], attrs["shape"]).copy(),
-               (Attr("shape", check=is_int_tuple),), _broadcast_canon, cost=Cost.FREE, float16_exact=True,
+               (Attr("shape", check=is_int_tuple),), _broadcast_canon, grad=_broadcast_grad, cost=Cost.FREE,
+               float16_exact=True,
                domain="any", cann=("BroadcastToD",), precision=Precision("gray", True, "moves data")))
 
 
