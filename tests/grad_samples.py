@@ -1,0 +1,131 @@
+"""Sample calls for gradient tests, generated from the op table: every row with a gradient rule gets cases
+here, by existing (elementwise and broadcast rows without attributes), or from the table of
+attribute-carrying cases below. `tests/test_gradients.py` checks each against float64 finite differences.
+
+    grad_cases()  -> [GradCase(op, arrays, attrs, id)]
+    without_rule  -> ops whose float results have no rule, and why (checked: nothing else may lack one)
+
+Values avoid the points where an op is not differentiable (|x| near 0 for Abs, ties for Maximum, integers
+and halves for Floor/Round), so a central difference of step 1e-6 measures the derivative.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir.dtypes import DType
+from ir.errors import IRError
+from ir.graph import TensorType
+from ir.ops import OPS, Pattern
+
+# ops with float results and no gradient rule, and why
+without_rule = {
+    "Gradient": "replaced by the autodiff stage (a gradient of it is a gradient of the backward nodes)",
+    "PyFunc": "a host function: its Cell's bprop gives its gradient",
+    "HostCall": "an op kept on the host by host_scope: differentiate outside it",
+    "CopyToHost": "inserted after the autodiff stage by the partition pass",
+    "CopyToDevice": "inserted after the autodiff stage by the partition pass",
+    "Const": "no inputs",
+}
+
+
+@dataclass
+class GradCase:
+    op: str
+    arrays: list
+    attrs: dict = field(default_factory=dict)
+    id: str = ""
+
+
+def _values(rng, shape, domain: str) -> np.ndarray:
+    """float64 values from the domain, away from 0 and from integers and halves by more than 1e-3."""
+    low, high = {"positive": (0.2, 2.0), "unit": (-0.9, 0.9)}.get(domain, (-2.0, 2.0))
+    x = rng.uniform(low, high, size=shape)
+    frac = np.abs(x * 2 - np.round(x * 2))
+    return np.asarray(np.where(frac < 1e-2, x + 0.05, x))
+
+
+def _broadcast_shapes(arity: int) -> list[tuple]:
+    if arity == 1:
+        return [((3, 4),), ((),), ((2, 3, 5),)]
+    if arity == 2:
+        return [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), (2, 3)), ((1, 5), (3, 1))]
+    return [((3, 4),) * 3, ((3, 1), (1, 4), ())]
+
+
+def _float_result(d) -> bool:
+    try:
+        types = d.infer(tuple(TensorType((3, 4), DType.float64) for _ in range(d.arity)), {})
+    except (IRError, ValueError):
+        return False
+    return any(t.dtype.is_float for t in types)
+
+
+def _attribute_cases(rng) -> list[GradCase]:
+    f = lambda *shape: _values(rng, shape, "real")  # noqa: E731
+    cases = [
+        GradCase("Reshape", [f(3, 4)], {"shape": (2, 6)}),
+        GradCase("Reshape", [f(2, 3, 2)], {"shape": (-1,)}),
+        GradCase("Transpose", [f(2, 3, 4)], {"perm": (2, 0, 1)}),
+        GradCase("Transpose", [f(2, 3, 4, 5)], {"perm": (1, 3, 0, 2)}),
+        GradCase("BroadcastTo", [f(3, 1)], {"shape": (2, 3, 4)}),
+        GradCase("BroadcastTo", [f()], {"shape": (3,)}),
+        GradCase("Cast", [f(3, 4)], {"dtype": DType.float64}),
+        GradCase("MatMul", [f(3, 4), f(4, 5)], {}),
+        GradCase("Slice", [f(5, 6)], {"begin": (1, 0), "end": (4, 6), "strides": (1, 1)}),
+        GradCase("Slice", [f(7, 6)], {"begin": (1, 5), "end": (7, -1), "strides": (2, -2)}),
+        GradCase("Slice", [f(5, 4)], {"begin": (4, 1), "end": (-1, 3), "strides": (-1, 3)}),
+        GradCase("Slice", [f(4, 3)], {"begin": (2, 0), "end": (2, 3), "strides": (1, 1)}),
+        GradCase("Concat", [f(2, 3), f(4, 3), f(1, 3)], {"axis": 0}),
+        GradCase("Concat", [f(2, 3), f(2, 1)], {"axis": -1}),
+        GradCase("Split", [f(6, 4)], {"axis": 0, "sizes": (1, 3, 2)}),
+        GradCase("Split", [f(2, 5)], {"axis": 1, "sizes": (5,)}),
+        GradCase("Select", [rng.random((3, 4)) < 0.5, f(3, 4), f(4)]),
+        GradCase("Select", [rng.random((3, 1)) < 0.5, f(), f(1, 4)]),
+        GradCase("Gather", [f(5, 3), np.array([[0, 4], [4, -1], [2, 2]], np.int32)], {"axis": 0}),
+        GradCase("Gather", [f(2, 5, 3), np.array([1, 3, 1], np.int64)], {"axis": 1}),
+    ]
+    for ta in (False, True):
+        for tb in (False, True):
+            a = f(4, 3) if ta else f(3, 4)
+            b = f(5, 4) if tb else f(4, 5)
+            cases.append(GradCase("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb}))
+            a = f(2, 4, 3) if ta else f(2, 3, 4)
+            b = f(1, 5, 4) if tb else f(1, 4, 5)
+            cases.append(GradCase("BatchMatMul", [a, b], {"transpose_a": ta, "transpose_b": tb}))
+    cases.append(GradCase("BatchMatMul", [f(3, 2, 3, 4), f(2, 4, 5)], {}))
+    for op in ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"):
+        for axis, keep in (((), False), ((1,), True), ((0, 2), False), ((-1,), False)):
+            cases.append(GradCase(op, [f(3, 4, 5)], {"axis": axis, "keep_dims": keep}))
+    cases += [
+        GradCase("Softmax", [f(3, 5)], {}), GradCase("Softmax", [f(2, 3, 4)], {"axis": (1,)}),
+        GradCase("LogSoftmax", [f(3, 5)], {}), GradCase("LogSoftmax", [f(2, 3, 4)], {"axis": (0,)}),
+        GradCase("LayerNorm", [f(4, 8), f(8), f(8)], {}),
+        GradCase("LayerNorm", [f(2, 3, 4), f(3, 4), f(3, 4)], {"begin_norm_axis": 1, "begin_params_axis": 1}),
+        GradCase("BiasAdd", [f(2, 3, 4), f(3)], {}),
+        GradCase("BiasAdd", [f(2, 3, 4), f(4)], {"data_format": "NHWC"}),
+    ]
+    return cases
+
+
+def grad_cases() -> list[GradCase]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for name, d in sorted(OPS.items()):
+        if d.grad is None or d.attrs or d.arity is None or not _float_result(d):
+            continue
+        if d.pattern > Pattern.BROADCAST and not d.expandable:
+            continue
+        for shapes in _broadcast_shapes(d.arity):
+            try:
+                d.infer(tuple(TensorType(s, DType.float64) for s in shapes), {})
+            except (IRError, ValueError):
+                continue
+            cases.append(GradCase(name, [_values(rng, s, d.domain) for s in shapes]))
+    cases += [c for c in _attribute_cases(rng) if c.op in OPS and OPS[c.op].grad is not None]
+    seen = {}
+    for c in cases:
+        seen[c.op] = seen.get(c.op, 0) + 1
+        c.id = f"{c.op}-{seen[c.op]}"
+    return cases
