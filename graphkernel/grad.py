@@ -18,19 +18,19 @@ Semantics as MindSpore's:
   grad(fn, grad_position=0, weights=None, has_aux=False)
       grad_position: an int (one gradient), a tuple of ints (a tuple), or None (weights only); weights: a
       Parameter, or a list/tuple of them (a tuple of gradients). Both given: (input grads, weight grads).
-      has_aux: fn returns a tuple whose first item is differentiated; the rest come back as aux:
+      has_aux: fn returns a tuple whose first item is differentiated; the rest come back as aux, a tuple:
       grad returns (gradients, aux), value_and_grad ((output, *aux), gradients).
   GradOperation(get_all=False, get_by_list=False, sens_param=False)(fn[, weights])
       the first input's gradient; get_all: a tuple over every input; get_by_list: a tuple over weights;
       both: (inputs', weights'); sens_param: the call's last argument weights the outputs (a tensor, or a
       tuple of them for a tuple output).
 Without sens, each differentiated output must hold one element (a loss); a tuple output sums the
-gradients of its items.
+gradients of its items. (MindSpore weights a non-scalar output with ones; here that is an error naming
+the output, since an implicit sum over a non-scalar output is more often a mistake than a wish.)
 """
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from ir.graph import Value
 from ir.ops import make_node
 from graphkernel import context
 from graphkernel.nn.cell import Cell
+from graphkernel.tape import active_tape, run_taped
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -81,10 +82,9 @@ class _Request:
         if trace is not None:
             return self.emit(trace, args)
         if context.get_context("mode") == context.PYNATIVE_MODE:
-            from graphkernel.tape import run_taped
             return run_taped(self, args)
         if self._jit is None:
-            self._jit = jit(self.emit_in_active_trace, name=f"grad_{_fn_name(self.fn)}")
+            self._jit = jit(self.emit_in_active_trace)
         return self._jit(*args)
 
     def emit_in_active_trace(self, *args):
@@ -92,20 +92,33 @@ class _Request:
 
     # -- tracing ---------------------------------------------------------------------------------------
     def emit(self, trace: Trace, args):
+        """Trace fn on `args` into the running trace and ask for its gradients there."""
+        args, sens = self.split_sens(args)
+        return self.request(trace, args, sens, self.fn(*args), lambda x: _value(trace, x))
+
+    def split_sens(self, args) -> tuple[list, object]:
         args = list(args)
-        sens = args.pop() if self.sens_param else None
-        if self.sens_param and not args and not isinstance(sens, (Tensor, SymbolicTensor, tuple, list)):
+        if not self.sens_param:
+            return args, None
+        if not args:
             raise GradError(f"grad of {_fn_name(self.fn)}: sens_param=True needs the sens as the last argument")
+        return args, args.pop()
+
+    def request(self, trace: Trace, args, sens, result, value_of):
+        """Add the Gradient node for fn's `result` on `args` (their values by `value_of`) to `trace`; the
+        result packaged as the API returns it, gradients as SymbolicTensors."""
         positions = self._positions(len(args))
-        values = [_value(trace, a) if isinstance(a, (Tensor, SymbolicTensor)) else None for a in args]
+        values = {}
         for p in positions:
-            if values[p] is None:
+            if not isinstance(args[p], (Tensor, SymbolicTensor)):
                 raise GradError(f"grad of {_fn_name(self.fn)}: argument {p} is a {type(args[p]).__name__}; "
                                 "grad_position must name Tensor arguments")
-        result = self.fn(*args)
+            values[p] = value_of(args[p])
+            if not values[p].dtype.is_float and not self.zeros_for_ints:
+                raise GradError(f"grad of {_fn_name(self.fn)}: argument {p} is {values[p].type}; only a float "
+                                "input has a gradient")
         outputs, aux = self._split(result)
-        leaves = _leaves(outputs)
-        seeds = [_value(trace, x) for x in leaves]
+        seeds = [value_of(x) for x in _leaves(outputs)]
         for i, s in enumerate(seeds):
             if not s.dtype.is_float:
                 raise GradError(f"grad of {_fn_name(self.fn)}: output {i} is {s.type}, not a float tensor: "
@@ -113,22 +126,18 @@ class _Request:
             if not self.sens_param and s.type.size != 1:
                 raise GradError(f"grad of {_fn_name(self.fn)}: output {i} is {s.type}, not a scalar; reduce it "
                                 "to a loss, or pass its weights as sens (GradOperation(sens_param=True))")
-        sens_values = self._sens(trace, sens, seeds) if self.sens_param else []
+        sens_values = self._sens(sens, seeds, value_of) if self.sens_param else []
         wrt = [values[p] for p in positions if values[p].dtype.is_float]
         weights = [trace.parameter(w) for w in self.weights or ()]
-        for p in positions:
-            if not values[p].dtype.is_float and not self.zeros_for_ints:
-                raise GradError(f"grad of {_fn_name(self.fn)}: argument {p} is {values[p].type}; only a float "
-                                "input has a gradient")
         grads = iter(())
         if wrt or weights:
             node = make_node("Gradient", seeds + wrt + weights + sens_values,
                              {"seeds": len(seeds), "sens": bool(sens_values)}, name=trace.scope_name("Gradient"))
-            grads = iter(SymbolicTensor(v) for v in trace.add(node).outputs)
+            grads = iter([SymbolicTensor(v) for v in trace.add(node).outputs])
         input_grads = tuple(next(grads) if values[p].dtype.is_float else _zeros(trace, values[p])
                             for p in positions)
         weight_grads = tuple(next(grads) for _ in weights)
-        return self._package(result, outputs, aux, input_grads, weight_grads)
+        return self._package(result, aux, input_grads, weight_grads)
 
     def _positions(self, count: int) -> tuple[int, ...]:
         for p in self.positions:
@@ -145,23 +154,20 @@ class _Request:
                             f"(output, aux...), got a {type(result).__name__}")
         return result[0], tuple(result[1:])
 
-    def _sens(self, trace, sens, seeds) -> list[Value]:
+    def _sens(self, sens, seeds, value_of) -> list[Value]:
         items = _leaves(sens)
         if len(items) != len(seeds):
             raise GradError(f"grad of {_fn_name(self.fn)}: sens has {len(items)} tensor(s), the output "
                             f"{len(seeds)}")
-        values = [_value(trace, s) for s in items]
+        values = [value_of(s) for s in items]
         for i, (s, seed) in enumerate(zip(values, seeds)):
             if s.type != seed.type:
                 raise GradError(f"grad of {_fn_name(self.fn)}: sens {i} is {s.type}, the output it weights "
                                 f"is {seed.type}")
         return values
 
-    def _package(self, result, outputs, aux, input_grads, weight_grads):
-        if self.single_position:
-            inputs = input_grads[0]
-        else:
-            inputs = input_grads
+    def _package(self, result, aux, input_grads, weight_grads):
+        inputs = input_grads[0] if self.single_position and input_grads else input_grads
         weights = weight_grads[0] if self.single_weight else weight_grads
         if self.weights is None:
             grads = inputs
@@ -171,7 +177,7 @@ class _Request:
             grads = (inputs, weights)
         if self.with_value:
             return result, grads
-        return (grads, aux[0] if len(aux) == 1 else aux) if self.has_aux else grads
+        return (grads, aux) if self.has_aux else grads
 
 
 def _value(trace: Trace, x) -> Value:
@@ -268,38 +274,57 @@ def _wrap(fn, request: _Request):
 
 
 class _FunctionCell(Cell):
-    """A Python function compiled as a Cell: traced once per input signature, run as one graph."""
+    """A Python function compiled as a Cell for one nesting of its arguments: tuples and lists of
+    Tensors among them are passed flat and rebuilt (`tree`) for the function."""
 
-    def __init__(self, fn, name: str):
+    def __init__(self, fn, tree):
         super().__init__()
         object.__setattr__(self, "fn", fn)
-        object.__setattr__(self, "name", name)
-        try:
-            names = [p.name for p in inspect.signature(fn).parameters.values()
-                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
-            names = []
-        object.__setattr__(self, "input_names", names)
+        object.__setattr__(self, "tree", tree)
 
-    def construct(self, *args):
-        return self.fn(*args)
+    def construct(self, *flat):
+        return self.fn(*_rebuild(self.tree, list(flat)))
 
 
-def jit(function=None, *, name: str | None = None, **options):
+def _structure(x, flat: list):
+    """Append the leaves of nested tuples/lists `x` to `flat`; the (hashable) tree that rebuilds `x`."""
+    if isinstance(x, (tuple, list)):
+        return type(x), tuple(_structure(item, flat) for item in x)
+    flat.append(x)
+    return None
+
+
+def _rebuild(tree, flat: list):
+    if tree is None:
+        return flat.pop(0)
+    kind, items = tree
+    return kind(_rebuild(item, flat) for item in items)
+
+
+def jit(function=None, **options):
     """`@jit` (MindSpore's `ms.jit`): the function runs as one compiled graph, traced once per input
     signature, in GRAPH_MODE and PYNATIVE_MODE alike; inside it, `grad`/`value_and_grad` functions and
-    Cells are traced inline."""
+    Cells are traced inline. `f.compile(*args)` returns the CompiledGraph a call uses."""
     if options:
         raise GradError(f"jit: options {', '.join(sorted(options))} are not supported here")
 
     def decorate(fn):
-        cell = _FunctionCell(fn, name or getattr(fn, "__name__", "jit"))
+        cells: dict = {}
+
+        def compiled(args):
+            flat: list = []
+            tree = _structure(tuple(args), flat)
+            cell = cells.get(tree)
+            if cell is None:
+                cell = cells[tree] = _FunctionCell(fn, tree)
+            return cell.compile(*flat), flat
 
         @functools.wraps(fn)
         def run(*args):
-            if active_trace() is not None:
-                return fn(*args)
-            return cell.compile(*args).call_unchecked(args)
-        run.cell = cell
+            if active_trace() is not None or active_tape() is not None:
+                return fn(*args)   # inline: inside a trace, or recorded op by op on a PYNATIVE tape
+            graph, flat = compiled(args)
+            return graph.call_unchecked(flat)
+        run.compile = lambda *args: compiled(args)[0]
         return run
     return decorate if function is None else decorate(function)

@@ -15,6 +15,7 @@ from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.registry import REQUIRED
 from graphkernel.tensor import Parameter, Tensor, TensorOps
+from graphkernel.tape import active_tape
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -163,6 +164,9 @@ def _run_eager(prim: Primitive, operands, attrs):
     graph = trace.finish([r.value for r in results])
     arrays = run_eager(graph, [t.asnumpy() for t in tensors] + trace.captured_arrays())
     outs = tuple(Tensor._wrap(a) for a in arrays)
+    tape = active_tape()
+    if tape is not None:   # a PYNATIVE gradient is recording (graphkernel/tape.py)
+        tape.record(prim, operands, attrs, outs)
     return outs[0] if len(outs) == 1 else outs
 
 

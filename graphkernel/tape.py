@@ -1,0 +1,94 @@
+"""PYNATIVE_MODE gradients: a tape records the ops as they run, then the recording is differentiated.
+
+    run_taped(request, args)
+        1. every Tensor argument becomes an input of a recording (a Trace that is never the active one)
+        2. fn runs eagerly, op by op, so Python control flow may branch on tensor values; each primitive
+           that runs also adds its node to the recording, reading the values of recorded Tensors, the
+           Parameters it meets as inputs, and any other Tensor as a constant
+        3. the Gradient node goes into the recording, which is compiled and run like a one-op eager
+           graph (the pipeline's autodiff stage differentiates it, fusion as the context says)
+
+The forward ops run twice (once eagerly, once in the differentiated program): PYNATIVE trades speed for
+Python's freedom, and GRAPH_MODE or `jit` is the fast path.
+"""
+from __future__ import annotations
+
+import contextvars
+
+from ir.graph import TensorType, Value
+from graphkernel.tensor import Parameter, Tensor
+from graphkernel.trace import SymbolicTensor, Trace
+
+_active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_tape", default=None)
+
+
+class Tape:
+    """A recording of eager ops: the values of the Tensors they made, in a Trace of its own."""
+
+    def __init__(self):
+        self.trace = Trace()
+        self._values: dict[int, tuple[Tensor, Value]] = {}   # id -> (the Tensor, kept alive; its value)
+
+    def bind(self, tensor: Tensor, value: Value) -> None:
+        self._values[id(tensor)] = (tensor, value)
+
+    def value_of(self, x) -> Value:
+        """The recorded value of a Tensor; a Parameter's input; any other Tensor as a constant."""
+        if isinstance(x, SymbolicTensor):
+            return x.value
+        recorded = self._values.get(id(x))
+        if recorded is not None and recorded[0] is x:
+            return recorded[1]
+        if isinstance(x, Parameter):
+            return self.trace.parameter(x)
+        return self.trace.constant(x.asnumpy())
+
+    def record(self, prim, operands, attrs, outputs) -> None:
+        """A primitive ran on `operands` and made `outputs`: add its node."""
+        symbolic = [SymbolicTensor(self.value_of(x)) if isinstance(x, Tensor) else x for x in operands]
+        result = prim._emit(self.trace, symbolic, attrs)
+        results = result if isinstance(result, tuple) else (result,)
+        for tensor, value in zip(outputs, results):
+            self.bind(tensor, value.value)
+
+
+def active_tape() -> Tape | None:
+    return _active.get()
+
+
+def run_taped(request, args):
+    """Run `request.fn` eagerly on a tape and return what the grad function returns."""
+    from graphkernel.compiler import run_eager
+    tape = Tape()
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
+    fn_args, sens = request.split_sens(args)
+    token = _active.set(tape)
+    try:
+        result = request.fn(*fn_args)
+    finally:
+        _active.reset(token)
+    packaged = request.request(tape.trace, fn_args, sens, result, tape.value_of)
+    wanted: list[SymbolicTensor] = []
+    _collect(packaged, wanted)
+    graph = tape.trace.finish([s.value for s in wanted])
+    arrays = [a.asnumpy() for a in args if isinstance(a, Tensor)] + tape.trace.captured_arrays()
+    computed = {id(s): Tensor._wrap(r) for s, r in zip(wanted, run_eager(graph, arrays))}
+    return _replace(packaged, computed)
+
+
+def _collect(x, out: list) -> None:
+    if isinstance(x, (tuple, list)):
+        for item in x:
+            _collect(item, out)
+    elif isinstance(x, SymbolicTensor):
+        out.append(x)
+
+
+def _replace(x, computed: dict):
+    if isinstance(x, (tuple, list)):
+        return type(x)(_replace(item, computed) for item in x)
+    if isinstance(x, SymbolicTensor):
+        return computed[id(x)]
+    return x
