@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ir.autodiff import phase_of
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
@@ -48,6 +49,7 @@ class KernelSummary:
     outputs: tuple[TensorType, ...]
     target: str  # "device", "host" or "copy" (a host<->device copy)
     kernel: str = ""
+    phase: str = "forward"   # forward | backward: whether it computes any backward node (ir.autodiff)
 
 
 def options_from_context() -> CompileOptions:
@@ -87,7 +89,7 @@ def summarize_kernels(graph: Graph) -> list[KernelSummary]:
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
-                                 node.types, placement(node)))
+                                 node.types, placement(node), phase=phase_of(node)))
     return out
 
 

@@ -37,6 +37,13 @@ class GradientError(IRError):
     """A gradient that cannot be taken: an op without a rule, a rule that returned the wrong type."""
 
 
+def phase_of(node: Node) -> str:
+    """The training phase a launch of `node` belongs to: "backward" when any op it computes is a
+    backward node (named `Gradients/...`), else "forward"."""
+    members = [n for n in node.subgraph.nodes if n.op != "Const"] if node.subgraph is not None else [node]
+    return "backward" if any(n.name.startswith("Gradients/") for n in members) else "forward"
+
+
 def needs_autodiff(graph: Graph) -> bool:
     return any(n.op in (GRADIENT, STOP_GRADIENT) for n in graph.nodes)
 

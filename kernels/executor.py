@@ -52,6 +52,7 @@ class KernelInfo:
     source: str | None = None
     variant: str = ""           # elementwise | rows | split | columns | numpy | reference | copy ...
     kernel: str = ""
+    phase: str = "forward"      # forward | backward (ir.autodiff.phase_of)
 
 
 @dataclass

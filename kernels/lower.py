@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ir.dtypes import DType
+from ir.autodiff import phase_of
 from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.printer import printable
@@ -186,7 +187,7 @@ class _Builder:
     def numpy_step(self, node: Node, fn, variant: str) -> None:
         target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
-                          node.types, target, None, variant)
+                          node.types, target, None, variant, phase=phase_of(node))
         ins = tuple(self.where[v] for v in node.inputs)
         self.steps.append(Step(info, fn, ins, self.outputs_of(node), values_in=node.inputs,
                                values_out=node.outputs))
@@ -228,7 +229,7 @@ class _Builder:
         if key not in self.kernels:
             self.kernels[key] = self.compile_kernel(sub)
         info, fn, extra, parallel = self.kernels[key]
-        info = replace(info, name=node.name or node.op)   # the launch is named by its node
+        info = replace(info, name=node.name or node.op, phase=phase_of(node))   # the launch is its node's
         return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
                     parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
 

@@ -147,6 +147,10 @@ def test_jit_train_step_is_one_graph_with_forward_and_backward():
     assert any(n.op == "Gradient" for n in compiled.stages["validate"].nodes)
     assert any(n.name.startswith("Gradients/") for n in compiled.stages["autodiff"].nodes)
     assert train_step.compile(Tensor(X), Tensor(Y)) is compiled    # cached: traced once
+    phases = {k.phase for k in compiled.kernels}
+    assert phases == {"forward", "backward"}, [(k.name, k.phase) for k in compiled.kernels]
+    matmuls = [k for k in compiled.kernels if k.op_types == ("MatMul",)]
+    assert [k.phase for k in matmuls] == ["forward", "backward"]   # x @ w, then x^T @ d for the weight
 
 
 def test_pynative_gradient_follows_the_branch_taken():
