@@ -19,7 +19,8 @@ Cotangents flow through float values only; StopGradient passes none. A float res
 op has no rule is an error naming the op and its node. Backward nodes are named after the forward node
 they differentiate, `Gradients/<forward scope name>/<Op>-<k>`, as MindSpore names them. Gradient nodes are
 replaced in order, so a gradient of a gradient works when the rules it meets have rules themselves.
-Afterwards StopGradient nodes are replaced by their inputs.
+Afterwards StopGradient nodes are replaced by their inputs, and Bprop nodes (a Cell's results whose
+gradient its own `bprop` gives: their rule inlines it) by the results they stand for.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from ir.ops.gradient import split_gradient_inputs
 
 GRADIENT = "Gradient"
 STOP_GRADIENT = "StopGradient"
+BPROP = "Bprop"       # a Cell's results, differentiated by the Cell's own bprop
 
 
 class GradientError(IRError):
@@ -45,7 +47,7 @@ def phase_of(node: Node) -> str:
 
 
 def needs_autodiff(graph: Graph) -> bool:
-    return any(n.op in (GRADIENT, STOP_GRADIENT) for n in graph.nodes)
+    return any(n.op in (GRADIENT, STOP_GRADIENT, BPROP) for n in graph.nodes)
 
 
 def differentiate(graph: Graph) -> Graph:
@@ -56,7 +58,13 @@ def differentiate(graph: Graph) -> Graph:
         if position is None:
             break
         graph = _replace_gradient(graph, position)
-    return graph.rewrite(lambda node, inputs, emit: inputs if node.op == STOP_GRADIENT else None)
+    return graph.rewrite(lambda node, inputs, emit: inputs if node.op == STOP_GRADIENT else
+                         _bprop_results(node, inputs) if node.op == BPROP else None)
+
+
+def _bprop_results(node: Node, inputs: tuple[Value, ...]) -> tuple[Value, ...]:
+    n = node.attr("inputs")
+    return inputs[n:n + node.attr("outputs")]
 
 
 def _replace_gradient(graph: Graph, position: int) -> Graph:

@@ -197,3 +197,68 @@ def test_errors_name_the_thing(mode):
         grad(net, None)
     with pytest.raises(GradError, match="sens has 1 tensor"):
         GradOperation(sens_param=True)(lambda a: (a * 2.0, a * 3.0))(x, Tensor(X))
+
+
+class HostSine(Cell):
+    """A host function (no gradient rule) with its gradient given by the Cell's bprop."""
+
+    def __init__(self):
+        super().__init__()
+        import graphkernel.dtype as mstype
+        self.sin = P.PyFunc(lambda a: np.sin(a), [mstype.float32], [(2, 4)], [mstype.float32], [(2, 4)])
+
+    def construct(self, x):
+        return self.sin(x)
+
+    def bprop(self, x, out, dout):
+        return (dout * P.Cos()(x),)
+
+
+class Scaled(Cell):
+    """construct computes x * x, but bprop says the gradient is 5 * dout: bprop wins."""
+
+    def construct(self, x, y):
+        return x * x, y
+
+    def bprop(self, x, y, out, dout):
+        return dout[0] * 5.0, dout[1] * 0.0
+
+
+def test_cell_bprop_gives_the_gradient(setting):
+    context.set_context(mix_compile_mode=True)
+
+    def loss(x):
+        return P.ReduceSum()(HostSine()(x) * 2.0)
+    _close(grad(loss)(Tensor(X)), 2 * np.cos(X))
+    scaled = Scaled()
+
+    def both(x, y):
+        a, b = scaled(x, y)
+        return P.ReduceSum()(a + b)
+    dx, dy = grad(both, (0, 1))(Tensor(X), Tensor(X))
+    _close(dx, np.full_like(X, 5.0))
+    _close(dy, np.zeros_like(X))
+
+
+def test_pyfunc_without_bprop_is_an_error_naming_it():
+    context.set_context(mode=context.GRAPH_MODE, device_target="CPU", mix_compile_mode=True)
+
+    class NoBprop(HostSine):
+        bprop = None
+    from ir.autodiff import GradientError
+    with pytest.raises(GradientError, match=r"PyFunc \(Default/.*\) has no gradient rule.*define bprop"):
+        grad(lambda x: P.ReduceSum()(NoBprop()(x)))(Tensor(X))
+
+
+def test_bprop_returning_the_wrong_gradients_is_an_error():
+    context.set_context(mode=context.GRAPH_MODE, device_target="CPU")
+    from graphkernel.bprop import BpropError
+
+    class Wrong(Cell):
+        def construct(self, x):
+            return x * 2.0
+
+        def bprop(self, x, out, dout):
+            return (P.ReduceSum()(dout),)
+    with pytest.raises(BpropError, match=r"Wrong.bprop: the gradient of input 0 is f32\[\], the input is f32\[2, ?4\]"):
+        grad(lambda x: P.ReduceSum()(Wrong()(x)))(Tensor(X))

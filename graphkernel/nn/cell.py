@@ -13,6 +13,8 @@ import inspect
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
 from graphkernel import context
+from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
+from graphkernel.tape import active_tape
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -71,6 +73,9 @@ class Cell:
             return self._call_nested(trace, args, kwargs)
         if context.get_context("mode") == context.PYNATIVE_MODE:
             self._check_args(args, kwargs)
+            tape = active_tape()
+            if tape is not None and has_bprop(self):   # a PYNATIVE gradient is recording
+                return record_with_bprop(self, tape, args, self.construct(*args))
             return self.construct(*args)
         compiled = None if kwargs else self._compiled.get(self._cache_key(args))
         if compiled is None:
@@ -95,6 +100,8 @@ class Cell:
         trace.scope.append(self._scope_in(trace))
         trace.cells.append(self)
         try:
+            if has_bprop(self):   # its gradient is its own bprop (graphkernel/bprop.py)
+                return call_with_bprop(self, trace, args, lambda *a: self.construct(*a, **kwargs))
             return self.construct(*args, **kwargs)
         finally:
             trace.cells.pop()

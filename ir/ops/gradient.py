@@ -59,3 +59,57 @@ register(OpDef("StopGradient", Pattern.OPAQUE, 1, lambda types, attrs: (types[0]
                lambda a, attrs: a[0].copy(), doc="its input; no gradient flows through it", domain="any",
                precision=Precision("gray", True, "removed by the autodiff stage"),
                grad=no_gradient, api=Api(functional="stop_gradient")))
+
+
+class BpropGraph:
+    """A Cell's own bprop as an attribute: the graph (inputs..., out..., dout..., parameters...) ->
+    (one cotangent per input); equal by identity, printed as an opaque token the parser refuses."""
+
+    __slots__ = ("graph", "label")
+
+    def __init__(self, graph, label: str):
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "label", label)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("BpropGraph is immutable")
+
+    def __eq__(self, other):
+        return isinstance(other, BpropGraph) and other.graph is self.graph
+
+    def __hash__(self):
+        return hash(id(self.graph))
+
+    def ir_text(self) -> str:
+        return f"<bprop {self.label}@{id(self.graph):#x}>"
+
+    __repr__ = ir_text
+
+
+def _bprop_infer(types, attrs):
+    n, m = attrs["inputs"], attrs["outputs"]
+    if n + m > len(types):
+        raise ShapeError(f"inputs={n} and outputs={m} need {n + m} operands, got {len(types)}")
+    return tuple(types[n:n + m])
+
+
+def _bprop_grad(b, node, douts):
+    """The Cell's bprop graph, inlined on (inputs, out, dout, parameters); the construct's own outputs
+    (operands n..n+m) get no cotangent, so nothing flows through the ops of construct."""
+    n, m = node.attr("inputs"), node.attr("outputs")
+    graph = node.attr("bprop").graph
+    args, outs, params = node.inputs[:n], node.inputs[n:n + m], node.inputs[n + m:]
+    douts = [d if d is not None else b.fill(0, v.type) for v, d in zip(outs, douts)]
+    values = dict(zip(graph.inputs, (*args, *outs, *douts, *params)))
+    for inner in graph.nodes:
+        added = b.add(inner.replace(inputs=tuple(values[v] for v in inner.inputs)))
+        values.update(zip(inner.outputs, added.outputs))
+    return tuple(values[v] for v in graph.outputs) + (None,) * (m + len(params))
+
+
+register(OpDef("Bprop", Pattern.OPAQUE, None, _bprop_infer, lambda a, attrs: tuple(
+                   x.copy() for x in a[attrs["inputs"]:attrs["inputs"] + attrs["outputs"]]),
+               (Attr("inputs", check=is_int), Attr("outputs", check=is_int), Attr("bprop")),
+               doc="the results of a Cell whose gradient its own bprop gives; removed by the autodiff stage",
+               domain="any", grad=_bprop_grad, precision=Precision("gray", True, "removed by the autodiff stage"),
+               api=Api(primitive=False)))
