@@ -31,7 +31,9 @@ from graphkernel import context, dtype  # noqa: E402
 from graphkernel.tensor import Parameter, Tensor  # noqa: E402
 from graphkernel.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
+from graphkernel.gradients import grad, jit, value_and_grad  # noqa: E402
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "__version__"]
+__all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
+           "value_and_grad", "jit", "__version__"]

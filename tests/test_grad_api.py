@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from graphkernel import Parameter, Tensor, context
-from graphkernel.grad import GradError, GradOperation, grad, jit, value_and_grad
+from graphkernel.gradients import GradError, GradOperation, grad, jit, value_and_grad
 from graphkernel.nn import Cell
 from graphkernel.ops import composite as C
 from graphkernel.ops import operations as P

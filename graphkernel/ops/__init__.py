@@ -2,7 +2,7 @@
 as P`) and the functional forms (`ops.exp(x)`, `ops.stop_gradient(x)`), both generated from the op table;
 `ops.GradOperation` (also `from graphkernel.ops import composite as C; C.GradOperation`)."""
 from graphkernel.ops import composite, functional, operations
-from graphkernel.grad import GradOperation
+from graphkernel.gradients import GradOperation
 from graphkernel.ops.functional import *  # noqa: F401,F403  (ops.exp, ops.add, ...)
 from graphkernel.ops.operations import *  # noqa: F401,F403  (ops.MatMul, ops.ReduceSum, ...)
 
