@@ -4,6 +4,7 @@ file is current. Regenerate with `python -m graphkernel.op_table > docs/ops.md`.
 from __future__ import annotations
 
 from ir.ops import OPS, OpDef, Pattern
+from ir.ops.registry import no_gradient
 from graphkernel.ops import operations
 from graphkernel.ops.operations import signature
 
@@ -21,10 +22,11 @@ Generated from the op table (`ir/ops`: one row per op, every fact about it in th
 - **list**: default mixed-precision list (white: float16 under allow_mix_precision; black: float32; gray:
   follows its inputs); **names**: other MindSpore spellings and CANN names accepted in precision files;
   **ONNX**: ONNX ops converted to exactly this op (others map to several of ours, see docs of the ONNX
-  frontend).
+  frontend); **grad**: the op's gradient rule (docs/gradients.md): `rule`, `zero` (locally constant: Floor,
+  Sign, ...), or `-` (no float result a gradient reaches, or none: an error naming the op when one is asked).
 
-| op | kind | call | functional / method | cost | basic | f16 exact | list | names | ONNX |
-|---|---|---|---|---|---|---|---|---|---|
+| op | kind | call | functional / method | cost | basic | f16 exact | list | names | ONNX | grad |
+|---|---|---|---|---|---|---|---|---|---|---|
 """
 
 
@@ -39,8 +41,9 @@ def _row(d: OpDef) -> str:
     names = ", ".join(f"`{n}`" for n in d.aliases + d.cann) or "-"
     onnx = ", ".join(d.onnx) or "-"
     yes = {True: "yes", False: "-"}
+    grad = "-" if d.grad is None else "zero" if d.grad is no_gradient else "rule"
     return (f"| {d.name} | {kind} | {_call(d)} | {api} | {d.cost.name.lower()} | {yes[d.basic_fusion]} | "
-            f"{yes[d.float16_exact]} | {d.precision.list} | {names} | {onnx} |")
+            f"{yes[d.float16_exact]} | {d.precision.list} | {names} | {onnx} | {grad} |")
 
 
 def render() -> str:
