@@ -1,0 +1,21 @@
+"""The Python examples of the manual run: each page's ```python blocks, in order, as one script."""
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGES = ["gradients.md"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_examples_run(page, capsys):
+    text = (DOCS / page).read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, f"docs/{page} has no python example"
+    namespace = {"__name__": f"docs_{page.replace('.', '_')}"}
+    for k, block in enumerate(blocks):
+        exec(compile(block, f"docs/{page} block {k}", "exec"), namespace)   # noqa: S102 - our own docs
+    printed = capsys.readouterr().out
+    for comment in re.findall(r"print\(.*?\)\s+# (\[.*?\])$", text, flags=re.M):
+        assert comment in printed, f"docs/{page}: the example printed {printed!r}, the page says {comment}"
