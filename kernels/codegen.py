@@ -39,10 +39,11 @@ from kernels.template import Elementwise
 
 
 def kernel_stem(spec: KernelSpec) -> str:
-    """`Fused_Mul_Add` for composites, the op for single-op kernels; a hash of the source follows.
-    An op name that is not a plain identifier is an UnsafeSourceError."""
+    """`Fused_Mul_Add` for composites, the op for single-op kernels; a hash of the source follows. At
+    most 80 characters, never ending in "_" (with the hash's "_" that would make a "__" name, which the
+    source check refuses). An op name that is not a plain identifier is an UnsafeSourceError."""
     ops = [identifier(op) for op in spec.op_names or ("Copy",)]
-    return (ops[0] if len(ops) == 1 else "Fused_" + "_".join(_dedup(ops)))[:80]
+    return (ops[0] if len(ops) == 1 else "Fused_" + "_".join(_dedup(ops)))[:80].rstrip("_")
 
 
 def _dedup(ops):

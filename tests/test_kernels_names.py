@@ -72,3 +72,47 @@ def test_scratch_row_of_a_computed_operand_beside_an_input_load():
     assert [k.op_types for k in program.kernels] == [("Add", "ReduceSum", "Sub")]
     assert_close(program.run(arrays)[0], reference(graph, arrays)[0])
     assert np.isfinite(program.run(arrays)[0]).all()
+
+
+CHAIN_OPS = ["Neg", "Abs", "Tanh", "Exp", "Sin", "Cos", "Atan", "Floor", "Ceil", "Sign", "Erf", "Reciprocal",
+             "Add", "Mul", "Maximum", "Minimum", "Sqrt"]   # binary ones take a constant
+
+
+def _chains_cut_at_80():
+    """Chains of distinct ops (rotations and prefixes of CHAIN_OPS) whose "Fused_<ops>" name the kernel
+    stem's 80-character cut meets: on an "_", exactly at its end, and inside an op name."""
+    found = {}
+    for start in range(len(CHAIN_OPS)):
+        ops = CHAIN_OPS[start:] + CHAIN_OPS[:start]
+        for n in range(2, len(ops) + 1):
+            full = "Fused_" + "_".join(ops[:n])
+            where = ("underscore" if full[:80].endswith("_") else "exact" if len(full) == 80
+                     else "inside" if len(full) > 80 else None)
+            if where:
+                found.setdefault(where, ops[:n])
+    return found
+
+
+CHAINS = _chains_cut_at_80()
+
+
+def test_chains_reach_every_cut():
+    assert set(CHAINS) == {"underscore", "exact", "inside"}
+
+
+@pytest.mark.parametrize("where", sorted(CHAINS))
+def test_a_long_composite_whose_name_is_cut_builds(where):
+    """A kernel stem cut at 80 characters on a "_" made `..._Equal__<hash>`, a dunder name the source check
+    refuses: the composite failed to build and fell back (found by the gradient property test)."""
+    ops = CHAINS[where]
+    b = GraphBuilder()
+    x = b.input((4, 8))
+    y = x
+    for op in ops:
+        y = b.op(op, y, b.const(0.5)) if op in ("Add", "Mul", "Maximum", "Minimum") else b.op(op, y)
+    graph = fused(b.graph(y))
+    arrays = [random_array((4, 8), low=0.1, high=0.9)]
+    program = lower(graph, DeviceConfig())   # a KernelBuildWarning is an error under the tests
+    assert [k.op_types for k in program.kernels] == [tuple(ops)]
+    assert "__" not in program.kernels[0].kernel
+    assert_close(program.run(arrays)[0], reference(graph, arrays)[0])
