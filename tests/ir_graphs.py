@@ -32,6 +32,13 @@ def _operand(op: str, shape) -> TensorType:
 
 
 # op -> (input types, attrs) for one valid node of that op: the elementwise ops from the op table
+def _identity_bprop():
+    """A bprop graph (x, out, dout) -> dout: the gradient of the identity."""
+    from ir.ops.gradient import BpropGraph
+    inputs = Graph.with_inputs([tt(F32, 2, 3)] * 3)
+    return BpropGraph(Graph(inputs, [], [inputs[2]]), "Identity")
+
+
 SAMPLES = {
     **{op: ([_operand(op, (2, 3)), _operand(op, (3,))], {}) for op in kernel_ops(2)},
     **{op: ([_operand(op, (2, 3))], {}) for op in float_ops(1) + kernel_ops(1)},
@@ -58,10 +65,14 @@ SAMPLES = {
     "PyFunc": ([tt(F32, 2, 3)], {"fn": np.negative, "in_types": (F32,), "in_shapes": ((2, 3),),
                                  "out_types": (F32,), "out_shapes": ((2, 3),)}),
     "HostCall": ([tt(F32, 2, 3), tt(F32, 3)], {"host_op": "Add"}),
+    "Gradient": ([tt(F32), tt(F32, 2, 3), tt(F32, 3)], {"seeds": 1}),
+    "StopGradient": ([tt(F32, 2, 3)], {}),
+    "Bprop": ([tt(F32, 2, 3), tt(F32, 2, 3)], {"inputs": 1, "outputs": 1, "bprop": _identity_bprop()}),
 }
 
-# Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, with no text form.
-NO_TEXT_FORM = frozenset({"PyFunc"})
+# Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, a Bprop's bprop a
+# traced graph of a Cell's method, with no text form.
+NO_TEXT_FORM = frozenset({"PyFunc", "Bprop"})
 
 
 def op_graph(op: str) -> Graph | None:
