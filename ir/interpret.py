@@ -1,7 +1,7 @@
 """`interpret(graph, arrays)`: the numpy reference interpreter, the oracle every kernel is checked against.
 
 Runs the nodes in order with each op's numpy reference (`ir.ops.evaluate`); a composite runs by
-interpreting its subgraph. The last use of every value is computed once up front and a value is
+interpreting its subgraph; Gradient nodes are differentiated away first (ir/autodiff.py). The last use of every value is computed once up front and a value is
 dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
 arrays are never written (nodes see read-only views of them) and the results are always fresh,
 writable arrays, even when an output is an input or a constant. numpy floating-point warnings are
@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ir.autodiff import differentiate, needs_autodiff
 from ir.errors import DTypeError, ExecutionError, IRError, ShapeError
 from ir.graph import Graph, Value
 from ir.ops import evaluate
@@ -97,7 +98,10 @@ def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> 
 
 
 def interpret(graph: Graph, arrays: Sequence) -> list[np.ndarray]:
-    """The graph's outputs for the given input arrays, computed by the numpy references."""
+    """The graph's outputs for the given input arrays, computed by the numpy references (a graph that
+    asks for gradients is differentiated first, as the pipeline does)."""
+    if needs_autodiff(graph):
+        graph = differentiate(graph)
     views = _check_arrays(graph, list(arrays))
     with np.errstate(all="ignore"):
         results = _run(graph, views)
