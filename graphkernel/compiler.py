@@ -30,6 +30,7 @@ from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
 from graphkernel.nn.cell import unflatten
+from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
 
 
@@ -127,6 +128,9 @@ class CompiledGraph:
         arrays = [t._array for t in tensors]
         arrays += [p._array for p in self.parameters]
         outs = [Tensor._wrap(a) for a in self.run_arrays(arrays)]
+        tape = active_tape()
+        if tape is not None:   # a PYNATIVE gradient is recording: it differentiates through this graph
+            tape.record_graph(self.stages["validate"], tensors, self.parameters, outs)
         if self.out_tree is None:
             return outs[0] if len(outs) == 1 else tuple(outs)
         return unflatten(self.out_tree, outs)
@@ -135,14 +139,14 @@ class CompiledGraph:
         expected = self.graph.inputs[: len(self.graph.inputs) - len(self.parameters)]
         if len(tensors) != len(expected):
             raise InputError(f"compiled graph {self.graph_id} takes {len(expected)} inputs, got {len(tensors)}")
-        arrays = []
+        checked = []
         for i, (t, v) in enumerate(zip(tensors, expected)):
             arr = t.asnumpy() if isinstance(t, Tensor) else np.asarray(t)
             if arr.shape != v.shape or arr.dtype != v.dtype.np:
                 raise InputError(f"input {i}: got {arr.dtype}{list(arr.shape)}, compiled for "
                                  f"{v.dtype.value}{list(v.shape)}")
-            arrays.append(arr)
-        return self.call_unchecked([Tensor._wrap(a) for a in arrays])
+            checked.append(t if isinstance(t, Tensor) else Tensor._wrap(arr))   # a Tensor stays itself (a tape knows it)
+        return self.call_unchecked(checked)
 
 
 def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree=None, name: str = "",

@@ -4,7 +4,8 @@
         1. every Tensor argument becomes an input of a recording (a Trace that is never the active one)
         2. fn runs eagerly, op by op, so Python control flow may branch on tensor values; each primitive
            that runs also adds its node to the recording, reading the values of recorded Tensors, the
-           Parameters it meets as inputs, and any other Tensor as a constant
+           Parameters it meets as inputs, and any other Tensor as a constant; a compiled graph that runs
+           (an ONNX model, a jit function's graph) adds its traced nodes the same way
         3. the Gradient node goes into the recording, which is compiled and run like a one-op eager
            graph (the pipeline's autodiff stage differentiates it, fusion as the context says)
 
@@ -27,6 +28,7 @@ class Tape:
 
     def __init__(self):
         self.trace = Trace()
+        self.arrays: list = []    # the data of the recording's inputs (its Parameters': captured_arrays)
         self._values: dict[int, tuple[Tensor, Value]] = {}   # id -> (the Tensor, kept alive; its value)
 
     def bind(self, tensor: Tensor, value: Value) -> None:
@@ -52,17 +54,34 @@ class Tape:
             self.bind(tensor, value.value)
 
 
+    def record_graph(self, graph, tensors, parameters, outputs) -> None:
+        """A compiled graph ran on `tensors` (then the `parameters`' values) and made `outputs` (an ONNX
+        model, or a Cell that always runs compiled): add its nodes, so the gradient passes through it."""
+        values = dict(zip(graph.inputs, [self.value_of(t) for t in tensors] +
+                          [self.trace.parameter(p) for p in parameters]))
+        for node in graph.nodes:
+            added = self.trace.add(node.replace(inputs=tuple(values[v] for v in node.inputs)))
+            values.update(zip(node.outputs, added.outputs))
+        for tensor, value in zip(outputs, graph.outputs):
+            self.bind(tensor, values[value])
+
+
 def active_tape() -> Tape | None:
     return _active.get()
 
 
 def run_taped(request, args):
-    """Run `request.fn` eagerly on a tape and return what the grad function returns."""
+    """Run `request.fn` eagerly on a tape and return what the grad function returns. Inside another
+    taped gradient (a gradient of a gradient), the outer tape records this one too: its Gradient node
+    and the Tensors it returns, so the outer gradient differentiates through it."""
     from graphkernel.compiler import run_eager
-    tape = Tape()
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
+    outer = active_tape()
+    tape = outer or Tape()
+    if outer is None:
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
+                tape.arrays.append(a.asnumpy())
     fn_args, sens = request.split_sens(args)
     token = _active.set(tape)
     try:
@@ -73,8 +92,11 @@ def run_taped(request, args):
     wanted: list[SymbolicTensor] = []
     _collect(packaged, wanted)
     graph = tape.trace.finish([s.value for s in wanted])
-    arrays = [a.asnumpy() for a in args if isinstance(a, Tensor)] + tape.trace.captured_arrays()
-    computed = {id(s): Tensor._wrap(r) for s, r in zip(wanted, run_eager(graph, arrays))}
+    results = run_eager(graph, tape.arrays + tape.trace.captured_arrays())
+    computed = {}
+    for symbolic, array in zip(wanted, results):
+        computed[id(symbolic)] = tensor = Tensor._wrap(array)
+        tape.bind(tensor, symbolic.value)
     return _replace(packaged, computed)
 
 

@@ -262,3 +262,27 @@ def test_bprop_returning_the_wrong_gradients_is_an_error():
             return (P.ReduceSum()(dout),)
     with pytest.raises(BpropError, match=r"Wrong.bprop: the gradient of input 0 is f32\[\], the input is f32\[2, ?4\]"):
         grad(lambda x: P.ReduceSum()(Wrong()(x)))(Tensor(X))
+
+
+@pytest.mark.parametrize("mode", [context.GRAPH_MODE, context.PYNATIVE_MODE])
+def test_gradient_of_a_gradient(mode):
+    context.set_context(mode=mode, device_target="Ascend", enable_graph_kernel=True)
+
+    def cube(v):
+        return P.ReduceSum()(v * v * v)
+    second = grad(lambda v: P.ReduceSum()(grad(cube)(v)))
+    _close(second(Tensor(X)), 6 * X)
+
+
+@pytest.mark.parametrize("mode", [context.GRAPH_MODE, context.PYNATIVE_MODE])
+def test_an_onnx_model_is_differentiable(mode):
+    """In PYNATIVE an ONNX model runs compiled; the tape records its graph, so the gradient is not lost."""
+    from onnx import TensorProto, helper
+    import graphkernel.onnx
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]), helper.make_node("Tanh", ["sq"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    cell = graphkernel.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    context.set_context(mode=mode, device_target="CPU")
+    t = np.tanh(X.astype(np.float64) ** 2)
+    _close(grad(lambda v: P.ReduceSum()(cell(v)))(Tensor(X)), (1 - t * t) * 2 * X)
