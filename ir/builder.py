@@ -140,6 +140,15 @@ class GraphBuilder:
             raise ShapeError(f"scalar() takes a number, got shape {np.shape(value)}")
         return self.const(value, like.dtype if isinstance(like, Value) else like, name=name)
 
+    def cast(self, x: Value, dtype) -> Value:
+        """`x` as `dtype`: a Cast, or `x` itself when it has that dtype already."""
+        dtype = as_dtype(dtype)
+        return x if x.dtype == dtype else self.op("Cast", x, dtype=dtype)
+
+    def wide(self, *xs: Value) -> list[Value]:
+        """The values in float32 where they are float16 (computed wide, rounded once by the caller)."""
+        return [self.cast(x, DType.float32) if x.dtype == DType.float16 else x for x in xs]
+
     # -- reductions -----------------------------------------------------------------------------------
     def reduce(self, op: str, x: Value, axes, keep_dims: bool = True, name: str | None = None) -> Value:
         """A reduction (ReduceSum, ReduceMax, ...) over `axes`, keep_dims=True unless told: a fused kernel lets

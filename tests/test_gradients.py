@@ -11,7 +11,7 @@ from ir.graph import TensorType
 from ir.interpret import interpret
 from ir.ops import OPS, evaluate, make_node
 from ir.verify import verify
-from tests.grad_samples import GradCase, grad_cases, without_rule
+from tests.grad_samples import GradCase, grad_cases, not_the_derivative, without_rule
 
 CASES = grad_cases()
 
@@ -89,7 +89,7 @@ def test_every_op_with_a_float_result_has_a_rule_or_a_reason_and_every_rule_a_ca
     tested = {c.op for c in CASES}
     for name, d in OPS.items():
         if d.grad is not None:
-            assert name in tested, f"{name} has a gradient rule but no case in tests/grad_samples.py"
+            assert name in tested or name in not_the_derivative, f"{name} has a gradient rule but no case in tests/grad_samples.py"
         else:
             assert not _needs_rule(name), f"{name} has float results and no gradient rule (or add it to " \
                                           "without_rule in tests/grad_samples.py with the reason)"

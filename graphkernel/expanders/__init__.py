@@ -20,13 +20,20 @@ from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
 from graphkernel.expanders.bias_add import expand_bias_add
+from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
 from graphkernel.expanders.gelu import expand_gelu
+from graphkernel.expanders.gelu_grad import expand_gelu_grad
 from graphkernel.expanders.layer_norm import expand_layer_norm
+from graphkernel.expanders.layer_norm_grad import expand_layer_norm_grad
 from graphkernel.expanders.log_softmax import expand_log_softmax
+from graphkernel.expanders.log_softmax_grad import expand_log_softmax_grad
 from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
+from graphkernel.expanders.relu_grad import expand_relu_grad
 from graphkernel.expanders.sigmoid import expand_sigmoid
+from graphkernel.expanders.sigmoid_grad import expand_sigmoid_grad
 from graphkernel.expanders.softmax import expand_softmax
+from graphkernel.expanders.softmax_grad import expand_softmax_grad
 from graphkernel.expanders.square import expand_square
 from graphkernel.options import CompileOptions
 
@@ -34,13 +41,20 @@ Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 
 EXPANDERS: dict[str, Expander] = {
     "BiasAdd": expand_bias_add,
+    "BiasAddGrad": expand_bias_add_grad,
     "GeLU": expand_gelu,
+    "GeLUGrad": expand_gelu_grad,
     "LayerNorm": expand_layer_norm,
+    "LayerNormGrad": expand_layer_norm_grad,
     "LogSoftmax": expand_log_softmax,
+    "LogSoftmaxGrad": expand_log_softmax_grad,
     "ReduceMean": expand_reduce_mean,
     "ReLU": expand_relu,
+    "ReluGrad": expand_relu_grad,
     "Sigmoid": expand_sigmoid,
+    "SigmoidGrad": expand_sigmoid_grad,
     "Softmax": expand_softmax,
+    "SoftmaxGrad": expand_softmax_grad,
     "Square": expand_square,
 }
 

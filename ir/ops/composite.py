@@ -8,7 +8,7 @@ from ir.errors import ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, normalize_axes, require, same_dtype
 from ir.ops.elementwise import maximum
-from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer
+from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer, reduced_shape
 from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
 
 GELU_COEF = 0.044715
@@ -20,6 +20,66 @@ def composite(name, arity, infer, reference, attrs=(), canonicalize=None, doc=""
     facts.setdefault("precision", Precision("gray", True, why))
     register(OpDef(name, Pattern.OPAQUE, arity, infer, reference, attrs, canonicalize,
                    expandable=True, doc=doc, **facts))
+
+
+# -- gradient rules (ir/autodiff.py): composite ops differentiate into composite gradient ops
+# (ir/ops/grad_ops.py), which the expanders turn into primitives, so a backward fuses like a forward.
+
+def _mean_grad(b, node, douts):
+    x = node.inputs[0]
+    count = 1
+    for axis in node.attr("axis"):
+        count *= x.shape[axis]
+    kept = reduced_shape(x.shape, node.attr("axis"), True)
+    d = b.op("RealDiv", douts[0], b.scalar(count, douts[0]))
+    d = d if d.shape == kept else b.op("Reshape", d, shape=kept)
+    return (d if kept == x.shape else b.op("BroadcastTo", d, shape=x.shape),)
+
+
+def _square_grad(b, node, douts):
+    x = node.inputs[0]
+    return (b.op("Mul", douts[0], b.op("Mul", x, b.scalar(2, x))),)
+
+
+def _sigmoid_grad(b, node, douts):
+    return (b.op("SigmoidGrad", node.out, douts[0]),)
+
+
+def _relu_grad(b, node, douts):
+    return (b.op("ReluGrad", douts[0], node.inputs[0]),)
+
+
+def _gelu_grad(b, node, douts):
+    return (b.op("GeLUGrad", douts[0], node.inputs[0], node.out),)
+
+
+def _bias_add_grad(b, node, douts):
+    return douts[0], b.op("BiasAddGrad", douts[0], data_format=node.attr("data_format"))
+
+
+def _softmax_grad(op):
+    def grad(b, node, douts):
+        return (b.op(op, node.out, douts[0], axis=node.attr("axis")),)
+    return grad
+
+
+def _layer_norm_grad(b, node, douts):
+    """LayerNormGrad for the cotangent of y; a cotangent of the mean (d/dx_i = 1/n) or of the variance
+    (d/dx_i = 2 (x_i - mean) / n) adds its own term."""
+    (x, gamma, beta), (y, mean, variance) = node.inputs, node.outputs
+    dy, dmean, dvar = douts
+    bna, bpa = node.attr("begin_norm_axis"), node.attr("begin_params_axis")
+    dx, dgamma, dbeta = b.ops("LayerNormGrad", x, dy if dy is not None else b.fill(0, y.type), variance, mean,
+                              gamma, begin_norm_axis=bna, begin_params_axis=bpa, epsilon=node.attr("epsilon"))
+    count = 1
+    for axis in range(bna, x.type.rank):
+        count *= x.shape[axis]
+    if dmean is not None:
+        dx = b.op("Add", dx, b.op("BroadcastTo", b.op("RealDiv", dmean, b.scalar(count, x)), shape=x.shape))
+    if dvar is not None:
+        spread = b.op("Mul", b.op("Sub", x, mean), b.op("RealDiv", dvar, b.scalar(count / 2, x)))
+        dx = b.op("Add", dx, spread)
+    return (dx, dgamma, dbeta) if dy is not None else (dx, None, None)
 
 
 def _same_float(types, attrs):
@@ -38,9 +98,10 @@ def _mean(a, attrs):
 
 
 composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes,
-          why="a float16 mean accumulates in float32 and rounds once", cann=("ReduceMeanD",),
+          why="a float16 mean accumulates in float32 and rounds once", cann=("ReduceMeanD",), grad=_mean_grad,
           api=Api(call_attrs=("axis",)))
 composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0],
+          grad=_square_grad,
           api=Api(functional="square", method="square"))
 
 
@@ -50,10 +111,11 @@ def _sigmoid(a, attrs):
         return _c(x, 1) / (_c(x, 1) + np.exp(-x))
 
 
-composite("Sigmoid", 1, _same_float, _sigmoid, why="bounded result", onnx=("Sigmoid",),
+composite("Sigmoid", 1, _same_float, _sigmoid, why="bounded result", onnx=("Sigmoid",), grad=_sigmoid_grad,
           api=Api(functional="sigmoid", method="sigmoid"))
 composite("ReLU", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:],
           lambda a, _: maximum(a[0], _c(a[0], 0)), why="elementwise, exact", cann=("Relu",), onnx=("Relu",),
+          grad=_relu_grad,
           api=Api(functional="relu", method="relu"))
 
 
@@ -63,7 +125,8 @@ def _gelu(a, attrs):
     return _c(x, 0.5) * x * (_c(x, 1) + np.tanh(inner))
 
 
-composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT", why="bounded by its input", cann=("Gelu",))
+composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT", why="bounded by its input", cann=("Gelu",),
+          grad=_gelu_grad)
 
 
 def bias_axis(rank: int, data_format: str) -> int:
@@ -89,7 +152,8 @@ def _bias_add(a, attrs):
 
 
 composite("BiasAdd", 2, _bias_add_infer, _bias_add, (Attr("data_format", "NCHW", is_str("NCHW", "NHWC")),),
-          doc="adds a 1-D bias along the channel axis (1 for NCHW, last for NHWC)", api=Api(inputs=("x", "bias")))
+          doc="adds a 1-D bias along the channel axis (1 for NCHW, last for NHWC)", api=Api(inputs=("x", "bias")),
+          grad=_bias_add_grad)
 
 
 def _softmax_canon(types, attrs):
@@ -119,9 +183,9 @@ def _log_softmax(a, attrs):
 
 
 composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("SoftmaxV2",), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
+          cann=("SoftmaxV2",), grad=_softmax_grad("SoftmaxGrad"), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
 composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("LogSoftmaxV2",),
+          cann=("LogSoftmaxV2",), grad=_softmax_grad("LogSoftmaxGrad"),
           precision=Precision("black", True, "exp, log and a long sum; its expansion stays float32"))
 
 
@@ -164,6 +228,6 @@ composite("LayerNorm", 3, _layer_norm_infer, _layer_norm,
           (Attr("begin_norm_axis", -1, is_int), Attr("begin_params_axis", -1, is_int),
            Attr("epsilon", 1e-7, is_float)), _layer_norm_canon,
           doc="returns (y, mean, variance); mean/variance keep the normalized axes as 1",
-          cann=("LayerNormV3", "LayerNormV4"), api=Api(inputs=("x", "gamma", "beta")),
+          cann=("LayerNormV3", "LayerNormV4"), api=Api(inputs=("x", "gamma", "beta")), grad=_layer_norm_grad,
           precision=Precision("black", True, "mean and variance of a row lose precision in float16; its expansion "
                               "stays float32"))

@@ -196,6 +196,23 @@ def _gather(a, attrs):
     return np.take(data, indices.astype(np.int64), axis=attrs["axis"])
 
 
+def _gather_grad(b, node, douts):
+    """The cotangent of each gathered slice added back where it came from: UnsortedSegmentSum over the
+    indices (negative ones counted from the end), with the gathered axis moved to the front and back."""
+    (data, indices), (d,) = node.inputs, douts
+    axis, k, n = node.attr("axis"), indices.type.rank, data.shape[node.attr("axis")]
+    if axis:   # the index dims first: d is data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+        perm = tuple(range(axis, axis + k)) + tuple(range(axis)) + tuple(range(axis + k, d.type.rank))
+        d = b.op("Transpose", d, perm=perm)
+    ids = b.op("Select", b.op("Less", indices, b.scalar(0, indices)),
+               b.op("Add", indices, b.scalar(n, indices)), indices)
+    summed = b.op("UnsortedSegmentSum", d, ids, num_segments=n)
+    if axis:   # (n,) + data.shape[:axis] + data.shape[axis + 1:] -> data's order
+        rank = data.type.rank
+        summed = b.op("Transpose", summed, perm=tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, rank)))
+    return summed, None
+
+
 register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", 0, is_int),),
-               _gather_canon, doc="numpy take along axis; indices in [-n, n)", domain="any", cann=("GatherV2",),
+               _gather_canon, grad=_gather_grad, doc="numpy take along axis; indices in [-n, n)", domain="any", cann=("GatherV2",),
                precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
