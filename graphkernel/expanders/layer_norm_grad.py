@@ -28,5 +28,5 @@ def expand_layer_norm_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilde
     if lead:
         dgamma, dbeta = b.reduce("ReduceSum", dgamma, lead), b.reduce("ReduceSum", dbeta, lead)
     shape, dtype = inputs[4].shape, inputs[0].dtype
-    return tuple(b.cast(v if v.shape == shape else b.op("Reshape", v, shape=shape), dtype)
-                 for v in (dx, dgamma, dbeta))
+    dgamma, dbeta = (v if v.shape == shape else b.op("Reshape", v, shape=shape) for v in (dgamma, dbeta))
+    return tuple(b.cast(v, dtype) for v in (dx, dgamma, dbeta))
