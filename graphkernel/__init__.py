@@ -1,8 +1,12 @@
 """graphkernel: MindSpore-style graph-kernel fusion for an emulated Ascend AI Core, on the CPU.
 
-    from graphkernel import context, Tensor
+    from graphkernel import context, Tensor          # MindSpore r0.7's spelling
     from graphkernel.nn import Cell
     from graphkernel.ops import operations as P
+
+    import graphkernel as ms                          # 2.x's
+    from graphkernel import nn, ops
+    ms.set_context(mode=ms.GRAPH_MODE, enable_graph_kernel=True)
 """
 import os as _os
 
@@ -32,8 +36,14 @@ from graphkernel.tensor import Parameter, Tensor  # noqa: E402
 from graphkernel.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
 from graphkernel.gradients import grad, jit, value_and_grad  # noqa: E402
+from graphkernel import nn, ops  # noqa: E402
+from graphkernel.seed import get_seed, set_seed  # noqa: E402
+from graphkernel.context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context  # noqa: E402
+from graphkernel.dtype import bool_, float16, float32, float64, int32, int64  # noqa: E402
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
-           "value_and_grad", "jit", "__version__"]
+           "value_and_grad", "jit", "nn", "ops", "set_seed", "get_seed", "set_context", "get_context",
+           "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int32", "int64", "bool_",
+           "__version__"]

@@ -29,7 +29,7 @@ from graphkernel.flags import parse_flags
 from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
-from graphkernel.nn.cell import unflatten
+from graphkernel.cell import unflatten
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
 

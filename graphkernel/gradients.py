@@ -38,7 +38,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Value
 from ir.ops import make_node
 from graphkernel import context
-from graphkernel.nn.cell import Cell
+from graphkernel.cell import Cell
 from graphkernel.tape import active_tape, run_taped
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace

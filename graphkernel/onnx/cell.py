@@ -23,7 +23,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.limits import ResourceLimitError, check_shape
 from graphkernel.limits import max_device_memory
-from graphkernel.nn.cell import Cell
+from graphkernel.cell import Cell
 from graphkernel.onnx.builder import Builder, NodeInfo
 from graphkernel.onnx.loader import InputSpec, ModelSpec
 from graphkernel.onnx.types import OnnxImportError, OnnxInputError

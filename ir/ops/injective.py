@@ -214,5 +214,6 @@ def _gather_grad(b, node, douts):
 
 
 register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", 0, is_int),),
-               _gather_canon, grad=_gather_grad, doc="numpy take along axis; indices in [-n, n)", domain="any", cann=("GatherV2",),
-               precision=Precision("gray", True, "moves data"), api=Api(primitive=False)))
+               _gather_canon, grad=_gather_grad, doc="numpy take along axis; indices in [-n, n)", domain="any",
+               cann=("GatherV2",), precision=Precision("gray", True, "moves data"),
+               api=Api(call_attrs=("axis",), functional="gather", inputs=("params", "indices"))))

@@ -34,6 +34,8 @@ class Cell:
         object.__setattr__(self, "_params", {})
         object.__setattr__(self, "_compiled", {})
         object.__setattr__(self, "trace_count", 0)
+        object.__setattr__(self, "_auto_prefix", auto_prefix)
+        object.__setattr__(self, "training", False)
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -44,6 +46,8 @@ class Cell:
             self._params.pop(name, None)
             _structure_version[0] += 1
         if isinstance(value, Cell):
+            if self._auto_prefix:   # MindSpore: the child's Parameters are named by their path from here
+                value.update_parameters_name(name + ".")
             self._cells[name] = value
         elif isinstance(value, Parameter):
             if value.name is None:
@@ -62,9 +66,46 @@ class Cell:
             yield from cell.parameters_and_names(f"{prefix}{name}.")
 
     def get_parameters(self):
-        return [p for _, p in self.parameters_and_names()]
+        """Every Parameter, each once: its own first, then its cells' (in the order they were set)."""
+        seen, out = set(), []
+        for _, p in self.parameters_and_names():
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+        return out
 
-    trainable_params = get_parameters
+    def trainable_params(self):
+        """The Parameters with requires_grad=True."""
+        return [p for p in self.get_parameters() if p.requires_grad]
+
+    def untrainable_params(self):
+        return [p for p in self.get_parameters() if not p.requires_grad]
+
+    def update_parameters_name(self, prefix: str = "") -> None:
+        """Name every Parameter `prefix` + its attribute path (MindSpore's auto_prefix naming)."""
+        for path, p in self.parameters_and_names():
+            p.name = prefix + path
+
+    def cells_and_names(self, prefix: str = ""):
+        """(path, cell) for this cell ("" or `prefix`) and every cell below it."""
+        yield prefix, self
+        for name, cell in self._cells.items():
+            yield from cell.cells_and_names(f"{prefix}.{name}" if prefix else name)
+
+    def cells(self):
+        return list(self._cells.values())
+
+    def set_train(self, mode: bool = True) -> "Cell":
+        """Training mode for this cell and every cell below it (Dropout reads it). A change recompiles:
+        the mode is read when construct is traced."""
+        changed = False
+        for _, cell in self.cells_and_names():
+            if cell.training != bool(mode):
+                object.__setattr__(cell, "training", bool(mode))
+                changed = True
+        if changed:
+            _structure_version[0] += 1
+        return self
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -1,0 +1,178 @@
+"""Layers with MindSpore's names, arguments and defaults, written with the op table's primitives (so they
+trace, fuse and differentiate like any construct).
+
+    Dense(in_channels, out_channels, weight_init=None, bias_init=None, has_bias=True, activation=None)
+        y = x @ weight^T + bias, weight (out, in); inputs of rank > 2 are flattened to 2-D and back.
+        Default init as MindSpore 2.x: weight HeUniform(sqrt(5)), bias Uniform(1/sqrt(in_channels)).
+    Embedding(vocab_size, embedding_size, use_one_hot=False, embedding_table='normal', dtype=int32,
+              padding_idx=None)                   a Gather of rows of embedding_table (vocab, size)
+    LayerNorm(normalized_shape, begin_norm_axis=-1, begin_params_axis=-1, gamma_init='ones',
+              beta_init='zeros', epsilon=1e-7)   y only (P.LayerNorm's first result)
+    GELU(approximate=True)                        tanh form (P.GeLU); False: 0.5 x (1 + erf(x / sqrt 2))
+    ReLU, Sigmoid, Tanh, Softmax(axis=-1), LogSoftmax(axis=-1)
+    Dropout(keep_prob=0.5, p=None)                identity when not training (see its doc)
+"""
+from __future__ import annotations
+
+import math
+
+from ir.errors import GraphKernelError
+from graphkernel.common.initializer import HeUniform, Uniform, initializer
+from graphkernel.cell import Cell
+from graphkernel.ops import operations as P
+from graphkernel.tensor import Parameter
+
+
+class LayerError(GraphKernelError, ValueError):
+    """A layer built or called with arguments it cannot take."""
+
+
+def _positive(cls: str, **values) -> None:
+    for name, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise LayerError(f"{cls}: {name} must be a positive int, got {v!r}")
+
+
+class ReLU(Cell):
+    def construct(self, x):
+        return P.ReLU()(x)
+
+
+class Sigmoid(Cell):
+    def construct(self, x):
+        return P.Sigmoid()(x)
+
+
+class Tanh(Cell):
+    def construct(self, x):
+        return P.Tanh()(x)
+
+
+class Softmax(Cell):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.softmax = P.Softmax(axis=axis)
+
+    def construct(self, x):
+        return self.softmax(x)
+
+
+class LogSoftmax(Cell):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.log_softmax = P.LogSoftmax(axis=axis)
+
+    def construct(self, x):
+        return self.log_softmax(x)
+
+
+class GELU(Cell):
+    def __init__(self, approximate=True):
+        super().__init__()
+        self.approximate = approximate
+
+    def construct(self, x):
+        if self.approximate:
+            return P.GeLU()(x)
+        return x * 0.5 * (P.Erf()(x * (1 / math.sqrt(2))) + 1.0)
+
+
+ACTIVATIONS = {"relu": ReLU, "sigmoid": Sigmoid, "tanh": Tanh, "gelu": GELU, "softmax": Softmax,
+               "logsoftmax": LogSoftmax}
+
+
+def get_activation(name):
+    """A Cell for an activation given by name ('relu', 'gelu', ...), a Cell as is, None as None."""
+    if name is None or isinstance(name, Cell):
+        return name
+    if isinstance(name, str) and name.lower() in ACTIVATIONS:
+        return ACTIVATIONS[name.lower()]()
+    raise LayerError(f"unknown activation {name!r}; accepted: {', '.join(ACTIVATIONS)} or a Cell")
+
+
+class Dense(Cell):
+    def __init__(self, in_channels, out_channels, weight_init=None, bias_init=None, has_bias=True,
+                 activation=None, dtype=None):
+        super().__init__()
+        _positive("Dense", in_channels=in_channels, out_channels=out_channels)
+        self.in_channels, self.out_channels, self.has_bias = in_channels, out_channels, has_bias
+        weight_init = HeUniform(negative_slope=math.sqrt(5)) if weight_init is None else weight_init
+        self.weight = Parameter(initializer(weight_init, (out_channels, in_channels), dtype or "float32"),
+                                name="weight")
+        if has_bias:
+            bias_init = Uniform(1 / math.sqrt(in_channels)) if bias_init is None else bias_init
+            self.bias = Parameter(initializer(bias_init, (out_channels,), dtype or "float32"), name="bias")
+        self.activation = get_activation(activation)
+        self.matmul = P.MatMul(transpose_b=True)
+        self.bias_add = P.BiasAdd()
+
+    def construct(self, x):
+        if not x.shape or x.shape[-1] != self.in_channels:
+            raise LayerError(f"Dense({self.in_channels}, {self.out_channels}): input {list(x.shape)} must end "
+                             f"in in_channels={self.in_channels}")
+        shape = x.shape
+        if len(shape) != 2:
+            x = P.Reshape()(x, (-1, self.in_channels))
+        y = self.matmul(x, self.weight)
+        if self.has_bias:
+            y = self.bias_add(y, self.bias)
+        if self.activation is not None:
+            y = self.activation(y)
+        return y if len(shape) == 2 else P.Reshape()(y, tuple(shape[:-1]) + (self.out_channels,))
+
+
+class Embedding(Cell):
+    def __init__(self, vocab_size, embedding_size, use_one_hot=False, embedding_table="normal", dtype=None,
+                 padding_idx=None):
+        super().__init__()
+        _positive("Embedding", vocab_size=vocab_size, embedding_size=embedding_size)
+        self.vocab_size, self.embedding_size, self.use_one_hot = vocab_size, embedding_size, use_one_hot
+        table = initializer(embedding_table, (vocab_size, embedding_size)).asnumpy().copy()
+        if padding_idx is not None:
+            if not -vocab_size <= padding_idx < vocab_size:
+                raise LayerError(f"Embedding: padding_idx {padding_idx} outside [{-vocab_size}, {vocab_size})")
+            table[padding_idx] = 0
+        self.padding_idx = padding_idx
+        self.embedding_table = Parameter(table, name="embedding_table")
+        self.gather = P.Gather()
+
+    def construct(self, ids):
+        if not ids.dtype.is_int:
+            raise LayerError(f"Embedding: ids must be int32 or int64, got {ids.dtype}")
+        return self.gather(self.embedding_table, ids, 0)
+
+
+class LayerNorm(Cell):
+    def __init__(self, normalized_shape, begin_norm_axis=-1, begin_params_axis=-1, gamma_init="ones",
+                 beta_init="zeros", epsilon=1e-7, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int) or not isinstance(normalized_shape, (tuple, list)):
+            raise LayerError(f"LayerNorm: normalized_shape must be a tuple or list, got {normalized_shape!r}")
+        shape = tuple(normalized_shape)
+        self.gamma = Parameter(initializer(gamma_init, shape, dtype or "float32"), name="gamma")
+        self.beta = Parameter(initializer(beta_init, shape, dtype or "float32"), name="beta")
+        self.layer_norm = P.LayerNorm(begin_norm_axis=begin_norm_axis, begin_params_axis=begin_params_axis,
+                                      epsilon=epsilon)
+
+    def construct(self, x):
+        return self.layer_norm(x, self.gamma, self.beta)[0]
+
+
+class Dropout(Cell):
+    """Dropout(keep_prob=0.5, p=None) (p, the drop probability, wins when given, as in MindSpore 2.x).
+    Outside training it is the identity. In training with a drop probability above 0 it raises: the
+    counter-based mask generator that makes fused and unfused dropout agree bit for bit comes with the
+    training step; until then keep_prob=1.0 (or p=0) or set_train(False)."""
+
+    def __init__(self, keep_prob=0.5, p=None, dtype=None):
+        super().__init__()
+        drop = (1 - keep_prob) if p is None else p
+        if not 0 <= drop < 1:
+            raise LayerError(f"Dropout: the drop probability must be in [0, 1), got {drop!r}")
+        self.p = drop
+
+    def construct(self, x):
+        if self.training and self.p > 0:
+            raise LayerError(f"Dropout(p={self.p}) in training mode: dropout masks are not available yet; use "
+                             "p=0 (keep_prob=1.0) or set_train(False)")
+        return x
