@@ -16,7 +16,7 @@ from graphkernel.config_file import ConfigFileError, load_json, parsed_once, rea
 # The precision pass is no fusion pass: precision_mode alone decides whether it runs.
 PASS_GROUPS = {
     "GraphFusion": ("expand", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
-                    "composite_fusion", "recompute", "parallel_fusion"),
+                    "composite_fusion", "recompute", "sibling_fusion", "parallel_fusion"),
     "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion"),
 }
 

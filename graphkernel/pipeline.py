@@ -29,6 +29,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
     from graphkernel.passes.composite_fusion import composite_fusion
     from graphkernel.passes.recompute import recompute
     from graphkernel.passes.parallel_fusion import parallel_fusion
+    from graphkernel.passes.sibling_fusion import sibling_fusion
     from graphkernel.passes.precision import precision
     from graphkernel.passes.partition import partition
     return [
@@ -42,6 +43,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("fuse_basic", "basic_fusion", basic_fusion, 1),       # simple elementwise ops -> composites
         ("composite", "composite_fusion", composite_fusion, 1),  # composites + other fusible ops, by cost
         ("composite", "recompute", recompute, 2),              # duplicate cheap producers into consumers
+        ("composite", "sibling_fusion", sibling_fusion, 2),    # same-axes reductions -> one kernel
         ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
     ]
 

@@ -10,7 +10,9 @@ crossed pairwise (every pair of values of any two factors appears in some case) 
     operand     input | scalar_chain (x * 2 - 0.8125) | broadcast_chain (x + b, b broadcast) |
                 escaping (x * 1.5 + 0.25, also an output of the graph)
     consumer    none | elementwise (r * 3 + 1) | broadcast_back (t - r, as Softmax/LayerNorm) |
-                second (e = tanh(t - r), s = R(e), e * s: a second reduction, three passes, a stash)
+                second (e = tanh(t - r), s = R(e), e * s: a second reduction, three passes, a stash) |
+                sibling (R(|x| - 0.5), independent of r over the same axes: one multi-output kernel by
+                sibling fusion)
     size        SIZES: each on one side of a threshold of kernels/lower.py or kernels/aicore.py
     core_num    1, 2, 32
 
@@ -38,7 +40,7 @@ from kernels.reduction import SWEEP_CHUNK
 REDUCTIONS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean")
 DTYPES = ("float32", "float16")
 OPERANDS = ("input", "scalar_chain", "broadcast_chain", "escaping")
-CONSUMERS = ("none", "elementwise", "broadcast_back", "second")
+CONSUMERS = ("none", "elementwise", "broadcast_back", "second", "sibling")
 CORE_NUMS = (1, 2, 32)
 SPLIT_ROW = 2 * aicore.REDUCE_CHUNK_ELEMENTS   # a row at least this long over few units splits
 

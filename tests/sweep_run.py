@@ -124,6 +124,8 @@ def reduce_graph(case: ReduceCase) -> tuple[Graph, list[np.ndarray]]:
     elif case.consumer == "second":
         e = b.op("Tanh", b.op("Sub", t, back(r)))
         outputs.append(b.op("Mul", e, back(reduce(e))))
+    elif case.consumer == "sibling":
+        outputs += [r, reduce(b.op("Sub", b.op("Abs", x), b.const(0.5)))]
     else:
         raise ValueError(case.consumer)
     return b.graph(*outputs), arrays
