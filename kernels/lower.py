@@ -8,6 +8,7 @@
                                 composite, so fusion on and off compute the same bits
     MatMul, BatchMatMul         numpy's BLAS (np.matmul into the output buffer)
     Transpose                   a numpy copy
+    UnsortedSegmentSum          a numba scatter-add loop (kernels/scatter.py)
     CopyToHost, CopyToDevice    a real copy into the destination buffer (target "copy")
     a host op (PyFunc, HostCall) the numpy reference on the host (target "host"); an error names the node
     anything else               (an unexpanded composite op) the numpy reference
@@ -39,6 +40,7 @@ from kernels import aicore
 from kernels.cache import get_kernel
 from kernels.codegen import render
 from kernels.reduction import split_supported
+from kernels.scatter import segment_sum_fn
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import KernelInfo, Program, Step, Storage
@@ -172,6 +174,10 @@ class _Builder:
             self.numpy_step(node, _matmul_fn(node), "numpy")
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
+        elif node.op == "UnsortedSegmentSum":
+            x, ids = node.inputs
+            self.numpy_step(node, segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np),
+                            "scatter")
         elif node.op in COPY_OPS:  # a real copy across the host/device boundary
             self.numpy_step(node, _copy, "copy")
         elif is_host(node):
