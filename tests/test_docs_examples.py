@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["gradients.md"]
+PAGES = ["gradients.md", "nn.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -17,5 +17,5 @@ def test_examples_run(page, capsys):
     for k, block in enumerate(blocks):
         exec(compile(block, f"docs/{page} block {k}", "exec"), namespace)   # noqa: S102 - our own docs
     printed = capsys.readouterr().out
-    for comment in re.findall(r"print\(.*?\)\s+# (\[.*?\])$", text, flags=re.M):
+    for comment in re.findall(r"print\(.*?\)\s+# (\[.*?\]|\d+|True|False)$", text, flags=re.M):
         assert comment in printed, f"docs/{page}: the example printed {printed!r}, the page says {comment}"
