@@ -223,7 +223,7 @@ class Program:
                 ins, outs = ([names[s] for s in ids] for ids in (step.ins, step.outs))
                 lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",
                           f"{indent}s_ = perf_counter() - t_",
-                          f"{indent}obs.kernel({k}, info{k}, ({', '.join(ins)},), ({', '.join(outs)},), s_)"]
+                          f"{indent}obs.kernel({k}, info{k}, {_tuple(ins)}, {_tuple(outs)}, s_)"]
             else:
                 lines.append(f"{indent}{call}")
         lines.append(f"    return [{', '.join(f'p{k}[0]' for k in range(len(self._output_ids)))}]")
@@ -320,3 +320,9 @@ def _launch_lock():
     from numba.np.ufunc import parallel
     parallel._launch_threads()  # picks the layer now, as the first parallel launch would
     return threading.Lock() if numba.threading_layer() == "workqueue" else None
+
+
+def _tuple(names: list[str]) -> str:
+    """A tuple display of the names: `()`, `(a,)`, `(a, b,)` (a launch may read no buffer: a constant
+    broadcast, every scalar inlined)."""
+    return "(" + "".join(f"{n}, " for n in names).rstrip(" ") + ")"

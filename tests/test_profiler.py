@@ -176,3 +176,17 @@ def test_the_table_shows_a_hostile_name_on_one_line_without_control_characters()
     assert "\x1b" not in table and "\r" not in table
     assert len(table.splitlines()) == 3   # title, header, the one row
     assert table.splitlines()[2].endswith("evil\\u001b[2K\\rFAKE ROW\\nMul 1 2,3")
+
+
+def test_a_launch_that_reads_no_buffer_is_profiled(tmp_path):
+    """A kernel whose every operand is an inlined constant (zeros broadcast: the gradient of an unused
+    input) has no input buffer; the observed runner's call must still be valid Python."""
+    import graphkernel as ms
+    context.set_context(device_target="Ascend", enable_graph_kernel=False)
+    p = ms.Parameter(np.ones((3, 4), np.float32), name="unused")
+    grad_fn = ms.grad(lambda x: P.ReduceSum()(x * x), 0, [p])
+    prof = Profiler(output_path=str(tmp_path))
+    dx, (dp,) = grad_fn(Tensor(np.ones(5, np.float32)))
+    prof.analyse()
+    assert not dp.asnumpy().any() and dp.shape == (3, 4)
+    assert (dx.asnumpy() == 2).all()

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from ir.errors import GraphKernelError
-from graphkernel.bench import harness, peers, report, workloads
+from graphkernel.bench import harness, peers, report, train, workloads
 from graphkernel.bench.timing import Progress
 from graphkernel.cli import positive_int
 
@@ -26,14 +26,16 @@ def workload_list(settings: harness.Settings, only: str | None = None) -> list:
         out += workloads.seed_nets(shape)
     for rows in settings.w_rows:
         out += workloads.kernel_suite(rows)
+    for rows in settings.w_rows:
+        out += train.train_suite(rows)
     wanted = [w.strip().lower() for w in only.split(",")] if only else None
     if settings.bert is not None and (wanted is None or any("bert" in w for w in wanted)):
-        out += workloads.bert(**settings.bert)
+        out += workloads.bert(**settings.bert) + train.bert_step(**settings.bert)
     if wanted is not None:
         out = [w for w in out if any(name in w.name.lower() for name in wanted)]
         if not out:
             raise BenchError(f"--only {only!r} names no workload; names contain e.g. 'W3', 'LayerNorm', "
-                             "'NetBasicFuse', 'BERT', '4096x1024'")
+                             "'NetBasicFuse', 'BERT', 'fwd+bwd', 'T1', 'Grad', '4096x1024'")
     return out
 
 
@@ -70,6 +72,10 @@ def _line(e: dict) -> str:
     parts = [f"{e['name']}: kernels {e['impls']['unfused']['kernels']}->{e['impls']['fused']['kernels']}",
              f"fused {e['impls']['fused']['time']['median_s'] * 1e3:.3g} ms"]
     parts += [f"{k} {v:.2f}" for k, v in r.items()]
+    phases = e["impls"]["fused"].get("phases", {})
+    if "backward" in phases:
+        unfused = e["impls"]["unfused"]["phases"]
+        parts.append("per phase " + ", ".join(f"{p} {unfused.get(p, 0)}->{n}" for p, n in phases.items()))
     if not e["verified"]:
         bad = [n for n, d in e["impls"].items() if "verify" in d and not d["verify"]["ok"]]
         parts.append(f"VERIFY FAILED: {', '.join(bad)}")
