@@ -57,3 +57,20 @@ def test_only_that_names_nothing_is_an_error(capsys):
         workload_list(harness.TINY, only="nonesuch")
     assert main(["bench", "--tiny", "--only", "nonesuch"]) == 2
     assert "names no workload" in capsys.readouterr().err
+
+
+def test_training_workloads_verify_and_count_kernels_per_phase():
+    settings = dataclasses.replace(harness.TINY, peers=False, progress=False, cold_compile=False)
+    results = run(settings, only="T1,T2,BERT layer fwd", log=lambda line: None)
+    by_name = {e["name"]: e for e in results["workloads"]}
+    assert set(by_name) == {"T1 LayerNormGrad(1024) 8x1024", "T2 SoftmaxGrad(128) 8x1024",
+                            "BERT layer fwd+bwd b2 s8 h64"}
+    for e in by_name.values():
+        assert e["verified"] is True
+        fused, unfused = e["impls"]["fused"]["phases"], e["impls"]["unfused"]["phases"]
+        assert 0 < fused["backward"] < unfused["backward"]
+        assert sum(fused.values()) == e["impls"]["fused"]["kernels"]
+    assert "numpy" in by_name["T1 LayerNormGrad(1024) 8x1024"]["impls"]
+    step = by_name["BERT layer fwd+bwd b2 s8 h64"]
+    assert "numpy" not in step["impls"] and "numpy cannot differentiate" in step["no_array_code"]
+    assert "outside_opaque fused/unfused" in step["ratios"]
