@@ -192,3 +192,23 @@ def test_gradient_node_refuses_a_non_scalar_seed_without_sens():
     (x,) = b.inputs
     with pytest.raises(Exception, match="not a scalar"):
         b.ops("Gradient", b.op("Neg", x), x, seeds=1)
+
+
+COMPOSITE_CASES = [c for c in CASES if OPS[c.op].expandable and not c.op.endswith("Grad")]
+
+
+@pytest.mark.parametrize("case", COMPOSITE_CASES, ids=[c.id for c in COMPOSITE_CASES])
+def test_composite_rule_equals_the_gradient_of_its_expansion(case):
+    """A composite op's rule (a composite gradient op) against autodiff through the primitives its
+    expander writes, both in float64."""
+    from graphkernel.expanders import expand
+    from graphkernel.options import CompileOptions
+    rng = np.random.default_rng(4)
+    node = make_node(case.op, GraphBuilder(*[TensorType(a.shape, DType(a.dtype.name))
+                                             for a in case.arrays]).inputs, case.attrs)
+    weights = [rng.uniform(-1, 1, t.shape) if t.dtype.is_float else None for t in node.types]
+    graph, _ = _weighted_loss_graph(case, weights)
+    by_rule = interpret(expand(differentiate(graph), CompileOptions()), case.arrays)
+    by_expansion = interpret(differentiate(expand(graph, CompileOptions())), case.arrays)
+    for got, want in zip(by_rule, by_expansion):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=case.id)

@@ -3,7 +3,8 @@ as P`) and the functional forms (`ops.exp(x)`, `ops.stop_gradient(x)`), both gen
 `ops.GradOperation` (also `from graphkernel.ops import composite as C; C.GradOperation`)."""
 from graphkernel.ops import composite, functional, operations
 from graphkernel.gradients import GradOperation
+from graphkernel.ops.clip import clip_by_global_norm
 from graphkernel.ops.functional import *  # noqa: F401,F403  (ops.exp, ops.add, ...)
 from graphkernel.ops.operations import *  # noqa: F401,F403  (ops.MatMul, ops.ReduceSum, ...)
 
-__all__ = ["operations", "functional", "composite", "GradOperation", *functional.__all__, *operations.__all__]
+__all__ = ["operations", "functional", "composite", "GradOperation", "clip_by_global_norm", *functional.__all__, *operations.__all__]

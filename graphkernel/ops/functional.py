@@ -11,13 +11,25 @@ from graphkernel.ops import operations
 
 
 def _functional(d: OpDef):
-    prim = getattr(operations, d.name)()
+    """ops.<name>(tensors..., [attributes...]): the tensors, then the call-time attributes and the
+    construction attributes, positionally or by name (`ops.softmax(x, axis=0)`)."""
+    cls = getattr(operations, d.name)
+    default = cls()
+    made = [a.name for a in d.attrs if a.name not in d.api.call_attrs]
+    arity = d.arity if d.arity is not None else None
 
     def fn(*args, **kwargs):
-        return prim(*args, **kwargs)
+        tensors = list(args) if arity is None else list(args[:arity])
+        extra = [] if arity is None else list(args[arity:])
+        call = dict(zip(d.api.call_attrs, extra))
+        construct = dict(zip(made, extra[len(d.api.call_attrs):]))
+        for key, value in kwargs.items():
+            (construct if key in made else call)[key] = value
+        prim = cls(**construct) if construct else default
+        return prim(*tensors, **call)
     fn.__name__ = fn.__qualname__ = d.api.functional
     fn.__module__ = __name__
-    fn.__doc__ = f"ops.{d.api.functional}: P.{d.name}() called on the arguments. {prim.__doc__}"
+    fn.__doc__ = f"ops.{d.api.functional}: P.{d.name} called on the arguments. {default.__doc__}"
     return fn
 
 

@@ -126,7 +126,7 @@ def _gelu(a, attrs):
 
 
 composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT", why="bounded by its input", cann=("Gelu",),
-          grad=_gelu_grad)
+          grad=_gelu_grad, api=Api(functional="gelu"))
 
 
 def bias_axis(rank: int, data_format: str) -> int:
@@ -183,9 +183,9 @@ def _log_softmax(a, attrs):
 
 
 composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("SoftmaxV2",), grad=_softmax_grad("SoftmaxGrad"), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
+          cann=("SoftmaxV2",), grad=_softmax_grad("SoftmaxGrad"), api=Api(functional="softmax"), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
 composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("LogSoftmaxV2",), grad=_softmax_grad("LogSoftmaxGrad"),
+          cann=("LogSoftmaxV2",), grad=_softmax_grad("LogSoftmaxGrad"), api=Api(functional="log_softmax"),
           precision=Precision("black", True, "exp, log and a long sum; its expansion stays float32"))
 
 

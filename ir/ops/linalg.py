@@ -61,7 +61,8 @@ def _matmul_grad(b, node, douts):
 
 
 register(OpDef("MatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, False), _matmul,
-               MATMUL_ATTRS, grad=_matmul_grad, cann=("Matmul", "MatMulV2", "MatMulV3"), api=Api(inputs=("a", "b")),
+               MATMUL_ATTRS, grad=_matmul_grad, cann=("Matmul", "MatMulV2", "MatMulV3"),
+               api=Api(inputs=("a", "b"), functional="matmul"),
                precision=Precision("white", False, "the emulated Cube unit multiplies float16 (as Ascend 910's "
                                    "Cube does); float16 halves the bytes moved"))),
 register(OpDef("BatchMatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, True), _matmul,
