@@ -237,10 +237,6 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False):
                               single_weight=isinstance(weights, Parameter)))
 
 
-class _AllPositions(tuple):
-    """Every positional argument, however many the call passes."""
-
-
 class GradOperation:
     """MindSpore's GradOperation: `GradOperation(get_all, get_by_list, sens_param)(fn[, weights])`."""
 
