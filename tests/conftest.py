@@ -163,6 +163,20 @@ def fresh_context():
     context.reset_context()
 
 
+DEVICE_SETTINGS = [(mode, target, fuse) for mode in (0, 1)      # GRAPH_MODE, PYNATIVE_MODE
+                   for target, fuse in (("CPU", False), ("Ascend", False), ("Ascend", True))]
+
+
+@pytest.fixture(params=DEVICE_SETTINGS, ids=lambda s: f"{('graph', 'pynative')[s[0]]}-{s[1]}-"
+                                                       f"{'fused' if s[2] else 'unfused'}")
+def setting(request):
+    """Each mode x (the reference, the device unfused, the device fused), set in the context."""
+    from graphkernel import context
+    mode, target, fuse = request.param
+    context.set_context(mode=mode, device_target=target, enable_graph_kernel=fuse)
+    return request.param
+
+
 @pytest.fixture
 def cpu():
     """The numpy reference target."""

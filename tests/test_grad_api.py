@@ -17,16 +17,6 @@ RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (2, 4)).astype(np.float32)
 W = RNG.uniform(-1, 1, (4, 3)).astype(np.float32)
 
-SETTINGS = [(mode, target, fuse) for mode in (context.GRAPH_MODE, context.PYNATIVE_MODE)
-            for target, fuse in (("CPU", False), ("Ascend", False), ("Ascend", True))]
-
-
-@pytest.fixture(params=SETTINGS, ids=lambda s: f"{'graph' if s[0] == 0 else 'pynative'}-{s[1]}-"
-                                                f"{'fused' if s[2] else 'unfused'}")
-def setting(request):
-    mode, target, fuse = request.param
-    context.set_context(mode=mode, device_target=target, enable_graph_kernel=fuse)
-    return request.param
 
 
 class Net(Cell):

@@ -12,16 +12,6 @@ from graphkernel.common.initializer import (HeUniform, InitializerError, Normal,
 from tests.tolerance import assert_close
 
 RNG = np.random.default_rng(0)
-SETTINGS = [(mode, target, fuse) for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE)
-            for target, fuse in (("CPU", False), ("Ascend", False), ("Ascend", True))]
-
-
-@pytest.fixture(params=SETTINGS, ids=lambda s: f"{'graph' if s[0] == 0 else 'pynative'}-{s[1]}-"
-                                                f"{'fused' if s[2] else 'unfused'}")
-def setting(request):
-    mode, target, fuse = request.param
-    ms.set_context(mode=mode, device_target=target, enable_graph_kernel=fuse)
-    return request.param
 
 
 def f32(*shape, low=-2.0, high=2.0):

@@ -161,6 +161,10 @@ class Search:
     def creates_cycle(self, a: Node, b: Node) -> bool:
         return self.clusters.creates_cycle(a, b)
 
+    def one_reads_the_other(self, a: Node, b: Node) -> bool:
+        """Whether cluster a reads b's results or b reads a's (the horizontal passes want neither)."""
+        return b in self.clusters.successors(a) or a in self.clusters.successors(b)
+
     def parts(self, a: Node, b: Node) -> list[Estimate]:
         return [self.estimate(a), self.estimate(b)]
 

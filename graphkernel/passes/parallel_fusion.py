@@ -33,10 +33,7 @@ def small_and_independent(search: Search, a: Node, b: Node) -> str | None:
         if seconds > SMALL_SECONDS:
             return (f"{search.facts(head).label} is not small ({seconds * 1e6:.3g}us > "
                     f"{SMALL_SECONDS * 1e6:.3g}us)")
-    clusters = search.clusters
-    if b in clusters.successors(a) or a in clusters.successors(b):
-        return "one reads the other (not independent)"
-    return None
+    return "one reads the other (not independent)" if search.one_reads_the_other(a, b) else None
 
 
 def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:

@@ -35,8 +35,7 @@ def signature(node: Node) -> tuple | None:
 
 def independent(search: Search, a: Node, b: Node) -> str | None:
     """Sibling fusion's rule on a pair of clusters: why they are not independent."""
-    clusters = search.clusters
-    if b in clusters.successors(a) or a in clusters.successors(b):
+    if search.one_reads_the_other(a, b):
         return "one reads the other (a producer and its consumer are composite fusion's business)"
     return None
 
