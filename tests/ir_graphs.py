@@ -66,6 +66,8 @@ SAMPLES = {
                                  "out_types": (F32,), "out_shapes": ((2, 3),)}),
     "HostCall": ([tt(F32, 2, 3), tt(F32, 3)], {"host_op": "Add"}),
     "Gradient": ([tt(F32), tt(F32, 2, 3), tt(F32, 3)], {"seeds": 1}),
+    "LayerNormGrad": ([tt(F32, 2, 4), tt(F32, 2, 4), tt(F32, 2, 1), tt(F32, 2, 1), tt(F32, 4)], {}),
+    "UnsortedSegmentSum": ([tt(F32, 4, 3), tt(I32, 4)], {"num_segments": 3}),
     "StopGradient": ([tt(F32, 2, 3)], {}),
     "Bprop": ([tt(F32, 2, 3), tt(F32, 2, 3)], {"inputs": 1, "outputs": 1, "bprop": _identity_bprop()}),
 }
