@@ -3,6 +3,7 @@ with a scalar loss over every output) agree: the reference interpreter, the emul
 the emulated device fused at every opt_level, within float32 tolerance; every graph verifies and no
 Gradient node survives the pipeline."""
 import numpy as np
+import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
@@ -35,9 +36,23 @@ def with_loss_gradient(graph: Graph, weights_seed: int) -> Graph:
     return b.graph(loss, *grads)
 
 
-@fuzz_settings(25)
-@given(random_graph(), st.sampled_from(["", "--opt_level=3", "--opt_level=1"]), st.integers(0, 3))
+PROGRAMS = (random_graph(), st.sampled_from(["", "--opt_level=3", "--opt_level=1"]), st.integers(0, 3))
+
+
+@fuzz_settings(5)
+@given(*PROGRAMS)
 def test_gradients_fused_equal_unfused_equal_reference(graph, flags, seed):
+    check(graph, flags, seed)
+
+
+@pytest.mark.slow
+@fuzz_settings(80)
+@given(*PROGRAMS)
+def test_gradients_fused_equal_unfused_equal_reference_long(graph, flags, seed):
+    check(graph, flags, seed)
+
+
+def check(graph, flags, seed):
     program = with_loss_gradient(graph, seed)
     note(print_graph(program))
     arrays = random_inputs(graph, seed=seed)
