@@ -100,9 +100,9 @@ def backward(nodes, gradient: Node, emit) -> tuple[Value, ...]:
     """Emit the backward nodes of one Gradient node (whose forward nodes are `nodes`); its results."""
     seeds, wrt, sens = split_gradient_inputs(gradient.inputs, gradient.attr_dict)
     cotangents: dict[Value, list[Value]] = {}
-    sens_builder = GraphBuilder(scope=_grad_scope(gradient.name or "Default") , emit=emit)
+    own = GraphBuilder(scope=_grad_scope(gradient.name or "Default"), emit=emit)   # seeds and zeros
     for i, seed in enumerate(seeds):
-        start = sens[i] if sens else sens_builder.fill(1.0, seed.type)
+        start = sens[i] if sens else own.fill(1.0, seed.type)
         cotangents.setdefault(seed, []).append(start)
 
     for node in reversed(_active(nodes, wrt, seeds)):
@@ -113,8 +113,7 @@ def backward(nodes, gradient: Node, emit) -> tuple[Value, ...]:
             if d is not None and value.dtype.is_float:
                 cotangents.setdefault(value, []).append(d)
 
-    zeros = GraphBuilder(scope=_grad_scope(gradient.name or "Default"), emit=emit)
-    return tuple(_total(cotangents.get(v), v, emit) or zeros.fill(0.0, v.type) for v in wrt)
+    return tuple(_total(cotangents.get(v), v, emit) or own.fill(0.0, v.type) for v in wrt)
 
 
 def _grad_scope(name: str) -> str:
