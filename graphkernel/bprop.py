@@ -34,14 +34,18 @@ def record_with_bprop(cell, tape, args, result):
     """PYNATIVE: construct ran eagerly on a tape (graphkernel/tape.py), recording its ops; its results
     now stand behind a Bprop node of the recording."""
     symbolic = [SymbolicTensor(tape.value_of(a)) if isinstance(a, Tensor) else a for a in args]
-    outs = result if isinstance(result, tuple) else (result,)
+    single = not isinstance(result, tuple)
+    outs = (result,) if single else result
     if not all(isinstance(o, Tensor) for o in outs):
         raise BpropError(f"{type(cell).__name__}.bprop: construct must return a Tensor or a tuple of Tensors")
     behind = _behind_bprop(cell, tape.trace, symbolic, tuple(SymbolicTensor(tape.value_of(o)) for o in outs),
                            lambda x: x.value)
+    # a result that is one of the inputs gets a Tensor of its own: the input keeps its recorded value
+    inputs = {id(a) for a in args}
+    outs = tuple(Tensor._wrap(o.asnumpy()) if id(o) in inputs else o for o in outs)
     for tensor, value in zip(outs, behind if isinstance(behind, tuple) else (behind,)):
         tape.bind(tensor, value.value)
-    return result
+    return outs[0] if single else outs
 
 
 def _behind_bprop(cell, trace: Trace, args, result, value_of):

@@ -83,12 +83,14 @@ def run_taped(request, args):
                 tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
                 tape.arrays.append(a.asnumpy())
     fn_args, sens = request.split_sens(args)
+    before = {id(a): tape.value_of(a) for a in fn_args if isinstance(a, Tensor)}   # fn's inputs, as called
     token = _active.set(tape)
     try:
         result = request.fn(*fn_args)
     finally:
         _active.reset(token)
-    packaged = request.request(tape.trace, fn_args, sens, result, tape.value_of)
+    packaged = request.request(tape.trace, fn_args, sens, result,
+                               lambda x: before.get(id(x)) or tape.value_of(x))
     wanted: list[SymbolicTensor] = []
     _collect(packaged, wanted)
     graph = tape.trace.finish([s.value for s in wanted])

@@ -79,11 +79,20 @@ def _replace_gradient(graph: Graph, position: int) -> Graph:
 
 def _active(nodes, wrt: tuple[Value, ...], seeds: tuple[Value, ...]) -> list[Node]:
     """The nodes a cotangent can pass through: reading a float value that depends on `wrt`, and read
-    (through any path) by a seed."""
+    (through any path) by a seed. The wrt values are the differentiated function's inputs, independent
+    of each other: nodes they themselves depend on (one wrt value computed from another before the
+    function ran) are outside it."""
+    upstream: set[Node] = set()
+    stack = [v.node for v in wrt]
+    while stack:
+        node = stack.pop()
+        if node not in upstream:
+            upstream.add(node)
+            stack.extend(v.node for v in node.inputs)
     reached = {v for v in wrt if v.dtype.is_float}
     forward = []
     for node in nodes:
-        if node.op != STOP_GRADIENT and any(v in reached for v in node.inputs):
+        if node.op != STOP_GRADIENT and node not in upstream and any(v in reached for v in node.inputs):
             forward.append(node)
             reached.update(v for v in node.outputs if v.dtype.is_float)
     needed = {v.node for v in seeds}

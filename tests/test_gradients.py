@@ -212,3 +212,16 @@ def test_composite_rule_equals_the_gradient_of_its_expansion(case):
     by_expansion = interpret(differentiate(expand(graph, CompileOptions())), case.arrays)
     for got, want in zip(by_rule, by_expansion):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=case.id)
+
+
+def test_wrt_values_are_independent_inputs_even_when_one_was_computed_from_another():
+    """grad of f(x, y) = sum(x * y) at y = 2x (computed before f ran): the partials y and x, not the
+    total derivative through y's producer."""
+    def build(b, x):
+        y = b.op("Mul", x, b.scalar(2.0, x))
+        return [b.reduce("ReduceSum", b.op("Mul", x, y), (), keep_dims=False)], [x, y], []
+    g = _grad_graph(build, F64(3))
+    x = np.array([1.0, -2.0, 0.5])
+    _, gx, gy = interpret(g, [x])
+    np.testing.assert_array_equal(gx, 2 * x)
+    np.testing.assert_array_equal(gy, x)
