@@ -98,6 +98,8 @@ def _attribute_cases(rng) -> list[GradCase]:
         GradCase("Gather", [f(5, 3), np.array([[0, 4], [4, -1], [2, 2]], np.int32)], {"axis": 0}),
         GradCase("Gather", [f(2, 5, 3), np.array([1, 3, 1], np.int64)], {"axis": 1}),
         GradCase("Gather", [f(2, 5), np.array([[4, -5], [0, 0]], np.int32)], {"axis": -1}),
+        GradCase("Gather", [f(3, 4, 5), np.array(2, np.int32)], {"axis": 1}),
+        GradCase("Slice", [f(6)], {"begin": (5,), "end": (-1,), "strides": (-1,)}),
         GradCase("UnsortedSegmentSum", [f(5, 3), np.array([0, 2, 2, -1, 7], np.int32)], {"num_segments": 4}),
         GradCase("UnsortedSegmentSum", [f(2, 3, 2), np.array([[1, 0, 1], [0, 0, 3]], np.int64)],
                  {"num_segments": 2}),
