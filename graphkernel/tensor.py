@@ -160,22 +160,33 @@ class Tensor(TensorOps):
 
 
 class Parameter(Tensor):
-    """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call."""
+    """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call.
+
+    It owns its storage: a C-contiguous, writable copy of the data it was given (never the caller's
+    array). A training step and `set_data` write into that storage in place, so its address never
+    changes; `asnumpy()` returns a snapshot (a copy) that later steps do not change."""
 
     def __init__(self, data, name: str | None = None, requires_grad: bool = True):
         super().__init__(data)
-        if not self._array.flags.writeable:  # owned and mutable: never a view of read-only memory
-            self._array = np.array(self._array)
+        self._array = np.array(self._array, order="C", copy=True)
         self.name = name
         self.requires_grad = requires_grad
 
+    def asnumpy(self) -> np.ndarray:
+        return self._array.copy()
+
     def set_data(self, data) -> Parameter:
+        """Copy `data` (same shape and dtype) into this Parameter's storage."""
         arr = _to_array(data, None)
         if arr.shape != self.shape or as_dtype(arr.dtype) != self.dtype:
             raise DTypeError(f"Parameter {self.name}: set_data with {arr.dtype}{list(arr.shape)}, "
                              f"expected {self.dtype.value}{list(self.shape)}")
-        self._array = np.array(arr)
+        np.copyto(self._array, arr)
         return self
+
+    def data_ptr(self) -> int:
+        """The address of this Parameter's storage (unchanged for its whole life)."""
+        return self._array.ctypes.data
 
     def __repr__(self):
         return f"Parameter(name={self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"
