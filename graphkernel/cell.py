@@ -174,9 +174,9 @@ class Cell:
         key = self._cache_key(args)
         compiled = self._compiled.get(key)
         if compiled is None:
-            graph, parameters, tree = self._trace(args)
+            graph, parameters, tree, checks = self._trace(args)
             compiled = compile_graph(graph, options_from_context(), parameters=parameters, out_tree=tree,
-                                     name=type(self).__name__)
+                                     name=type(self).__name__, checks=checks)
             self._compiled[key] = compiled
         return compiled
 
@@ -195,7 +195,7 @@ class Cell:
                       for i, a in enumerate(args)]
             result = self.construct(*inputs)
             leaves, tree = _flatten(result, trace)
-        return trace.finish(leaves), list(trace.parameters), tree
+        return trace.finish(leaves), list(trace.parameters), tree, list(trace.checks)
 
 
 def _flatten(result, trace: Trace):

@@ -14,16 +14,17 @@ through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir.autodiff import phase_of
+from ir.autodiff import phase_of, update_nodes
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
-from ir.ops import placement
+from ir.ops import assigned_inputs, placement
 from graphkernel import context, observe
 from graphkernel.flags import parse_flags
 from graphkernel.limits import max_device_memory
@@ -85,13 +86,28 @@ _NOT_LAUNCHED = ("Const", "Reshape")
 def summarize_kernels(graph: Graph) -> list[KernelSummary]:
     """The launches of `graph` on the reference: one per top-level node that computes."""
     out = []
+    updates_only = update_nodes(graph)
     for node in graph.nodes:
         if node.op in _NOT_LAUNCHED:
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
-                                 node.types, placement(node), phase=phase_of(node)))
+                                 node.types, placement(node), phase=phase_of(node, updates_only)))
     return out
+
+
+_update_locks: dict = {}
+_update_locks_guard = threading.Lock()
+
+
+def _update_lock(parameters) -> threading.Lock:
+    """One lock per set of Parameters a graph updates: calls updating the same set run one at a time."""
+    key = frozenset(id(p) for p in parameters)
+    with _update_locks_guard:
+        lock = _update_locks.get(key)
+        if lock is None:
+            lock = _update_locks[key] = threading.Lock()
+        return lock
 
 
 @dataclass
@@ -106,6 +122,15 @@ class CompiledGraph:
     out_tree: object = None
     program: object = None   # kernels.Program on the Ascend target
     observation: object = None   # graphkernel.observe.GraphObservation: data dump, overflow check
+    checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
+
+    def __post_init__(self):
+        # (result index, input index) of each Parameter the graph updates (its Assign outputs, last)
+        self.updates = [(k, i) for k, i in assigned_inputs(self.graph)]
+        self.result_count = len(self.graph.outputs) - len(self.updates)
+        first = len(self.graph.inputs) - len(self.parameters)
+        self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
+        self._lock = _update_lock(self.updated_parameters) if self.updates else None
 
     @property
     def log(self) -> FusionLog:
@@ -116,12 +141,26 @@ class CompiledGraph:
         return len(self.kernels)
 
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """Run on numpy arrays: the call's inputs followed by the parameters' values."""
+        """Run on numpy arrays: the call's inputs followed by the parameters' values. The results; the
+        arrays of the Parameters the graph updates are written in place."""
+        if self._lock is None:
+            return self._run(arrays)
+        with self._lock:
+            return self._run(arrays)
+
+    def _run(self, arrays):
+        for check in self.checks:
+            check()
         if self.observation is not None or observe.profiler is not None:
-            return observe.run_observed(self, arrays)
-        if self.program is not None:
-            return self.program.run(arrays)
-        return interpret(self.graph, arrays)
+            outs = observe.run_observed(self, arrays)
+        elif self.program is not None:
+            return self.program.run(arrays)   # updates in place itself
+        else:
+            outs = interpret(self.graph, arrays)
+        if self.program is None:   # the reference returns the new values: write them into the inputs
+            for k, i in self.updates:
+                np.copyto(arrays[i], outs[k])
+        return outs[:self.result_count]
 
     def call_unchecked(self, tensors) -> object:
         """Run on Tensors known to match the signature (the Cell's cache checked them)."""
@@ -150,7 +189,7 @@ class CompiledGraph:
 
 
 def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree=None, name: str = "",
-                  eager: bool = False) -> CompiledGraph:
+                  eager: bool = False, checks=()) -> CompiledGraph:
     """Run the pipeline on a traced graph and prepare it to execute.
 
     An eager (PYNATIVE one-op) compile takes no graph id and writes no dumps. Every declared shape is
@@ -172,7 +211,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     if opts.flags.dump_as_text and save:
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, opts.log)) + "\n")
     compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
-                             list(parameters), out_tree)
+                             list(parameters), out_tree, checks=list(checks))
     if opts.device_target == "Ascend":
         from graphkernel.device import attach_program
         attach_program(compiled, dumper, eager)   # plans its buffers against the limit

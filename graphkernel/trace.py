@@ -99,6 +99,9 @@ class Trace:
         self.op_count = 0
         self.parameters: list = []          # Parameters read by construct, in input order
         self._param_values: dict[int, Value] = {}
+        self._assigned: dict[int, Value] = {}     # id(Parameter) -> its new value (read by later reads)
+        self.update_conditions: list[Value] = []  # bool scalars: an update inside happens only if all hold
+        self.checks: list = []              # host callables run before each call (graphkernel/compiler.py)
         self.host_depth = 0                 # > 0 inside graphkernel.host_scope(): nodes run on the host
         self.memory_limit = max_device_memory()   # bytes one tensor may take (None: no limit)
         self._token = None
@@ -118,13 +121,35 @@ class Trace:
         return SymbolicTensor(value)
 
     def parameter(self, param) -> Value:
-        """The graph input standing for a Parameter (added on first use, after the call's inputs)."""
+        """The value of a Parameter at this point of construct: the graph input standing for it (added on
+        first use, after the call's inputs), or the value last assigned to it."""
+        key = id(param)
+        if key in self._assigned:
+            return self._assigned[key]
+        return self.parameter_input(param)
+
+    def parameter_input(self, param) -> Value:
         key = id(param)
         if key not in self._param_values:
             name = param.name or f"Parameter{len(self.parameters)}"
             self._param_values[key] = self.input(TensorType(param.shape, param.dtype), name).value
             self.parameters.append(param)
         return self._param_values[key]
+
+    def assign(self, param, value: Value) -> None:
+        """`param` holds `value` from here on: later reads see it, and the call writes it into the
+        Parameter (one Assign at the end of the graph). Under update conditions, the Parameter keeps its
+        value unless they all hold."""
+        old = self.parameter(param)
+        if value.type != old.type:
+            raise GraphModeError(f"assigning {value.type} to Parameter {param.name} of type {old.type}")
+        if self.update_conditions:
+            cond = self.update_conditions[0]
+            for c in self.update_conditions[1:]:
+                cond = self.add(make_node("LogicalAnd", (cond, c), name=self.scope_name("LogicalAnd"))).out
+            value = self.add(make_node("Select", (cond, value, old), name=self.scope_name("Select"))).out
+        self.parameter_input(param)
+        self._assigned[id(param)] = value
 
     def captured_arrays(self) -> list:
         return [p.asnumpy() for p in self.parameters]
@@ -145,7 +170,15 @@ class Trace:
         return node
 
     def finish(self, outputs: list[Value]) -> Graph:
-        return Graph(self.inputs, self.nodes, outputs)
+        """The graph: `outputs`, then one Assign per Parameter construct assigned (ir/ops/state.py)."""
+        updates = []
+        for param in self.parameters:
+            value = self._assigned.get(id(param))
+            if value is not None:
+                ref = self._param_values[id(param)]
+                updates.append(self.add(make_node("Assign", (ref, value),
+                                                  name=self.scope_name("Assign"))).out)
+        return Graph(self.inputs, self.nodes, list(outputs) + updates)
 
 
 def active_trace() -> Trace | None:

@@ -39,11 +39,29 @@ class GradientError(IRError):
     """A gradient that cannot be taken: an op without a rule, a rule that returned the wrong type."""
 
 
-def phase_of(node: Node) -> str:
+def phase_of(node: Node, updates_only: frozenset = frozenset()) -> str:
     """The training phase a launch of `node` belongs to: "backward" when any op it computes is a
-    backward node (named `Gradients/...`), else "forward"."""
+    backward node (named `Gradients/...`); "optimizer" when it is in `updates_only` (`update_nodes`);
+    else "forward"."""
     members = [n for n in node.subgraph.nodes if n.op != "Const"] if node.subgraph is not None else [node]
-    return "backward" if any(n.name.startswith("Gradients/") for n in members) else "forward"
+    if any(n.name.startswith("Gradients/") for n in members):
+        return "backward"
+    return "optimizer" if node in updates_only else "forward"
+
+
+def update_nodes(graph: Graph) -> frozenset:
+    """The nodes that compute only Parameter updates: Assigns, and nodes every result of which is read
+    only by such nodes (an optimizer's arithmetic, its step counter, a learning-rate schedule)."""
+    users = graph.users()
+    outputs = {v for v in graph.outputs if v.node.op != "Assign"}
+    only: set = set()
+    for node in reversed(graph.nodes):
+        if node.op == "Assign" or (
+                node.op != "Const" and not any(v in outputs for v in node.outputs)
+                and any(users.get(v) for v in node.outputs)
+                and all(u in only for v in node.outputs for u in users.get(v, ()))):
+            only.add(node)
+    return frozenset(only)
 
 
 def needs_autodiff(graph: Graph) -> bool:

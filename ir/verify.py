@@ -175,6 +175,40 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
     for k, v in enumerate(graph.outputs):
         if not isinstance(v, Value) or v not in defined:
             raise VerifyError(f"{context}graph output {k} {_explain_undefined(v, position_of)}")
+    _check_assigns(graph, context, position_of, inside_composite)
+
+
+def _check_assigns(graph: Graph, context: str, position_of: dict, inside_composite: bool) -> None:
+    """An Assign writes a graph input; its result is a graph output, after the others, read by no node."""
+    assigns = [n for n in graph.nodes if n.op == "Assign"]
+    if not assigns:
+        return
+    if inside_composite:
+        raise VerifyError(f"{_where(assigns[0], position_of[assigns[0]], context)}: an Assign may not be "
+                          "inside a composite")
+    inputs = set(graph.inputs)
+    written: dict[Value, Node] = {}
+    for node in assigns:
+        where = _where(node, position_of[node], context)
+        ref = node.inputs[0]
+        if ref not in inputs:
+            raise VerifyError(f"{where}: input 0 must be a graph input (the Parameter it updates), is a "
+                              f"result of {ref.node.op}")
+        if ref in written:
+            raise VerifyError(f"{where}: graph input {ref.node.attr('index')} is already assigned by "
+                              f"node {position_of[written[ref]]}")
+        written[ref] = node
+        if node.out not in graph.outputs:
+            raise VerifyError(f"{where}: its result must be a graph output (else the update is lost)")
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            if v.node.op == "Assign":
+                raise VerifyError(f"{_where(node, i, context)}: reads the result of an Assign (node "
+                                  f"{position_of[v.node]}); read the assigned value instead")
+    kinds = [v.node.op == "Assign" for v in graph.outputs]
+    if kinds != sorted(kinds):
+        raise VerifyError(f"{context}graph output {kinds.index(False, kinds.index(True))} follows an Assign: "
+                          "the Assigns come after the outputs the caller asked for")
 
 
 def verify(graph: Graph) -> Graph:

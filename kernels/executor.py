@@ -11,7 +11,9 @@
                  so a call costs the kernel launches and little else
     per call
       inputs     checked (shape, dtype), flattened without copying when contiguous and writable
-                 (a read-only one is copied: the kernels are compiled for writable arrays); never written
+                 (a read-only one is copied: the kernels are compiled for writable arrays); never
+                 written, except the `assigned` ones (Parameters a training step updates in place:
+                 kernels/lower.py), which must be writable and C-contiguous
       temps      one buffer set per thread (threading.local), allocated on a thread's first call
       outputs    each output buffer is reused once the array returned in it is gone (its reference
                  count is back to the executor's own), else a fresh one is allocated
@@ -137,7 +139,8 @@ class Program:
     """
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
-                 input_ids: list[int], output_ids: list[int], max_bytes: int | None = None):
+                 input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
+                 assigned: list[int] = ()):
         self.graph = graph
         self.steps = steps
         self.storages = storages
@@ -145,6 +148,7 @@ class Program:
         self.profiler = None
         self._inputs = [(np.dtype(storages[i].dtype), tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
         self._input_ids = input_ids
+        self.assigned = tuple(assigned)   # input positions the call updates in place (Parameters)
         self._output_ids = output_ids
         _check_values(steps, max_bytes)
         self._blocks, self._placed = plan_arena(steps, storages)
@@ -194,8 +198,9 @@ class Program:
             lines.append(f"    {', '.join(f'a{k}' for k in range(n_in))}, = arrays")
         for k, (dtype, shape) in enumerate(self._inputs):
             env[f"D{k}"], env[f"S{k}"] = dtype, shape
+            contiguous = " or not a{k}.flags.c_contiguous" if k in self.assigned else ""
             lines += [f"    if (a{k}.__class__ is not ndarray or a{k}.dtype is not D{k} or a{k}.shape != S{k}"
-                      f" or not a{k}.flags.writeable):",
+                      f" or not a{k}.flags.writeable{contiguous.format(k=k)}):",
                       f"        a{k} = checked({k}, a{k})",
                       f"    i{k} = a{k}.reshape(-1)"]
         if temps:
@@ -256,6 +261,9 @@ class Program:
             raise InputMismatchError(
                 f"input {k}: got {a.dtype}{list(a.shape)}, the program was compiled for "
                 f"{dtype}{list(shape)}")
+        if k in self.assigned:   # updated in place: a copy would lose the update
+            raise InputMismatchError(f"input {k} is updated in place by the call: it must be a writable, "
+                                     f"C-contiguous {dtype} array (a Parameter's own storage)")
         # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
         return a.astype(dtype, copy=not a.flags.writeable)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ir.dtypes import DType
-from ir.autodiff import phase_of
+from ir.autodiff import phase_of, update_nodes
 from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.printer import printable
@@ -144,6 +144,7 @@ class _Builder:
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
         self.kernels: dict[tuple, tuple] = {}   # Graph.key() of a kernel's subgraph -> compile_kernel's
+        self.updates_only = update_nodes(graph)  # the optimizer phase
 
     def storage(self, kind: str, type_, **kw) -> int:
         self.storages.append(Storage(kind, type_.dtype.np, type_.size, **kw))
@@ -154,10 +155,14 @@ class _Builder:
         for k, v in enumerate(self.graph.inputs):
             self.where[v] = self.storage("input", v.type, index=k)
             inputs.append(self.where[v])
+        assigns = [n for n in self.graph.nodes if n.op == "Assign"]
         for node in self.graph.nodes:
-            self.lower_node(node)
-        return Program(self.graph, self.steps, self.storages, inputs, self.claim_outputs(),
-                       self.cfg.max_device_memory)
+            if node.op != "Assign":
+                self.lower_node(node)
+        results = self.claim_outputs()
+        self.lower_assigns(assigns)
+        return Program(self.graph, self.steps, self.storages, inputs, results, self.cfg.max_device_memory,
+                       assigned=[self.storages[self.where[n.inputs[0]]].index for n in assigns])
 
     # --- nodes ---------------------------------------------------------------------------
     def lower_node(self, node: Node) -> None:
@@ -193,7 +198,7 @@ class _Builder:
     def numpy_step(self, node: Node, fn, variant: str) -> None:
         target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
-                          node.types, target, None, variant, phase=phase_of(node))
+                          node.types, target, None, variant, phase=phase_of(node, self.updates_only))
         ins = tuple(self.where[v] for v in node.inputs)
         self.steps.append(Step(info, fn, ins, self.outputs_of(node), values_in=node.inputs,
                                values_out=node.outputs))
@@ -235,7 +240,7 @@ class _Builder:
         if key not in self.kernels:
             self.kernels[key] = self.compile_kernel(sub)
         info, fn, extra, parallel = self.kernels[key]
-        info = replace(info, name=node.name or node.op, phase=phase_of(node))   # the launch is its node's
+        info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
         return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
                     parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
 
@@ -256,12 +261,71 @@ class _Builder:
                           tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name)
         return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
 
+    # --- Parameter updates ---------------------------------------------------------------
+    def lower_assigns(self, assigns: list[Node]) -> None:
+        """Each Assign(ref, value): the step computing `value` writes it straight into ref's input buffer
+        when that is safe (`_write_in_place`); otherwise copies at the end write it there, after every
+        step has run (a value that is itself an assigned input is first copied aside: a swap stays a
+        swap)."""
+        sources = {self.where[n.inputs[1]] for n in assigns}
+        copies = []
+        for node in assigns:
+            ref, value = (self.where[v] for v in node.inputs)
+            if not (ref not in sources and self._write_in_place(ref, value)):
+                copies.append((node, ref, value))
+        assigned = {ref for _, ref, _ in copies}
+        staged = []
+        for node, ref, value in copies:
+            if value in assigned:   # the old value of an input another copy overwrites
+                aside = self.storage("temp", node.out.type)
+                self.steps.append(self._copy_step(f"Copy_old_{printable(node.name or 'Assign', 200)}", node,
+                                                  value, aside))
+                value = aside
+            staged.append((node, ref, value))
+        for node, ref, value in staged:
+            self.steps.append(self._copy_step(printable(node.name or "Assign", 200), node, value, ref))
+
+    def _copy_step(self, name: str, node: Node, src: int, dst: int) -> Step:
+        t = node.out.type
+        info = KernelInfo(name, ("Assign",), 1, (t,), (t,), "device", None, "copy", phase="optimizer")
+        return Step(info, _copy, (src,), (dst,), values_in=(node.inputs[1],), values_out=(node.out,))
+
+    def _write_in_place(self, ref: int, value: int) -> bool:
+        """Make the step computing storage `value` write input storage `ref` instead, if no step after
+        it reads `ref` (the old value) and it reads `ref` only at the indices it writes (an elementwise
+        kernel) or computes all of its results before writing any (the numpy reference)."""
+        if self.storages[value].kind != "temp":
+            return False
+        producer = next((i for i, st in enumerate(self.steps) if value in st.outs), None)
+        if producer is None:
+            return False
+        step = self.steps[producer]
+        if any(ref in st.ins for st in self.steps[producer + 1:]):
+            return False
+        if ref in step.ins and step.info.variant not in ("reference", "host"):
+            sizes = {v.type.size for v in step.values_out}
+            same_index = step.info.variant == "elementwise" and len(sizes) == 1 and all(
+                v.type.size in sizes for s, v in zip(step.ins, step.values_in) if s == ref)
+            if not same_index:
+                return False
+        rename = lambda ids: tuple(ref if s == value else s for s in ids)  # noqa: E731
+        for i in range(producer, len(self.steps)):
+            st = self.steps[i]
+            self.steps[i] = replace(st, ins=rename(st.ins), outs=rename(st.outs))
+        for v, s in self.where.items():
+            if s == value:
+                self.where[v] = ref
+        return True
+
     # --- outputs -------------------------------------------------------------------------
     def claim_outputs(self) -> list[int]:
         """Output storages: a kernel writes an output directly when its buffer is a temp no other
-        output has claimed; otherwise (an input, a constant, a repeat) a copy fills it."""
+        output has claimed; otherwise (an input, a constant, a repeat) a copy fills it. The outputs
+        that are Assigns are the updates of inputs, not results (`lower_assigns`)."""
         ids = []
         for k, v in enumerate(self.graph.outputs):
+            if v.node.op == "Assign":
+                continue
             s = self.where[v]
             st = self.storages[s]
             if st.kind == "temp":
