@@ -15,7 +15,8 @@ from ir.graph import TensorType
 from graphkernel import context
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
-from graphkernel.tensor import Parameter, Tensor
+from graphkernel.assign import assign
+from graphkernel.tensor import Parameter, ParameterTuple, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -32,6 +33,7 @@ class Cell:
     def __init__(self, auto_prefix: bool = True):
         object.__setattr__(self, "_cells", {})
         object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "_param_tuples", {})   # ParameterTuples: their Parameters keep their names
         object.__setattr__(self, "_compiled", {})
         object.__setattr__(self, "trace_count", 0)
         object.__setattr__(self, "_auto_prefix", auto_prefix)
@@ -41,9 +43,15 @@ class Cell:
         if "_cells" not in self.__dict__:
             raise GraphKernelError(f"{type(self).__name__}.__init__ must call super().__init__() before "
                                    f"setting attributes (setting {name!r})")
-        if name in self._cells or name in self._params:
+        trace = active_trace()
+        if trace is not None and name in self._params and isinstance(value, (SymbolicTensor, Tensor)) \
+                and not isinstance(value, Parameter):
+            assign(self._params[name], value)   # `self.p = expr` in construct: MindSpore's assign
+            return
+        if name in self._cells or name in self._params or name in self._param_tuples:
             self._cells.pop(name, None)
             self._params.pop(name, None)
+            self._param_tuples.pop(name, None)
             _structure_version[0] += 1
         if isinstance(value, Cell):
             if self._auto_prefix:   # MindSpore: the child's Parameters are named by their path from here
@@ -53,6 +61,8 @@ class Cell:
             if value.name is None:
                 value.name = name
             self._params[name] = value
+        elif isinstance(value, ParameterTuple):
+            self._param_tuples[name] = value
         object.__setattr__(self, name, value)
 
     def construct(self, *inputs):
@@ -60,8 +70,11 @@ class Cell:
 
     # -- parameters ---------------------------------------------------------------------------
     def parameters_and_names(self, prefix: str = ""):
+        """(path, Parameter) of its own, then its ParameterTuples' (by their names), then its cells'."""
         for name, p in self._params.items():
             yield (f"{prefix}{name}", p)
+        for params in self._param_tuples.values():
+            yield from ((p.name, p) for p in params)
         for name, cell in self._cells.items():
             yield from cell.parameters_and_names(f"{prefix}{name}.")
 
@@ -82,9 +95,12 @@ class Cell:
         return [p for p in self.get_parameters() if not p.requires_grad]
 
     def update_parameters_name(self, prefix: str = "") -> None:
-        """Name every Parameter `prefix` + its attribute path (MindSpore's auto_prefix naming)."""
+        """Name every Parameter `prefix` + its attribute path (MindSpore's auto_prefix naming); the
+        Parameters of ParameterTuples keep their names."""
+        in_tuples = {id(p) for _, cell in self.cells_and_names() for t in cell._param_tuples.values() for p in t}
         for path, p in self.parameters_and_names():
-            p.name = prefix + path
+            if id(p) not in in_tuples:
+                p.name = prefix + path
 
     def cells_and_names(self, prefix: str = ""):
         """(path, cell) for this cell ("" or `prefix`) and every cell below it."""
@@ -94,6 +110,10 @@ class Cell:
 
     def cells(self):
         return list(self._cells.values())
+
+    def set_grad(self, requires_grad: bool = True) -> "Cell":
+        """MindSpore's flag that a gradient will be taken of this cell; nothing to prepare here."""
+        return self
 
     def set_train(self, mode: bool = True) -> "Cell":
         """Training mode for this cell and every cell below it (Dropout reads it). A change recompiles:

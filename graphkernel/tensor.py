@@ -190,3 +190,23 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return f"Parameter(name={self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"
+
+
+class ParameterTuple(tuple):
+    """A tuple of Parameters (MindSpore's): a Cell attribute holding one registers each Parameter under
+    its own name. `clone(prefix, init)` makes new Parameters of the same shapes and dtypes named
+    `<prefix>.<name>` (an optimizer's moments: `moment1.fc.weight`), filled with zeros or ones."""
+
+    def __new__(cls, iterable=()):
+        items = tuple(iterable)
+        for p in items:
+            if not isinstance(p, Parameter):
+                raise TypeError(f"ParameterTuple holds Parameters, got a {type(p).__name__}")
+        return super().__new__(cls, items)
+
+    def clone(self, prefix: str, init="zeros") -> ParameterTuple:
+        fills = {"zeros": 0, "ones": 1}
+        if init not in fills:
+            raise ValueError(f"ParameterTuple.clone: init must be 'zeros' or 'ones', got {init!r}")
+        return ParameterTuple(Parameter(np.full(p.shape, fills[init], p.dtype.np), name=f"{prefix}.{p.name}",
+                                        requires_grad=p.requires_grad) for p in self)

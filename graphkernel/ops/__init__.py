@@ -4,7 +4,7 @@ as P`) and the functional forms (`ops.exp(x)`, `ops.stop_gradient(x)`), both gen
 from graphkernel.ops import composite, functional, operations
 from graphkernel.gradients import GradOperation
 from graphkernel.ops.clip import clip_by_global_norm
-from graphkernel.ops.state import assign, assign_add, assign_sub, depend
+from graphkernel.assign import assign, assign_add, assign_sub, depend
 from graphkernel.ops.functional import *  # noqa: F401,F403  (ops.exp, ops.add, ...)
 from graphkernel.ops.operations import *  # noqa: F401,F403  (ops.MatMul, ops.ReduceSum, ...)
 

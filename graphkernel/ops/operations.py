@@ -11,7 +11,7 @@ from __future__ import annotations
 from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError
-from graphkernel.ops.state import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
+from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 
 
 def signature(d: OpDef) -> str:
@@ -59,7 +59,7 @@ class PyFunc(Primitive):
 
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
-__all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/ops/state.py)
+__all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
 
 
 def __getattr__(name: str):
