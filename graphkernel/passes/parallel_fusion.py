@@ -4,7 +4,8 @@ same inputs become one launch.
     x ──> K1 = {Mul, Add} ──> y1            x ──> {Mul, Add ‖ Exp, Mul} ──> y1, y2
      └──> K2 = {Exp, Mul} ──> y2                  one launch, x read once
 
-For each value read by two or more fusible kernels, the readers' clusters are merged pairwise when
+For each value read by two or more fusible kernels, the readers' clusters of one result shape (the
+updates of an optimizer's same-shape Parameters, which share the learning rate) are merged pairwise when
 `fusion_rules.can_fuse` says so, asked through the fusion search (`fusion_driver.Search`) with this
 pass's own rule on the pair:
     both are small          each kernel's estimate is under SMALL_SECONDS: launch cost matters
@@ -45,14 +46,18 @@ def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
               if v.node.op != "Const" and len(dict.fromkeys(readers.get(v, ()))) > 1]
     decided: set = set()
     for v in shared:
-        nodes = [n for n in dict.fromkeys(readers[v]) if n in clusters.cluster_of]
-        for other in nodes[1:]:
-            a, b = clusters.cluster_of[nodes[0]], clusters.cluster_of[other]
-            key = (a, clusters.version[a], b, clusters.version[b])
-            if a is b or key in decided:
-                continue
-            decided.add(key)
-            record = can_fuse(a, b, search)
-            if record.accepted:
-                search.merge(a, b, record)
+        by_shape: dict = {}   # one kernel has one iteration shape: readers are paired within a shape
+        for n in dict.fromkeys(readers[v]):
+            if n in clusters.cluster_of:
+                by_shape.setdefault(n.types[0].shape if n.types else (), []).append(n)
+        for nodes in by_shape.values():
+            for other in nodes[1:]:
+                a, b = clusters.cluster_of[nodes[0]], clusters.cluster_of[other]
+                key = (a, clusters.version[a], b, clusters.version[b])
+                if a is b or key in decided:
+                    continue
+                decided.add(key)
+                record = can_fuse(a, b, search)
+                if record.accepted:
+                    search.merge(a, b, record)
     return search.finish()
