@@ -16,7 +16,7 @@ from graphkernel import context
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
 from graphkernel.assign import assign
-from graphkernel.tensor import Parameter, ParameterTuple, Tensor
+from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -150,7 +150,7 @@ class Cell:
             if not isinstance(a, Tensor):
                 return None
             signature.append((a.shape, a._dtype))
-        return tuple(signature), context.compile_settings_id(), _structure_version[0]
+        return tuple(signature), context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0]
 
     def _call_nested(self, trace: Trace, args, kwargs):
         """A sub-cell called while its parent is being traced: inline its construct under its scope."""

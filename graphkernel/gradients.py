@@ -128,15 +128,18 @@ class _Request:
                                 "to a loss, or pass its weights as sens (GradOperation(sens_param=True))")
         sens_values = self._sens(sens, seeds, value_of) if self.sens_param else []
         wrt = [values[p] for p in positions if values[p].dtype.is_float]
+        # a Parameter with requires_grad=False is frozen: its gradient is zeros (no backward for it)
+        frozen = [not w.requires_grad for w in self.weights or ()]
         weights = [trace.parameter(w) for w in self.weights or ()]
+        live = [w for w, f in zip(weights, frozen) if not f]
         grads = iter(())
-        if wrt or weights:
-            node = make_node("Gradient", seeds + wrt + weights + sens_values,
+        if wrt or live:
+            node = make_node("Gradient", seeds + wrt + live + sens_values,
                              {"seeds": len(seeds), "sens": bool(sens_values)}, name=trace.scope_name("Gradient"))
             grads = iter([SymbolicTensor(v) for v in trace.add(node).outputs])
         input_grads = tuple(next(grads) if values[p].dtype.is_float else _zeros(trace, values[p])
                             for p in positions)
-        weight_grads = tuple(next(grads) for _ in weights)
+        weight_grads = tuple(_zeros(trace, w) if f else next(grads) for w, f in zip(weights, frozen))
         return self._package(result, aux, input_grads, weight_grads)
 
     def _positions(self, count: int) -> tuple[int, ...]:

@@ -159,6 +159,10 @@ class Tensor(TensorOps):
     __str__ = __repr__
 
 
+# Bumped when any Parameter's requires_grad changes: part of every Cell's compile key
+PARAMETER_FLAGS_VERSION = [0]
+
+
 class Parameter(Tensor):
     """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call.
 
@@ -170,7 +174,18 @@ class Parameter(Tensor):
         super().__init__(data)
         self._array = np.array(self._array, order="C", copy=True)
         self.name = name
-        self.requires_grad = requires_grad
+        self._requires_grad = bool(requires_grad)
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        """A change recompiles the graphs that read it (a frozen Parameter's gradient is zeros)."""
+        if bool(value) != self._requires_grad:
+            self._requires_grad = bool(value)
+            PARAMETER_FLAGS_VERSION[0] += 1
 
     def asnumpy(self) -> np.ndarray:
         return self._array.copy()
