@@ -75,7 +75,9 @@ class Columns(Reduction):
                 self.emit_block_span()
                 self.alloc_lanes("width")   # one accumulator per column of the unit
                 for n, node in enumerate(spec.nodes):
-                    if self.unit_level(("v", n, 0)):
+                    # every reduced value may be a unit array: a reduction's result, what is computed
+                    # after one, and what it reads that is computed from reduced-shape inputs only
+                    if node.reduced and n not in self.consts:
                         w(f"{self.names('u', n)} = np.empty(width, {NP_NAME[node.dtypes[0]]})")
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for unit in range(t0, min(t0 + tile, stop)):"):

@@ -186,3 +186,22 @@ def test_variant_for_reductions_down_the_columns(shape, axis, variant):
     x = b.input(shape)
     program, _ = check(b.graph(b.op("ReduceSum", x, axis=axis)), [random_array(shape)], rtol_scale=10)
     assert program.kernels[0].variant == variant
+
+
+@pytest.mark.parametrize("shape,axis,variant", [((5, 40), (0,), "columns"), ((65536, 3), (0,), "split"),
+                                                ((6, 4), (0,), "rows"), ((6, 40), (1,), "rows")], ids=str)
+@pytest.mark.parametrize("scale_shape", [(), (1, 1)], ids=str)
+def test_value_of_reduced_shape_inputs_only_after_a_reduction(shape, axis, variant, scale_shape):
+    """ReduceSum(x) * Reciprocal(s), s of reduced shape: Reciprocal(s) is computed from inputs only yet
+    read after the reduction (the loss-scale cell divides every bias gradient so). The columns kernel
+    once left its unit array unallocated and failed to build."""
+    b = GraphBuilder()
+    x, s = b.input(shape), b.input(scale_shape)
+    r = b.op("ReduceSum", x, axis=axis, keep_dims=True)
+    inv = b.op("Reciprocal", s)
+    out = b.op("Mul", r, inv)
+    flag = b.op("Cast", b.op("IsInf", out), dtype="float32")
+    graph = b.graph(out, flag)
+    arrays = [random_array(shape), np.full(scale_shape, 4.0, np.float32)]
+    program, _ = check(fused(graph), arrays, rtol_scale=10)
+    assert len(program.kernels) == 1 and program.kernels[0].variant == variant
