@@ -13,6 +13,7 @@ import inspect
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
 from graphkernel import context
+from graphkernel.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
 from graphkernel.assign import assign
@@ -150,7 +151,8 @@ class Cell:
             if not isinstance(a, Tensor):
                 return None
             signature.append((a.shape, a._dtype))
-        return tuple(signature), context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0]
+        return (tuple(signature), context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
+                get_seed())
 
     def _call_nested(self, trace: Trace, args, kwargs):
         """A sub-cell called while its parent is being traced: inline its construct under its scope."""
@@ -160,11 +162,13 @@ class Cell:
             raise CellCallError(f"{type(self).__name__}.construct: {e}") from None
         trace.scope.append(self._scope_in(trace))
         trace.cells.append(self)
+        trace.random_calls.append(0)
         try:
             if has_bprop(self):   # its gradient is its own bprop (graphkernel/bprop.py)
                 return call_with_bprop(self, trace, args, lambda *a: self.construct(*a, **kwargs))
             return self.construct(*args, **kwargs)
         finally:
+            trace.random_calls.pop()
             trace.cells.pop()
             trace.scope.pop()
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 _state = {"seed": None, "generator": np.random.default_rng()}
+_on_set_seed: list = []   # callbacks: state that restarts with the seed (the dropout generator's offset)
+
+
+def on_set_seed(callback) -> None:
+    _on_set_seed.append(callback)
 
 
 def set_seed(seed: int) -> None:
@@ -13,6 +18,8 @@ def set_seed(seed: int) -> None:
         raise ValueError(f"set_seed: seed must be a non-negative int, got {seed!r}")
     _state["seed"] = seed
     _state["generator"] = np.random.default_rng(seed)
+    for callback in _on_set_seed:
+        callback()
 
 
 def get_seed() -> int | None:

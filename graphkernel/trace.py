@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextvars
 
+import numpy as np
+
 from ir.errors import GraphKernelError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 from ir.limits import check_node
@@ -102,6 +104,8 @@ class Trace:
         self._assigned: dict[int, Value] = {}     # id(Parameter) -> its new value (read by later reads)
         self.update_conditions: list[Value] = []  # bool scalars: an update inside happens only if all hold
         self.checks: list = []              # host callables run before each call (graphkernel/compiler.py)
+        self.random_calls: list[int] = [0]  # per scope level: random ops drawn so far in that construct
+        self._random = None                 # the generator offset Parameter, once a random op reads it
         self.host_depth = 0                 # > 0 inside graphkernel.host_scope(): nodes run on the host
         self.memory_limit = max_device_memory()   # bytes one tensor may take (None: no limit)
         self._token = None
@@ -169,8 +173,24 @@ class Trace:
         self.nodes.append(node)
         return node
 
+    def random_offset(self, param) -> Value:
+        """The generator offset every random op of this call reads (its value at the call's start);
+        the call advances it by one."""
+        self._random = param
+        return self.parameter_input(param)
+
+    def random_site(self) -> str:
+        """Where the next random op sits: the cell path and its rank among this construct's draws."""
+        k = self.random_calls[-1]
+        self.random_calls[-1] += 1
+        return f"{'/'.join(self.scope)}#{k}"
+
     def finish(self, outputs: list[Value]) -> Graph:
         """The graph: `outputs`, then one Assign per Parameter construct assigned (ir/ops/state.py)."""
+        if self._random is not None and id(self._random) not in self._assigned:
+            ref = self._param_values[id(self._random)]
+            one = self.constant(np.ones((1,), np.int32))
+            self.assign(self._random, self.add(make_node("Add", (ref, one), name=self.scope_name("Add"))).out)
         updates = []
         for param in self.parameters:
             value = self._assigned.get(id(param))

@@ -9,6 +9,7 @@
     MatMul, BatchMatMul         numpy's BLAS (np.matmul into the output buffer)
     Transpose                   a numpy copy
     UnsortedSegmentSum          a numba scatter-add loop (kernels/scatter.py)
+    Dropout                     a numba loop regenerating its mask from counters (kernels/random.py)
     CopyToHost, CopyToDevice    a real copy into the destination buffer (target "copy")
     a host op (PyFunc, HostCall) the numpy reference on the host (target "host"); an error names the node
     anything else               (an unexpanded composite op) the numpy reference
@@ -40,6 +41,7 @@ from kernels import aicore
 from kernels.cache import get_kernel
 from kernels.codegen import render
 from kernels.reduction import split_supported
+from kernels.random import dropout_fn
 from kernels.scatter import segment_sum_fn
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
@@ -183,6 +185,9 @@ class _Builder:
             x, ids = node.inputs
             self.numpy_step(node, segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np),
                             "scatter")
+        elif node.op == "Dropout":
+            self.numpy_step(node, dropout_fn(node.attr("keep_prob"), node.attr("seed"), node.attr("op_id"),
+                                             node.out.dtype.np), "random")
         elif node.op in COPY_OPS:  # a real copy across the host/device boundary
             self.numpy_step(node, _copy, "copy")
         elif is_host(node):

@@ -1,10 +1,13 @@
-"""Training workloads of the bench: forward and backward in one compiled graph (no optimizer yet).
+"""Training workloads of the bench: forward and backward (and, for the train step, the optimizer) in one
+compiled graph.
 
     T1 LayerNormGrad(1024)   rows x 1024: dx, dgamma, dbeta of LayerNorm given x and dy
                              (GradOperation with sens: the forward's stats and LayerNormGrad)
     T2 SoftmaxGrad(128)      rows*8 x 128: dx of Softmax given x and dy
     BERT layer fwd+bwd       the bench's BERT layer (composite ops), loss = mean of the output's squares,
                              the loss and the gradient of every parameter
+    BERT layer train step    the same loss, TrainOneStepCell with AdamWeightDecay (lr 1e-4, eps 1e-6,
+                             weight decay 0.01 on every parameter): one call is one step, updates in place
 
 T1 and T2 have numpy baselines written from the textbook formulas (the forward recomputed, as their graphs
 do); the BERT step has none (numpy cannot differentiate), so it is timed fused against unfused only.
@@ -17,6 +20,7 @@ from graphkernel.bench.bert import BertLayer, weights_of
 from graphkernel.bench.workloads import COLS, SOFTMAX_ROW, Workload
 from graphkernel.cell import Cell
 from graphkernel.gradients import GradOperation, value_and_grad
+from graphkernel.nn import AdamWeightDecay, TrainOneStepCell
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
 
@@ -58,6 +62,22 @@ class SoftmaxBackward(Cell):
 
     def construct(self, x, dy):
         return self.grad(self.softmax)(x, dy)
+
+
+class BertLoss(Cell):
+    def __init__(self, weights, heads):
+        super().__init__(auto_prefix=False)
+        self.layer = BertLayer(weights, heads, composite=True)
+
+    def construct(self, x, mask):
+        y = self.layer(x, mask)
+        return P.ReduceMean()(y * y, ())
+
+
+def bert_train_step(weights, heads) -> Cell:
+    net = BertLoss(weights, heads)
+    opt = AdamWeightDecay([{"params": net.trainable_params(), "weight_decay": 0.01}], 1e-4, eps=1e-6)
+    return TrainOneStepCell(net, opt)
 
 
 class BertStep(Cell):
@@ -116,4 +136,7 @@ def bert_step(hidden: int = 1024, heads: int = 16, seq: int = 128, batch: int = 
     feeds = bert_layer_inputs(model)
     return [Workload(f"BERT layer fwd+bwd b{batch} s{seq} h{hidden}", "BERT fwd+bwd",
                      lambda: BertStep(weights, heads), lambda rng: [feeds["x"].copy(), feeds["mask"].copy()],
-                     None, None, opaque=True, bound=False)]
+                     None, None, opaque=True, bound=False),
+            Workload(f"BERT layer train step b{batch} s{seq} h{hidden}", "BERT train step",
+                     lambda: bert_train_step(weights, heads),
+                     lambda rng: [feeds["x"].copy(), feeds["mask"].copy()], None, None, opaque=True, bound=False)]

@@ -19,6 +19,7 @@ import math
 from ir.errors import GraphKernelError
 from graphkernel.common.initializer import HeUniform, Uniform, initializer
 from graphkernel.cell import Cell
+from graphkernel.ops.dropout import dropout
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
 
@@ -159,10 +160,9 @@ class LayerNorm(Cell):
 
 
 class Dropout(Cell):
-    """Dropout(keep_prob=0.5, p=None) (p, the drop probability, wins when given, as in MindSpore 2.x).
-    Outside training it is the identity. In training with a drop probability above 0 it raises: the
-    counter-based mask generator that makes fused and unfused dropout agree bit for bit comes with the
-    training step; until then keep_prob=1.0 (or p=0) or set_train(False)."""
+    """Dropout(keep_prob=0.5, p=None) (p, the drop probability, wins when given, as in MindSpore 2.x):
+    in training (`set_train()`), each element is zeroed with probability p and the rest scaled by
+    1 / (1 - p), the mask drawn from counters (graphkernel/ops/dropout.py); outside training, the identity."""
 
     def __init__(self, keep_prob=0.5, p=None, dtype=None):
         super().__init__()
@@ -172,7 +172,4 @@ class Dropout(Cell):
         self.p = drop
 
     def construct(self, x):
-        if self.training and self.p > 0:
-            raise LayerError(f"Dropout(p={self.p}) in training mode: dropout masks are not available yet; use "
-                             "p=0 (keep_prob=1.0) or set_train(False)")
-        return x
+        return dropout(x, self.p, self.training)

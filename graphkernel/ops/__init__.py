@@ -5,8 +5,9 @@ from graphkernel.ops import composite, functional, operations
 from graphkernel.gradients import GradOperation
 from graphkernel.ops.clip import clip_by_global_norm
 from graphkernel.assign import assign, assign_add, assign_sub, depend
+from graphkernel.ops.dropout import dropout
 from graphkernel.ops.functional import *  # noqa: F401,F403  (ops.exp, ops.add, ...)
 from graphkernel.ops.operations import *  # noqa: F401,F403  (ops.MatMul, ops.ReduceSum, ...)
 
 __all__ = ["operations", "functional", "composite", "GradOperation", "clip_by_global_norm", "assign",
-           "assign_add", "assign_sub", "depend", *functional.__all__, *operations.__all__]
+           "assign_add", "assign_sub", "depend", "dropout", *functional.__all__, *operations.__all__]
