@@ -221,3 +221,15 @@ def test_wrong_gradients_are_named():
         opt((Tensor(np.ones((3, 4), np.float32)),))
     with pytest.raises(nn.OptimizerError, match="gradient of fc.bias has shape"):
         opt(tuple(Tensor(np.ones(s, np.float32)) for s in [(3, 4), (5,), (4,)]))
+
+
+def test_nn_schedule_drives_the_rate():
+    params = _params()
+    schedule = nn.WarmUpLR(learning_rate=0.1, warmup_steps=4)   # lr = 0.1 * min(step, 4) / 4
+    cell = Step(nn.SGD(params, schedule))
+    value = params[1].asnumpy().astype(np.float64)
+    for t in range(6):
+        cell(*[Tensor(np.ones(p.shape, np.float32)) for p in params])
+        value = value - 0.1 * min(t, 4) / 4
+        np.testing.assert_allclose(params[1].asnumpy(), value, rtol=1e-6, atol=1e-7)
+    assert cell.trace_count == 1

@@ -1,4 +1,4 @@
-"""MindSpore's `nn`: Cell, the layers, containers and losses.
+"""MindSpore's `nn`: Cell, the layers, containers, losses and learning-rate schedules.
 
     from graphkernel import nn
     net = nn.SequentialCell([nn.Dense(16, 32, activation="gelu"), nn.Dense(32, 4)])
@@ -6,10 +6,16 @@
 """
 from graphkernel.cell import Cell
 from graphkernel.nn.container import CellList, SequentialCell
+from graphkernel.nn.dynamic_lr import (cosine_decay_lr, exponential_decay_lr, inverse_decay_lr,
+                                       natural_exp_decay_lr, piecewise_constant_lr, polynomial_decay_lr, warmup_lr)
+from graphkernel.nn.learning_rate_schedule import (CosineDecayLR, ExponentialDecayLR, InverseDecayLR,
+                                                   LearningRateSchedule, NaturalExpDecayLR, PolynomialDecayLR,
+                                                   WarmUpLR)
 from graphkernel.nn.layers import (GELU, Dense, Dropout, Embedding, LayerError, LayerNorm, LogSoftmax, ReLU,
                                    Sigmoid, Softmax, Tanh, get_activation)
 from graphkernel.nn.loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LossBase, LossError, MSELoss,
                                  SoftmaxCrossEntropyWithLogits, WithLossCell)
+from graphkernel.nn.lr_checks import LearningRateError, LearningRateTypeError, LearningRateValueError
 from graphkernel.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Lamb, Momentum, Optimizer, OptimizerError
 from graphkernel.nn.wrap import (DynamicLossScaleUpdateCell, FixedLossScaleUpdateCell, TrainCellError,
                                  TrainOneStepCell, TrainOneStepWithLossScaleCell)
@@ -19,4 +25,8 @@ __all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding"
            "LossError", "MSELoss", "L1Loss", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
            "BCEWithLogitsLoss", "WithLossCell", "Optimizer", "OptimizerError", "SGD", "Momentum", "Adam",
            "AdamWeightDecay", "AdamW", "Lamb", "TrainOneStepCell", "TrainOneStepWithLossScaleCell",
-           "DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell", "TrainCellError"]
+           "DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell", "TrainCellError",
+           "LearningRateSchedule", "PolynomialDecayLR", "WarmUpLR",
+           "CosineDecayLR", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR", "LearningRateError",
+           "LearningRateTypeError", "LearningRateValueError", "piecewise_constant_lr", "exponential_decay_lr",
+           "natural_exp_decay_lr", "inverse_decay_lr", "cosine_decay_lr", "polynomial_decay_lr", "warmup_lr"]
