@@ -7,7 +7,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ir.ops.random import philox_uniform
+from ir.ops.random import compute_dtype, philox_uniform
 
 _philox = numba.njit(cache=True, nogil=True)(philox_uniform)
 
@@ -16,19 +16,20 @@ _philox = numba.njit(cache=True, nogil=True)(philox_uniform)
 def _dropout(x, seed, op_id, offset, keep_prob, scale, out):
     for i in range(x.shape[0]):
         u = _philox(seed, op_id, offset, np.uint64(i))
-        out[i] = x[i] * scale if u < keep_prob else np.float32(0.0)
+        out[i] = x[i] * scale if u < keep_prob else scale * 0
 
 
 def dropout_fn(keep_prob: float, seed: int, op_id: int, dtype):
     """The step function (x, offset, out) of one Dropout launch, on flat buffers."""
-    scale = np.float32(1.0 / keep_prob)
-    wide = np.dtype(dtype) != np.float32
+    wide = compute_dtype(dtype)
+    scale = wide.type(1.0 / keep_prob)
+    widen = wide != np.dtype(dtype)
 
     def dropout(x, offset, out):
         counter = np.uint64(int(offset[0]) & 0xFFFFFFFF)
-        if wide:
-            tmp = np.empty(x.shape[0], np.float32)
-            _dropout(x.astype(np.float32), np.uint64(seed), np.uint64(op_id), counter, keep_prob, scale, tmp)
+        if widen:
+            tmp = np.empty(x.shape[0], wide)
+            _dropout(x.astype(wide), np.uint64(seed), np.uint64(op_id), counter, keep_prob, scale, tmp)
             out[:] = tmp.astype(out.dtype)
         else:
             _dropout(x, np.uint64(seed), np.uint64(op_id), counter, keep_prob, scale, out)

@@ -39,6 +39,7 @@ without_rule = {
 not_the_derivative = {
     "StopGradient": "blocks the gradient: tests/test_gradients.py test_stop_gradient_blocks_and_is_removed",
     "Bprop": "a Cell's own bprop: tests/test_grad_api.py test_cell_bprop_gives_the_gradient",
+    "Assign": "a Parameter update, after the gradients: no gradient flows through it (tests/test_train_step.py)",
 }
 
 
@@ -104,6 +105,7 @@ def _attribute_cases(rng) -> list[GradCase]:
         GradCase("UnsortedSegmentSum", [f(2, 3, 2), np.array([[1, 0, 1], [0, 0, 3]], np.int64)],
                  {"num_segments": 2}),
         GradCase("ReluGrad", [f(3, 4), f(3, 4)], {}),
+        GradCase("Dropout", [f(4, 6), np.array([3], np.int32)], {"keep_prob": 0.7, "seed": 1, "op_id": 9}),
     ]
     for ta in (False, True):
         for tb in (False, True):

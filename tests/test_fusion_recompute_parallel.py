@@ -104,14 +104,33 @@ def test_parallel_fusion_refuses_large_kernels():
 
 
 def test_parallel_fusion_refuses_kernels_of_different_iteration_shapes():
-    g = GraphBuilder(t(16, 64))
+    """Readers of one value are paired within a result shape; two reductions of one result shape over
+    different axes are still not one kernel."""
+    g = GraphBuilder(t(16, 16))
     (x,) = g.inputs
-    graph = g.graph(g.op("Exp", x), g.op("ReduceSum", x, axis=(1,), keep_dims=True),
-                    g.op("ReduceSum", x, axis=(0,), keep_dims=True))
+    graph = g.graph(g.op("Exp", x), g.op("ReduceSum", x, axis=(1,)), g.op("ReduceSum", x, axis=(0,)))
     opts = options(opt_level=3)
     out = parallel_fusion(graph, opts)
     verify(out)
     assert any(not r.accepted and "not one kernel" in r.reason for r in opts.log)
+    assert not any(r.accepted for r in opts.log)
+    assert kernel_count(out) == 3
+    same_values(graph, out)
+
+
+def test_parallel_fusion_merges_same_shape_readers_past_other_shapes():
+    """The first reader of the shared value has another shape: the same-shape readers still merge
+    (an optimizer's bias updates, all reading the learning rate after a weight's update)."""
+    g = GraphBuilder(t(), t(8, 4), t(4), t(4))
+    lr, w, b1, b2 = g.inputs
+    graph = g.graph(g.op("Sub", w, g.op("Mul", w, lr)), g.op("Sub", b1, g.op("Mul", b1, lr)),
+                    g.op("Sub", b2, g.op("Mul", b2, lr)))
+    opts = options(opt_level=3)
+    _, final = fuse_all(graph, opts)
+    assert kernel_count(final) == 3
+    out = parallel_fusion(final, opts)
+    verify(out)
+    assert kernel_count(out) == 2
     same_values(graph, out)
 
 

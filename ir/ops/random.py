@@ -40,18 +40,20 @@ def philox_uniform(seed, op_id, offset, index):
     return (c0 >> _S8) * _UNIT
 
 
-def _keep_scale(keep_prob: float, dtype) -> tuple:
-    return np.float32(keep_prob), np.asarray(1.0 / keep_prob, np.float32)
-
-
 def dropout_reference(arrays, attrs):
     x, offset = arrays
     index = np.arange(x.size, dtype=np.uint64)
     u = philox_uniform(np.uint64(attrs["seed"]), np.uint64(attrs["op_id"]),
                        np.uint64(int(np.asarray(offset).reshape(-1)[0]) & 0xFFFFFFFF), index)
     kept = (u < attrs["keep_prob"]).reshape(x.shape)
-    scaled = (x.astype(np.float32) * np.float32(1.0 / attrs["keep_prob"])).astype(x.dtype)
+    wide = compute_dtype(x.dtype)   # float16 scales in float32, rounded once
+    scaled = (x.astype(wide) * wide.type(1.0 / attrs["keep_prob"])).astype(x.dtype)
     return np.where(kept, scaled, np.zeros((), x.dtype))
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """The dtype Dropout scales in: float16 in float32 (rounded once), others in their own."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
 
 
 def _infer(types, attrs):

@@ -1,0 +1,129 @@
+"""A small BERT (2 layers, hidden 128, 4 heads, seq 32) trained on a synthetic task with AdamWeightDecay:
+fused and unfused training give the same losses at every step (dropout included: every target draws the
+same masks), the loss falls, and mixed precision with a dynamic loss scale tracks float32 training.
+The long runs are `slow`; their short twins run by default."""
+import math
+
+import numpy as np
+import pytest
+
+import graphkernel as ms
+from graphkernel import Tensor, context, nn, ops
+
+HIDDEN, HEADS, SEQ, BATCH, LR = 128, 4, 32, 2, 1e-3
+
+
+class Attention(nn.Cell):
+    def __init__(self, dropout):
+        super().__init__()
+        self.size = HIDDEN // HEADS
+        self.query, self.key, self.value, self.dense = (nn.Dense(HIDDEN, HIDDEN) for _ in range(4))
+        self.scores, self.context = ops.BatchMatMul(transpose_b=True), ops.BatchMatMul()
+        self.softmax = nn.Softmax()
+        self.probs_dropout, self.dropout = nn.Dropout(p=dropout), nn.Dropout(p=dropout)
+
+    def split(self, x):
+        return ops.transpose(ops.reshape(x, (BATCH, SEQ, HEADS, self.size)), (0, 2, 1, 3))
+
+    def construct(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        probs = self.probs_dropout(self.softmax(self.scores(q, k) * (1 / math.sqrt(self.size)) + mask))
+        context_ = ops.reshape(ops.transpose(self.context(probs, v), (0, 2, 1, 3)), x.shape)
+        return self.dropout(self.dense(context_))
+
+
+class Layer(nn.Cell):
+    def __init__(self, dropout):
+        super().__init__()
+        self.attention = Attention(dropout)
+        self.attention_norm = nn.LayerNorm((HIDDEN,), epsilon=1e-12)
+        self.intermediate = nn.Dense(HIDDEN, 4 * HIDDEN, activation="gelu")
+        self.output = nn.Dense(4 * HIDDEN, HIDDEN)
+        self.dropout = nn.Dropout(p=dropout)
+        self.output_norm = nn.LayerNorm((HIDDEN,), epsilon=1e-12)
+
+    def construct(self, x, mask):
+        h = self.attention_norm(self.attention(x, mask) + x)
+        return self.output_norm(self.dropout(self.output(self.intermediate(h))) + h)
+
+
+class Bert(nn.Cell):
+    def __init__(self, dropout):
+        super().__init__()
+        self.layers = nn.CellList([Layer(dropout) for _ in range(2)])
+        self.loss = nn.MSELoss()
+
+    def construct(self, x, mask, target):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.loss(x, target)
+
+
+def _task():
+    """Inputs and a target the network can learn: a fixed random map of the inputs through tanh."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, SEQ, HIDDEN)).astype(np.float32)
+    mask = np.zeros((BATCH, 1, 1, SEQ), np.float32)
+    mask[1, ..., SEQ - 4:] = -10000.0
+    w = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / np.sqrt(HIDDEN)
+    target = np.tanh(x @ w).astype(np.float32) * 2.0
+    return [Tensor(a) for a in (x, mask, target)]
+
+
+def _train(target, fuse, steps, dropout=0.1, precision="must_keep_origin_dtype", scaled=False):
+    context.set_context(device_target=target, enable_graph_kernel=fuse, precision_mode=precision)
+    ms.set_seed(0)
+    net = Bert(dropout)
+    opt = nn.AdamWeightDecay([{"params": net.trainable_params(), "weight_decay": 0.01}], LR)
+    if scaled:
+        cell = nn.TrainOneStepWithLossScaleCell(net, opt, nn.DynamicLossScaleUpdateCell(2.0 ** 12, 2, 20))
+    else:
+        cell = nn.TrainOneStepCell(net, opt)
+    cell.set_train(dropout > 0)
+    data = _task()
+    losses = []
+    for _ in range(steps):
+        out = cell(*data)
+        losses.append(float((out[0] if scaled else out).asnumpy()))
+    return np.array(losses), net
+
+
+def _fused_equals_unfused(steps):
+    fused, _ = _train("Ascend", True, steps)
+    unfused, _ = _train("Ascend", False, steps)
+    np.testing.assert_allclose(fused, unfused, rtol=1e-5)
+    return fused
+
+
+def test_dropout_training_fused_equals_unfused_short():
+    losses = _fused_equals_unfused(12)
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.slow
+def test_dropout_training_200_steps():
+    losses = _fused_equals_unfused(200)
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_parameters_after_20_steps_fused_vs_unfused():
+    _, fused = _train("Ascend", True, 20, dropout=0.0)
+    _, unfused = _train("Ascend", False, 20, dropout=0.0)
+    for p, q in zip(fused.get_parameters(), unfused.get_parameters()):
+        np.testing.assert_allclose(p.asnumpy(), q.asnumpy(), rtol=0, atol=10 * LR, err_msg=p.name)
+
+
+def _mixed_precision_tracks_float32(steps):
+    full, _ = _train("Ascend", True, steps, dropout=0.0, scaled=True)
+    mixed, net = _train("Ascend", True, steps, dropout=0.0, scaled=True, precision="allow_mix_precision")
+    np.testing.assert_allclose(mixed[::10], full[::10], rtol=0.02)
+    assert {p.dtype for p in net.get_parameters()} == {ms.float32}, "master weights stay float32"
+
+
+def test_mixed_precision_short():
+    _mixed_precision_tracks_float32(20)
+
+
+@pytest.mark.slow
+def test_mixed_precision_100_steps():
+    _mixed_precision_tracks_float32(100)
