@@ -49,6 +49,20 @@ def phase_of(node: Node, updates_only: frozenset = frozenset()) -> str:
     return "optimizer" if node in updates_only else "forward"
 
 
+def after_gradients(graph: Graph) -> frozenset:
+    """The nodes that use gradients without being backward nodes: a loss-scale's unscaling and overflow
+    check, gradient clipping, an optimizer (mixed precision keeps them float32)."""
+    out: set = set()
+    tainted: set = set()
+    for node in graph.nodes:
+        backward = node.name.startswith("Gradients/")
+        if not backward and any(v.node in tainted for v in node.inputs):
+            out.add(node)
+        if backward or node in out:
+            tainted.add(node)
+    return frozenset(out)
+
+
 def update_nodes(graph: Graph) -> frozenset:
     """The nodes that compute only Parameter updates: Assigns, and nodes every result of which is read
     only by such nodes (an optimizer's arithmetic, its step counter, a learning-rate schedule)."""

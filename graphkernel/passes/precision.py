@@ -15,7 +15,9 @@ Every original value keeps its representations {dtype: value} and a state:
     LOWERED  float16 standing for a float32 value        KEPT  float32 kept on purpose
     NEUTRAL  graph inputs, constants, results of Casts (their dtype is the user's) and FOLLOW ops
 Reading a value in a dtype it lacks emits one Cast, shared by every reader; graph outputs are read in
-their original dtype.
+their original dtype. In a training graph, what uses the gradients outside the backward (loss-scale
+unscaling and overflow check, clipping, the optimizer's updates) is KEEP: master weights, optimizer state
+and updates stay float32 (ir/autodiff.py after_gradients).
 
 A primitive an expander made from a composite op (named `.../Softmax-op3/Exp-1`, or `Softmax/Exp-1`
 when the composite had no name) is governed by that composite op's list or customize_dtypes entry when
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from ir.autodiff import after_gradients
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
@@ -63,6 +66,7 @@ class _Lowering:
         self.nodes: list[Node] = []
         self.reps: dict[Value, dict[DType, Value]] = {v: {v.dtype: v} for v in graph.inputs}
         self.state: dict[Value, str] = {v: NEUTRAL for v in graph.inputs}
+        self.after_gradients = after_gradients(graph)
 
     def read(self, v: Value, dtype: DType) -> Value:
         """`v` in `dtype`, casting its first representation once if it has none in that dtype."""
@@ -88,6 +92,8 @@ class _Lowering:
         if node.subgraph is not None or not node.inputs:
             return FOLLOW
         if is_host(node):  # a host op (PyFunc, host_scope) runs as declared/written, in every mode
+            return KEEP
+        if node in self.after_gradients:   # unscaling, overflow check, clipping, the optimizer: float32
             return KEEP
         fixed_dtype = "dtype" in node.attr_dict
         if self.mode == FORCE_FP16:
