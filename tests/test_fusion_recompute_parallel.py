@@ -95,12 +95,23 @@ def test_parallel_fusion_merges_independent_small_kernels_reading_one_input():
 def test_parallel_fusion_refuses_large_kernels():
     g = GraphBuilder(t(1024, 1024))
     (x,) = g.inputs
-    graph = g.graph(g.op("Exp", x), g.op("Tanh", x))
+    graph = g.graph(g.op("ReduceSum", x, axis=(1,)), g.op("ReduceMax", x, axis=(1,)))
     opts = options(opt_level=3)
     out = parallel_fusion(graph, opts)
     assert kernel_count(out) == 2
     (record,) = opts.log
     assert not record.accepted and "is not small" in record.reason
+
+
+def test_parallel_fusion_merges_elementwise_kernels_of_any_size():
+    g = GraphBuilder(t(1024, 1024))
+    (x,) = g.inputs
+    graph = g.graph(g.op("Exp", x), g.op("Tanh", x))
+    opts = options(opt_level=3)
+    out = parallel_fusion(graph, opts)
+    verify(out)
+    assert kernel_count(out) == 1
+    same_values(graph, out)
 
 
 def test_parallel_fusion_refuses_kernels_of_different_iteration_shapes():

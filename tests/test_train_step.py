@@ -227,3 +227,33 @@ def test_checkpoint_round_trip_resumes_training_bit_for_bit(tmp_path):
     resumed = [resumed_step(*data).asnumpy() for _ in range(3)]
     for a, b in zip(uninterrupted, resumed):
         np.testing.assert_array_equal(a, b)
+
+
+class TwiceW(Cell):
+    """W is read twice in the forward; in the backward, dW is complete before dx = dh W^T reads W for
+    V's gradient: W's update must wait for that last read."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(5)
+        self.v = Parameter(rng.standard_normal((8, 16)).astype(np.float32) * 0.3, name="v")
+        self.w = Parameter(rng.standard_normal((16, 16)).astype(np.float32) * 0.3, name="w")
+
+    def construct(self, x):
+        h = ops.tanh(ops.matmul(x, self.v))
+        y = ops.matmul(ops.tanh(ops.matmul(h, self.w)), self.w)
+        return ops.ReduceMean()(y * y, ())
+
+
+def test_update_waits_for_the_last_backward_read(setting):
+    x = Tensor(np.random.default_rng(6).standard_normal((4, 8)).astype(np.float32))
+    got_net = TwiceW()
+    step = nn.TrainOneStepCell(got_net, nn.SGD(got_net.trainable_params(), 0.5))
+    got = [float(step(x).asnumpy()) for _ in range(3)]
+    context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=False)
+    ref_net = TwiceW()
+    ref_step = nn.TrainOneStepCell(ref_net, nn.SGD(ref_net.trainable_params(), 0.5))
+    expect = [float(ref_step(x).asnumpy()) for _ in range(3)]
+    np.testing.assert_allclose(got, expect, rtol=1e-5)
+    for p, q in zip(got_net.get_parameters(), ref_net.get_parameters()):
+        np.testing.assert_allclose(p.asnumpy(), q.asnumpy(), rtol=1e-5, atol=1e-6)

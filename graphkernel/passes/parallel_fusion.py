@@ -8,7 +8,9 @@ For each value read by two or more fusible kernels, the readers' clusters of one
 updates of an optimizer's same-shape Parameters, which share the learning rate) are merged pairwise when
 `fusion_rules.can_fuse` says so, asked through the fusion search (`fusion_driver.Search`) with this
 pass's own rule on the pair:
-    both are small          each kernel's estimate is under SMALL_SECONDS: launch cost matters
+    both are small          each kernel's estimate is under SMALL_SECONDS: launch cost matters (two
+                            elementwise kernels merge at any size: apart or together they move the
+                            same bytes)
     they are independent    neither reads the other (a producer and its consumer are composite
                             fusion's business)
 and then, as for every fusion, legality (one iteration shape), no cycle, and a positive score (a
@@ -18,22 +20,32 @@ launch and a read saved). Each candidate is logged with its figures, its reason 
 from __future__ import annotations
 
 from ir.graph import Graph, Node
+from ir.ops import Pattern, pattern_of
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import can_fuse
+from graphkernel.passes.fusion_utils import primitives
 
 STAGE = "composite"
 SMALL_SECONDS = 20e-6
 
 
+def _elementwise(search: Search, head: Node) -> bool:
+    return all(pattern_of(p) <= Pattern.BROADCAST for n in search.clusters.members[head] for p in primitives(n)
+               if p.op != "Const")
+
+
 def small_and_independent(search: Search, a: Node, b: Node) -> str | None:
-    """Parallel fusion's rule on a pair of clusters: why it is not one of independent small kernels."""
-    for head in (a, b):
-        seconds = search.estimate(head).seconds
-        if seconds > SMALL_SECONDS:
-            return (f"{search.facts(head).label} is not small ({seconds * 1e6:.3g}us > "
-                    f"{SMALL_SECONDS * 1e6:.3g}us)")
+    """Parallel fusion's rule on a pair of clusters: why it is not one of independent small kernels.
+    Two elementwise kernels need not be small: side by side in one launch they move the same bytes as
+    apart (the updates of an optimizer's same-shape Parameters)."""
+    if not (_elementwise(search, a) and _elementwise(search, b)):
+        for head in (a, b):
+            seconds = search.estimate(head).seconds
+            if seconds > SMALL_SECONDS:
+                return (f"{search.facts(head).label} is not small ({seconds * 1e6:.3g}us > "
+                        f"{SMALL_SECONDS * 1e6:.3g}us)")
     return "one reads the other (not independent)" if search.one_reads_the_other(a, b) else None
 
 
