@@ -60,7 +60,7 @@ def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     for v in shared:
         by_shape: dict = {}   # one kernel has one iteration shape: readers are paired within a shape
         for n in dict.fromkeys(readers[v]):
-            if n in clusters.cluster_of:
+            if n in clusters.cluster_of and is_fusible(n):
                 by_shape.setdefault(n.types[0].shape if n.types else (), []).append(n)
         for nodes in by_shape.values():
             for other in nodes[1:]:
