@@ -19,6 +19,7 @@ the numpy baseline and the peers, each verified before it is timed, then timed i
 from __future__ import annotations
 
 import os
+import statistics
 import time
 import tracemalloc
 from collections import Counter
@@ -234,6 +235,16 @@ class Runner:
                     entry["opaque"][n] = {"step_s": step[n], "kernels_s": prof["kernels_s"],
                                           "outside_kernels_s": max(0.0, step[n] - prof["kernels_s"]),
                                           "opaque_s": prof["opaque_s"], "outside_opaque_s": prof["outside_opaque_s"]}
+            prof = impls["fused"].get("profile") or {}
+            seconds = prof.get("phase_s", {}).get("optimizer")
+            if seconds:   # the optimizer's fused kernels against a parallel copy of the bytes they move
+                nbytes = prof["optimizer_bytes"]
+                copy = timing.copy_impl(max(1, nbytes // 8))
+                copy_s = statistics.median(timing.estimate_call(copy, 2) for _ in range(7))
+                entry["optimizer"] = {"kernels": impls["fused"]["phases"].get("optimizer", 0),
+                                      "unfused_kernels": impls["unfused"]["phases"].get("optimizer", 0),
+                                      "seconds": seconds, "bytes": nbytes, "copy_s": copy_s,
+                                      "fraction_of_bound": copy_s / seconds}
             o = entry["opaque"]
             if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
                 entry["ratios"]["outside_opaque fused/unfused"] = (o["fused"]["outside_opaque_s"]

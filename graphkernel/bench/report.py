@@ -44,6 +44,11 @@ def targets(results: dict) -> list[str]:
                        f"(target ≤ 0.5); total fused/unfused {r['fused/unfused']:.2f} (MindSpore 0.74)"
                        + (f"; fused/ORT {r['fused/onnxruntime']:.2f} (target ≤ 1.1)" if "fused/onnxruntime" in r
                           else ""))
+        if "optimizer" in e:
+            o = e["optimizer"]
+            out.append(f"{e['name']}: optimizer {o['unfused_kernels']}→{o['kernels']} kernels (target ≤ 4), "
+                       f"{o['seconds'] * 1e3:.3g} ms for {o['bytes'] / 1e6:.4g} MB, "
+                       f"{100 * o['fraction_of_bound']:.0f}% of the copy bound (target ≥ 70%)")
     big = [e for e in results["workloads"] if e["family"].startswith("W") and "fused/jax" in e["ratios"]
            and int(e["name"].rsplit(" ", 1)[1].split("x")[0]) >= 4096]
     if big:

@@ -80,6 +80,9 @@ class StepProfile:
     def total_s(self) -> float:
         return sum(self.kernels.values())
 
+    def phase_s(self, phase: str) -> float:
+        return sum(t for name, t in self.kernels.items() if self.infos[name].phase == phase)
+
 
 def is_opaque(info) -> bool:
     return any(op in OPAQUE_OPS for op in info.op_types)
@@ -112,8 +115,13 @@ def _profile_summary(steps: list[StepProfile], top: int) -> dict:
     infos = steps[0].infos
     ranked = sorted(per_kernel, key=lambda n: -statistics.median(per_kernel[n]))
     total = statistics.median(p.total_s() for p in steps)
+    phases = sorted({info.phase for info in infos.values()})
+    optimizer = [info for info in infos.values() if info.phase == "optimizer"]
     return {
         "calls": len(steps),
+        "phase_s": {ph: statistics.median(p.phase_s(ph) for p in steps) for ph in phases},
+        # the bytes the optimizer's kernels must move: every buffer they read and write, once
+        "optimizer_bytes": sum(t.nbytes for info in optimizer for t in info.inputs + info.outputs),
         "kernels_s": total,
         "opaque_s": statistics.median(p.opaque_s() for p in steps),
         "outside_opaque_s": statistics.median(p.total_s() - p.opaque_s() for p in steps),
