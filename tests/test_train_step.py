@@ -177,6 +177,7 @@ def test_overflow_skips_the_update_and_lowers_the_scale(setting):
     step(ok)
     step(ok)   # scale_window (2) steps without overflow since the last one: the scale doubles
     assert float(step.scale_sense.asnumpy()) == 1024.0
+    assert step.trace_count <= 1, "the scale and the overflow are run-time values: one compile"
 
 
 def test_fixed_loss_scale_divides_the_gradients():
