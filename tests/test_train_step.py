@@ -10,7 +10,7 @@ import pytest
 import graphkernel as ms
 from graphkernel import Parameter, Tensor, context, nn, ops
 from graphkernel.cell import Cell
-from tests.test_bert_grads import EncoderLayer, WithMSE, inputs
+from tests.test_bert_grads import EncoderLayer, WithMSE
 
 
 def _bert(hidden, heads, dtype=ms.float32, seed=0):

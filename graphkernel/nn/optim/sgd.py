@@ -11,11 +11,11 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from graphkernel.nn.optim.optimizer import Optimizer, OptimizerError, _check_float, f32, write
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
-
-import numpy as np
 
 
 class SGD(Optimizer):
