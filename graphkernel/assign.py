@@ -10,6 +10,8 @@ it writes at once. `depend(value, expr)` is `value`: an assign inside `expr` hap
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir.errors import GraphKernelError
@@ -22,12 +24,24 @@ class AssignError(GraphKernelError, TypeError):
 
 
 def _cast_like(variable, value):
+    """`value` as a tensor of the variable's dtype, a one-element value broadcast to its shape."""
     from graphkernel.ops import operations as P
     if isinstance(value, (Tensor, SymbolicTensor)):
-        if value.shape != variable.shape:
-            value = P.BroadcastTo(variable.shape)(value) if value.shape in ((), (1,)) else value
+        shape = tuple(variable.shape)
+        if tuple(value.shape) != shape and math.prod(value.shape) == 1:
+            value = P.Reshape()(value, ())
+            value = P.BroadcastTo(shape)(value) if shape else value
         return value if value.dtype == variable.dtype else P.Cast()(value, variable.dtype)
-    return Tensor(np.full(variable.shape, value, variable.dtype.np))
+    if isinstance(value, (bool, int, float, np.number, np.bool_, np.ndarray, list, tuple)):
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise AssignError(f"assign: Parameter {variable.name} cannot take a {array.dtype} value")
+        if array.size != 1 and array.shape != tuple(variable.shape):
+            raise AssignError(f"assign: Parameter {variable.name} has shape {list(variable.shape)}, the value "
+                              f"{list(array.shape)}")
+        return Tensor(np.broadcast_to(array.astype(variable.dtype.np).reshape(array.shape if array.size != 1
+                                                                                else ()), variable.shape).copy())
+    raise AssignError(f"assign: Parameter {variable.name} cannot take a {type(value).__name__}")
 
 
 def assign(variable, value):
@@ -51,7 +65,7 @@ def assign(variable, value):
     if isinstance(value, SymbolicTensor):
         raise AssignError("assign: a traced value outside its trace")
     np.copyto(variable._array, value._array)
-    return variable
+    return Tensor._wrap(variable._array.copy())   # the value now, not the Parameter (it changes later)
 
 
 def assign_add(variable, value):

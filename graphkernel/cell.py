@@ -44,10 +44,11 @@ class Cell:
         if "_cells" not in self.__dict__:
             raise GraphKernelError(f"{type(self).__name__}.__init__ must call super().__init__() before "
                                    f"setting attributes (setting {name!r})")
-        trace = active_trace()
-        if trace is not None and name in self._params and isinstance(value, (SymbolicTensor, Tensor)) \
-                and not isinstance(value, Parameter):
-            assign(self._params[name], value)   # `self.p = expr` in construct: MindSpore's assign
+        if name in self._params and value is not self._params[name] and (
+                not isinstance(value, Parameter) or active_trace() is not None):
+            # `self.p = expr` (in construct, or op by op): MindSpore's assign; the Parameter stays, its
+            # value changes (a Parameter's value too: `self.a, self.b = self.b, self.a` swaps values)
+            assign(self._params[name], value)
             return
         if name in self._cells or name in self._params or name in self._param_tuples:
             self._cells.pop(name, None)

@@ -96,18 +96,9 @@ def summarize_kernels(graph: Graph) -> list[KernelSummary]:
     return out
 
 
-_update_locks: dict = {}
-_update_locks_guard = threading.Lock()
-
-
-def _update_lock(parameters) -> threading.Lock:
-    """One lock per set of Parameters a graph updates: calls updating the same set run one at a time."""
-    key = frozenset(id(p) for p in parameters)
-    with _update_locks_guard:
-        lock = _update_locks.get(key)
-        if lock is None:
-            lock = _update_locks[key] = threading.Lock()
-        return lock
+# Calls of graphs that update Parameters run one at a time (any two may share a Parameter, the dropout
+# generator's offset at least): two threads stepping a cell give the steps run one after the other.
+_UPDATE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -130,7 +121,8 @@ class CompiledGraph:
         self.result_count = len(self.graph.outputs) - len(self.updates)
         first = len(self.graph.inputs) - len(self.parameters)
         self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
-        self._lock = _update_lock(self.updated_parameters) if self.updates else None
+        self._lock = _UPDATE_LOCK if self.updates else None
+        self._updated_ids = {id(p._array) for p in self.updated_parameters}
 
     @property
     def log(self) -> FusionLog:
@@ -165,6 +157,9 @@ class CompiledGraph:
     def call_unchecked(self, tensors) -> object:
         """Run on Tensors known to match the signature (the Cell's cache checked them)."""
         arrays = [t._array for t in tensors]
+        if self.updates:   # an input that is an updated Parameter's storage: the call reads its old value
+            arrays = [a.copy() if id(a) in self._updated_ids or (a.base is not None and any(
+                np.may_share_memory(a, p._array) for p in self.updated_parameters)) else a for a in arrays]
         arrays += [p._array for p in self.parameters]
         outs = [Tensor._wrap(a) for a in self.run_arrays(arrays)]
         tape = active_tape()

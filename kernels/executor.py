@@ -226,6 +226,10 @@ class Program:
             call = f"k{k}({', '.join(call_args)})"
             if observed:
                 ins, outs = ([names[s] for s in ids] for ids in (step.ins, step.outs))
+                if set(step.ins) & set(step.outs):   # written in place (a Parameter update): show the old value
+                    ins = [f"{n}.copy()" if s in step.outs else n for n, s in zip(ins, step.ins)]
+                    lines.append(f"{indent}old_ = {_tuple(ins)}")
+                    ins = [f"old_[{i}]" for i in range(len(ins))]
                 lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",
                           f"{indent}s_ = perf_counter() - t_",
                           f"{indent}obs.kernel({k}, info{k}, {_tuple(ins)}, {_tuple(outs)}, s_)"]

@@ -5,7 +5,7 @@ the results of every call and the Parameters after it -- with every warning an e
 in-place writes of kernels/lower.py: reads after an assign, swaps and rotations, reshapes/transposes/casts
 of one Parameter into another, new values also returned, double assigns, constants, updates whose kernel
 reads the old value at other indices (reductions, broadcasts, gathers), float16/int32/() and (1,) shapes,
-MatMul readers. The xfail(strict=True) tests are bugs found by this hunt (see their reasons)."""
+MatMul readers. The later tests are bugs this hunt found, fixed since."""
 import glob
 import os
 import sys
@@ -647,9 +647,7 @@ def test_assign_errors_are_graphkernel_errors(body, match, mode):
         _Holder(body)(Tensor(np.ones(6, np.float32)))
 
 
-@pytest.mark.parametrize("mode", [0, pytest.param(1, marks=pytest.mark.xfail(
-    strict=True, reason="PYNATIVE `self.p = value` of the wrong shape silently replaces the Parameter "
-    "(Cell.__setattr__ assigns only inside a trace)"))], ids=["graph", "pynative"])
+@pytest.mark.parametrize("mode", [0, 1], ids=["graph", "pynative"])
 def test_attribute_assign_of_wrong_shape_is_an_error(mode):
     context.set_context(mode=mode, device_target="Ascend")
     with pytest.raises(GraphKernelError, match="Parameter p0 has shape"):
@@ -692,8 +690,6 @@ def _assign_attr(s, x):
     return s.p0 + 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="Cell.__setattr__ treats `self.p = expr` as an assign only inside a "
-                   "trace: in PYNATIVE_MODE it replaces the Parameter with a plain Tensor (the Cell loses it)")
 def test_pynative_attribute_assign_keeps_the_parameter():
     init = lambda: [_rand(5, seed=1)]  # noqa: E731
     expect = _run(REFERENCE, cell_of(init, _assign_attr), [_rand(5)])
@@ -729,9 +725,6 @@ def _adam_after_modes(modes):
     return p.asnumpy(), opt
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Adam._powers does `self.beta1_power = ...`; run op by op "
-                   "(PYNATIVE) Cell.__setattr__ replaces the beta power Parameters with Tensors, so a later "
-                   "GRAPH_MODE step bakes them in as constants (and leaves a SymbolicTensor attribute)")
 def test_adam_pynative_then_graph_matches_graph_only():
     expect, _ = _adam_after_modes([0, 0, 0, 0])
     got, opt = _adam_after_modes([1, 0, 0, 0])
@@ -739,16 +732,12 @@ def test_adam_pynative_then_graph_matches_graph_only():
     np.testing.assert_allclose(got, expect, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Adam in PYNATIVE_MODE drops beta1_power/beta2_power from its "
-                   "Parameters (same root: Cell.__setattr__ outside a trace), so checkpoints lose them")
 def test_adam_pynative_keeps_its_state_parameters():
     _, opt = _adam_after_modes([1])
     names = [q.name for q in opt.get_parameters()]
     assert "beta1_power" in names and "beta2_power" in names
 
 
-@pytest.mark.xfail(strict=True, reason="`self.p = 1.5` (or a numpy array) in construct is neither an assign "
-                   "nor an error: Cell.__setattr__ only assigns Tensors, so the Parameter is silently dropped")
 @pytest.mark.parametrize("mode", [0, 1], ids=["graph", "pynative"])
 def test_attribute_assign_of_python_scalar_keeps_the_parameter(mode):
     context.set_context(mode=mode, device_target="Ascend")
@@ -775,9 +764,9 @@ class _SwapAttr(Cell):
         return x + 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="`self.a, self.b = self.b, self.a` in construct rebinds the attributes "
-                   "at trace time (a Parameter value skips the assign branch of Cell.__setattr__): no values "
-                   "swap, the structure version bumps and every call retraces")
+@pytest.mark.xfail(strict=True, reason="known limit: in construct `self.b` is the Parameter object, not a "
+                   "snapshot of its value, so `self.a, self.b = self.b, self.a` assigns b to a, then a's new "
+                   "value to b (docs/training.md says how to swap)")
 def test_attribute_swap_of_parameters_swaps_values():
     context.set_context(device_target="Ascend")
     cell = _SwapAttr()
@@ -797,8 +786,6 @@ def _twice_returned(s, x):
     return y + 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="PYNATIVE ops.assign returns the Parameter itself, not its value: a "
-                   "later assign changes the earlier result (GRAPH_MODE returns the value assigned then)")
 def test_pynative_assign_result_is_a_value_not_an_alias():
     init = lambda: [np.zeros(3, np.float32)]  # noqa: E731
     expect = _run(REFERENCE, cell_of(init, _twice_returned), [np.ones(3, np.float32)])
@@ -806,8 +793,6 @@ def test_pynative_assign_result_is_a_value_not_an_alias():
                  expect, "pynative")
 
 
-@pytest.mark.xfail(strict=True, reason="PYNATIVE ops.assign_add returns the Parameter: a result returned to "
-                   "the user changes when a later call updates the Parameter")
 def test_pynative_returned_update_is_a_snapshot():
     context.set_context(mode=1)
     cell = cell_of(lambda: [np.zeros(3, np.float32)], lambda s, x: ops.assign_add(s.p0, x))()
@@ -827,9 +812,6 @@ class _AliasStep(Cell):
         return x + 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="a call input that is the updated Parameter itself (cell(cell.p)) "
-                   "aliases its buffer: the Ascend in-place write is seen by later readers of the input, the "
-                   "CPU reference reads the old value (CompiledGraph.call_unchecked does not detect aliasing)")
 def test_parameter_passed_as_input_matches_reference():
     results = {}
     for name, cfg in {"reference": REFERENCE, "graph-ascend": CONFIGS["graph-ascend"]}.items():
@@ -841,8 +823,6 @@ def test_parameter_passed_as_input_matches_reference():
     np.testing.assert_array_equal(results["graph-ascend"][1], results["reference"][1])
 
 
-@pytest.mark.xfail(strict=True, reason="CompiledGraph takes one lock per exact *set* of updated Parameters: "
-                   "two graphs updating overlapping sets ({p, q} and {p}) run concurrently and lose updates")
 def test_overlapping_update_sets_serialize():
     context.set_context(device_target="CPU")
     p = Parameter(np.zeros(4, np.float32), name="p")
@@ -883,9 +863,6 @@ def test_overlapping_update_sets_serialize():
     np.testing.assert_array_equal(p.asnumpy(), np.full(4, 2 * n + 2))
 
 
-@pytest.mark.xfail(strict=True, reason="Program's observed runner shows each launch's input buffers after "
-                   "the launch: an update written in place into the Parameter's buffer is dumped as the "
-                   "kernel's input (the new value instead of the old one the kernel read)")
 def test_data_dump_of_in_place_kernel_shows_the_old_input(tmp_path):
     context.set_context(device_target="Ascend", enable_dump=True, dump_path=str(tmp_path), dump_mode="input")
     cell = cell_of(lambda: [np.arange(4, dtype=np.float32)],
@@ -896,8 +873,6 @@ def test_data_dump_of_in_place_kernel_shows_the_old_input(tmp_path):
     np.testing.assert_array_equal(np.load(files[0]), np.arange(4, dtype=np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="ops.assign(p, None) is not refused: _cast_like does np.full(shape, None,"
-                   " dtype), which fills the Parameter with NaN")
 def test_assign_none_is_refused():
     context.set_context(device_target="Ascend")
     cell = _Holder(lambda s, x: ops.assign(s.p0, None))
@@ -905,9 +880,6 @@ def test_assign_none_is_refused():
         cell(Tensor(np.ones(6, np.float32)))
 
 
-@pytest.mark.xfail(strict=True, reason="ops.assign with a non-Tensor value of the wrong shape (a list, a numpy "
-                   "array) or a string fails inside numpy (ValueError), not with an AssignError naming the "
-                   "Parameter")
 @pytest.mark.parametrize("value", [np.ones(5, np.float32), [1.0] * 5, "abc"], ids=["ndarray", "list", "str"])
 def test_assign_bad_python_values_are_assign_errors(value):
     context.set_context(device_target="Ascend")
