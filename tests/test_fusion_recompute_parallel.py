@@ -169,3 +169,18 @@ def test_recompute_leaves_values_read_by_dead_nodes_alone():
     out = recompute(final, opts)
     verify(out)
     same_values(graph, out)
+
+
+def test_parallel_parts_are_timed_back_to_back():
+    """Each update alone fits the cache (24 MB), the pair does not (48 MB): apart they still stream all
+    48 MB one after the other, so merging them is no slower and saves a launch (an optimizer's updates)."""
+    g = GraphBuilder(t(), t(2048, 1024), t(2048, 1024), t(2048, 1024), t(2048, 1024))
+    s, a1, b1, a2, b2 = g.inputs
+    graph = g.graph(g.op("Add", g.op("Mul", a1, s), b1), g.op("Add", g.op("Mul", a2, s), b2))
+    opts = options(opt_level=3)
+    _, final = fuse_all(graph, opts)
+    assert kernel_count(final) == 2
+    out = parallel_fusion(final, opts)
+    verify(out)
+    assert kernel_count(out) == 1
+    same_values(graph, out)

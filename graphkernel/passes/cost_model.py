@@ -21,7 +21,7 @@ is the time a fusion saves: a fusion is worth it only when that is positive.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
@@ -170,6 +170,20 @@ def _timed(ops: float, nbytes: int, ub_bytes: int, fits_ub: bool, items: int, pe
     compute = ops / (aicore.OPS_PER_SECOND_PER_THREAD * threads)
     return Estimate(launch + max(memory, compute), int(nbytes), ops, block_dim, int(ub_bytes), threads,
                     phases, fits_ub, single_core, recompute)
+
+
+def back_to_back(parts: list[Estimate]) -> list[Estimate]:
+    """Independent kernels run one after the other: together they stream the bytes of all of them, so
+    each is timed at the bandwidth of that total (a part alone may fit the cache, the pair may not)."""
+    total = sum(p.bytes for p in parts)
+    out = []
+    for p in parts:
+        share = 1.0 if p.threads > 1 else aicore.SINGLE_THREAD_BANDWIDTH_SHARE
+        launch = aicore.LAUNCH_SECONDS + (aicore.PARALLEL_LAUNCH_SECONDS if p.threads > 1 else 0.0)
+        memory = p.bytes / (aicore.bandwidth(total) * share)
+        compute = p.ops / (aicore.OPS_PER_SECOND_PER_THREAD * p.threads)
+        out.append(replace(p, seconds=max(p.seconds, launch + max(memory, compute))))
+    return out
 
 
 def score(parts: list[Estimate], fused: Estimate | list[Estimate]) -> float:

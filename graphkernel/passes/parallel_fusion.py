@@ -14,7 +14,7 @@ pass's own rule on the pair:
     they are independent    neither reads the other (a producer and its consumer are composite
                             fusion's business)
 and then, as for every fusion, legality (one iteration shape), no cycle, and a positive score (a
-launch and a read saved). Each candidate is logged with its figures, its reason prefixed
+launch and a read saved; the parts timed back to back: at the bandwidth of their bytes together). Each candidate is logged with its figures, its reason prefixed
 "parallel: "; the merged kernel is a multi-output composite.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ir.graph import Graph, Node
 from ir.ops import Pattern, pattern_of
 from graphkernel.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
+from graphkernel.passes.cost_model import back_to_back
 from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import can_fuse
 from graphkernel.passes.fusion_utils import primitives
@@ -49,9 +50,17 @@ def small_and_independent(search: Search, a: Node, b: Node) -> str | None:
     return "one reads the other (not independent)" if search.one_reads_the_other(a, b) else None
 
 
+class _ParallelSearch(Search):
+    """The parts of a parallel merge are independent kernels: apart, they run back to back."""
+
+    def parts(self, a: Node, b: Node):
+        return back_to_back(super().parts(a, b))
+
+
 def parallel_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     """Merge independent small kernels sharing an input into one multi-output composite."""
-    search = Search(graph, opts, STAGE, is_fusible, "parallel fusion", small_and_independent, "parallel: ")
+    search = _ParallelSearch(graph, opts, STAGE, is_fusible, "parallel fusion", small_and_independent,
+                             "parallel: ")
     clusters = search.clusters
     readers = graph.users()
     shared = [v for v in list(graph.inputs) + [v for n in graph.nodes for v in n.outputs]
