@@ -117,7 +117,7 @@ class CompiledGraph:
 
     def __post_init__(self):
         # (result index, input index) of each Parameter the graph updates (its Assign outputs, last)
-        self.updates = [(k, i) for k, i in assigned_inputs(self.graph)]
+        self.updates = assigned_inputs(self.graph)
         self.result_count = len(self.graph.outputs) - len(self.updates)
         first = len(self.graph.inputs) - len(self.parameters)
         self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
@@ -146,12 +146,13 @@ class CompiledGraph:
         if self.observation is not None or observe.profiler is not None:
             outs = observe.run_observed(self, arrays)
         elif self.program is not None:
-            return self.program.run(arrays)   # updates in place itself
+            outs = self.program.run(arrays)
         else:
             outs = interpret(self.graph, arrays)
-        if self.program is None:   # the reference returns the new values: write them into the inputs
-            for k, i in self.updates:
-                np.copyto(arrays[i], outs[k])
+        if self.program is not None:
+            return outs   # the program returns the results and has updated the Parameters in place
+        for k, i in self.updates:   # the reference returns every output, the new values last
+            np.copyto(arrays[i], outs[k])
         return outs[:self.result_count]
 
     def call_unchecked(self, tensors) -> object:
