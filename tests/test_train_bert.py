@@ -121,7 +121,28 @@ def _mixed_precision_tracks_float32(steps):
 
 
 def test_mixed_precision_short():
-    _mixed_precision_tracks_float32(20)
+    """The short twin on a small MLP (the BERT run's cold float16 kernel builds take minutes): MatMuls
+    and their gradients in float16, master weights, optimizer state and updates float32."""
+    rng = np.random.default_rng(1)
+    x = Tensor(rng.standard_normal((64, 32)).astype(np.float32))
+    y = Tensor(np.tanh(x.asnumpy() @ rng.standard_normal((32, 8)).astype(np.float32)))
+    losses = {}
+    for precision in ("must_keep_origin_dtype", "allow_mix_precision"):
+        context.set_context(device_target="Ascend", enable_graph_kernel=True, precision_mode=precision)
+        ms.set_seed(0)
+        net = nn.SequentialCell([nn.Dense(32, 64, activation="gelu"), nn.Dense(64, 8)])
+        opt = nn.AdamWeightDecay(net.trainable_params(), 1e-2, weight_decay=0.01)
+        cell = nn.TrainOneStepWithLossScaleCell(nn.WithLossCell(net, nn.MSELoss()), opt,
+                                                nn.DynamicLossScaleUpdateCell(2.0 ** 12, 2, 20))
+        losses[precision] = np.array([float(cell(x, y)[0].asnumpy()) for _ in range(30)])
+        kernels = cell.compile(x, y).kernels
+        matmuls = [k for k in kernels if k.op_types == ("MatMul",)]
+        if precision == "allow_mix_precision":
+            assert all(k.inputs[0].dtype == ms.float16 for k in matmuls)
+            assert {p.dtype for p in cell.get_parameters() if p.dtype.is_float} == {ms.float32}
+    full, mixed = losses["must_keep_origin_dtype"], losses["allow_mix_precision"]
+    assert full[-1] < 0.5 * full[0]
+    np.testing.assert_allclose(mixed[::10], full[::10], rtol=0.02)
 
 
 @pytest.mark.slow
