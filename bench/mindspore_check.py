@@ -1,5 +1,7 @@
 """The same MindSpore 2.x script run by MindSpore and by graphkernel (only the import differs): a Dense,
-GELU, LayerNorm, Softmax and CrossEntropyLoss network's loss and parameter gradients, compared.
+GELU, LayerNorm, Softmax and CrossEntropyLoss network's loss and parameter gradients, and five training
+steps of a Dense/LayerNorm network with each optimizer MindSpore runs on the CPU (TrainOneStepCell with
+AdamWeightDecay, Adam, Momentum, SGD; weight decay on), compared.
 
     python bench/mindspore_check.py compare --mindspore-python /path/to/venv/bin/python
 
@@ -51,11 +53,74 @@ def run(backend: str) -> dict:
             "grads": [g.asnumpy().ravel().tolist() for g in grads]}
 
 
+OPTIMIZERS = {
+    "AdamWeightDecay": lambda nn, ps: nn.AdamWeightDecay(ps, 1e-2, weight_decay=0.1),
+    "Adam": lambda nn, ps: nn.Adam(ps, 1e-2, weight_decay=0.1),
+    "Momentum": lambda nn, ps: nn.Momentum(ps, 0.05, 0.9, weight_decay=0.1),
+    "SGD": lambda nn, ps: nn.SGD(ps, 0.05, momentum=0.9, dampening=0.1, weight_decay=0.1),
+}
+
+
+def run_training(backend: str) -> dict:
+    if backend == "mindspore":
+        import mindspore as ms
+        from mindspore import Tensor, nn
+    else:
+        import graphkernel as ms
+        from graphkernel import Tensor, nn
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    rng = np.random.default_rng(0)
+    start = [rng.standard_normal((16, 8)).astype(np.float32) * 0.3, rng.standard_normal(16).astype(np.float32) * 0.1,
+             np.ones(16, np.float32), np.zeros(16, np.float32),
+             rng.standard_normal((4, 16)).astype(np.float32) * 0.3, np.zeros(4, np.float32)]
+    x = Tensor(rng.standard_normal((32, 8)).astype(np.float32))
+    y = Tensor(rng.standard_normal((32, 4)).astype(np.float32))
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.d1 = nn.Dense(8, 16, activation="relu")
+            self.ln = nn.LayerNorm((16,))
+            self.d2 = nn.Dense(16, 4)
+
+        def construct(self, data):
+            return self.d2(self.ln(self.d1(data)))
+
+    out = {}
+    for name, make in OPTIMIZERS.items():
+        net = Net()
+        for param, value in zip(net.trainable_params(), start):   # gamma and beta: decay skips them
+            param.set_data(Tensor(value))
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), make(nn, net.trainable_params()))
+        losses = [float(step(x, y).asnumpy()) for _ in range(5)]
+        out[name] = {"losses": losses, "params": [p.asnumpy().ravel().tolist() for p in net.trainable_params()]}
+    return out
+
+
+def compare_training(mindspore_python: str) -> float:
+    out = subprocess.run([mindspore_python, __file__, "mindspore-train"], capture_output=True, text=True,
+                         check=True, cwd=tempfile.gettempdir())
+    theirs, ours = json.loads(out.stdout.strip().splitlines()[-1]), run_training("graphkernel")
+    worst = 0.0
+    for name in OPTIMIZERS:
+        a, b = np.array(theirs[name]["losses"]), np.array(ours[name]["losses"])
+        loss_error = float(np.abs(a - b).max() / np.abs(a).max())
+        param_error = max(float(np.abs(np.array(p) - np.array(q)).max() / max(np.abs(p).max(), 1e-30))
+                          for p, q in zip(theirs[name]["params"], ours[name]["params"]))
+        worst = max(worst, loss_error, param_error)
+        print(f"{name:16s} 5 steps: losses {loss_error:.2e}, parameters {param_error:.2e} max relative difference")
+    return worst
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("backend", choices=["mindspore", "graphkernel", "compare"])
+    parser.add_argument("backend", choices=["mindspore", "graphkernel", "mindspore-train", "graphkernel-train",
+                                            "compare"])
     parser.add_argument("--mindspore-python", default=sys.executable)
     args = parser.parse_args()
+    if args.backend.endswith("-train"):
+        print(json.dumps(run_training(args.backend[:-len("-train")])))
+        return 0
     if args.backend != "compare":
         print(json.dumps(run(args.backend)))
         return 0
@@ -70,7 +135,8 @@ def main() -> int:
         error = float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30))
         worst = max(worst, error)
         print(f"{name:12s} max relative difference {error:.2e}")
-    return 0 if worst < 1e-5 and abs(theirs["loss"] - ours["loss"]) < 1e-5 * abs(theirs["loss"]) else 1
+    ok = worst < 1e-5 and abs(theirs["loss"] - ours["loss"]) < 1e-5 * abs(theirs["loss"])
+    return 0 if ok and compare_training(args.mindspore_python) < 1e-5 else 1
 
 
 if __name__ == "__main__":
