@@ -59,6 +59,8 @@ def render(spec: KernelSpec, variant: str, parallel: bool) -> tuple[str, str]:
     kernels/mathfn.py and kernels/lanes.py when the kernel calls them), so a changed emitter or helper
     never reuses an old kernel."""
     cls = {"elementwise": Elementwise, "rows": Rows, "split": Split, "columns": Columns}[variant]
+    if spec.in_place and variant != "elementwise":
+        raise ValueError(f"a {variant} kernel cannot store an output into an input (in_place {spec.in_place})")
     placeholder = "KERNEL_NAME"
     template = cls(spec, variant, parallel, set(kernel_functions()))
     body = template.render(placeholder)

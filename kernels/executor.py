@@ -77,6 +77,13 @@ class Step:
     parallel: bool = False
     values_in: tuple = ()       # IR values (for the kernel graph)
     values_out: tuple = ()
+    in_place: tuple = ()        # (k, i): the kernel stores output k through input i, the same buffer,
+                                # and takes no argument for it (kernels/in_place.py)
+
+    def call_outs(self) -> tuple[int, ...]:
+        """The output storages passed to fn: those not stored through an input."""
+        aliased = {k for k, _ in self.in_place}
+        return tuple(s for k, s in enumerate(self.outs) if k not in aliased)
 
 
 def _liveness(steps: list[Step], storages: list[Storage]) -> list[tuple[int, int, int]]:
@@ -218,10 +225,11 @@ class Program:
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             env[f"info{k}"] = step.info
-            call_args = [names[s] for s in step.ins + step.outs]
+            passed = step.ins + step.call_outs()
+            call_args = [names[s] for s in passed]
             if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
                 call_args = [f"{a}.view(U16)" if self.storages[s].dtype == np.float16 else a
-                             for a, s in zip(call_args, step.ins + step.outs)]
+                             for a, s in zip(call_args, passed)]
             call_args += [repr(x) for x in step.extra]
             call = f"k{k}({', '.join(call_args)})"
             if observed:
@@ -305,7 +313,9 @@ class Program:
                                          f"{a.dtype}{list(a.shape)}, the kernel takes {v.dtype.np}{list(v.shape)}")
             flat.append(np.array(a, order="C").reshape(-1))   # a private, writable, contiguous copy
         outs = [np.empty(v.shape, v.dtype.np) for v in step.values_out]
-        flat += [o.reshape(-1) for o in outs]
+        aliased = dict(step.in_place)
+        flat_ins = flat
+        flat = flat + [o.reshape(-1) for k, o in enumerate(outs) if k not in aliased]
         if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
             flat = [a.view(np.uint16) if a.dtype == np.float16 else a for a in flat]
         if self._lock is not None:
@@ -313,6 +323,8 @@ class Program:
                 step.fn(*flat, *step.extra)
         else:
             step.fn(*flat, *step.extra)
+        for k, i in aliased.items():   # stored through the copy of its input
+            outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
 
 

@@ -44,6 +44,12 @@ class KernelSpec:
     outputs: tuple[tuple[DType, tuple[bool, ...]], ...]
     nodes: tuple[NodeSpec, ...]
     results: tuple                     # refs of the outputs
+    in_place: tuple[tuple[int, int], ...] = ()   # (k, i): output k is stored into input i's buffer
+
+    @property
+    def aliased(self) -> dict[int, int]:
+        """Output k -> the input whose buffer it is stored into (elementwise kernels only)."""
+        return dict(self.in_place)
 
     @property
     def rank(self) -> int:

@@ -34,6 +34,7 @@ from ir.dtypes import DType
 from ir.autodiff import phase_of, update_nodes
 from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
+from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
@@ -44,6 +45,7 @@ from kernels.reduction import split_supported
 from kernels.random import dropout_fn
 from kernels.scatter import segment_sum_fn
 from kernels.compile import signature
+from kernels.in_place import plan_in_place
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
@@ -157,6 +159,7 @@ class _Builder:
         for k, v in enumerate(self.graph.inputs):
             self.where[v] = self.storage("input", v.type, index=k)
             inputs.append(self.where[v])
+        self.in_place = plan_in_place(self.graph, self.kernel_graph)
         assigns = [n for n in self.graph.nodes if n.op == "Assign"]
         for node in self.graph.nodes:
             if node.op != "Assign":
@@ -166,6 +169,13 @@ class _Builder:
         return Program(self.graph, self.steps, self.storages, inputs, results, self.cfg.max_device_memory,
                        assigned=[self.storages[self.where[n.inputs[0]]].index for n in assigns])
 
+    @staticmethod
+    def kernel_graph(node: Node) -> Graph | None:
+        """The subgraph of the generated kernel computing top-level `node`; None when it runs otherwise."""
+        if node.subgraph is not None:
+            return node.subgraph
+        return _one_node_graph(node) if _kernel_op(node) else None
+
     # --- nodes ---------------------------------------------------------------------------
     def lower_node(self, node: Node) -> None:
         if node.op == "Const":
@@ -173,10 +183,8 @@ class _Builder:
             self.where[node.out] = self.storage("const", node.out.type, array=arr)
         elif node.op == "Reshape":
             self.where[node.out] = self.where[node.inputs[0]]
-        elif node.subgraph is not None:
-            self.generated(node, node.subgraph, node.inputs, printable(node.name or "composite", 200))
-        elif _kernel_op(node):
-            self.generated(node, _one_node_graph(node), node.inputs, printable(node.name or node.op, 200))
+        elif (sub := self.kernel_graph(node)) is not None:
+            self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
             self.numpy_step(node, _matmul_fn(node), "numpy")
         elif node.op == "Transpose":
@@ -196,8 +204,10 @@ class _Builder:
             self.numpy_step(node, _reference_fn(node), "reference")
 
     def outputs_of(self, node: Node) -> tuple[int, ...]:
+        """Fresh temps, or the buffer of the Parameter a result updates in place (kernels/in_place.py)."""
         for v in node.outputs:
-            self.where[v] = self.storage("temp", v.type)
+            ref = self.in_place.get(v)
+            self.where[v] = self.where[ref] if ref is not None else self.storage("temp", v.type)
         return tuple(self.where[v] for v in node.outputs)
 
     def numpy_step(self, node: Node, fn, variant: str) -> None:
@@ -209,8 +219,11 @@ class _Builder:
                                values_out=node.outputs))
 
     def generated(self, node: Node, sub: Graph, ext: tuple[Value, ...], label: str) -> None:
+        # a node writing a Parameter in place must compute all its results before writing any: the
+        # reference, never single-op kernels (kernels/in_place.py)
+        in_place = any(v in self.in_place for v in node.outputs)
         if not float16_supported() and _touches_float16(sub):  # no kernel to build: no warning
-            if node.subgraph is not None:
+            if node.subgraph is not None and not in_place:
                 self.inline(node)
             else:
                 self.numpy_step(node, _reference_fn(node), "reference")
@@ -219,7 +232,7 @@ class _Builder:
             step = self.build_kernel(node, sub, ext)
         except Exception as e:  # noqa: BLE001 - any build failure must leave the run alive
             ops = [n.op for n in sub.nodes if n.op != "Const"]
-            if node.subgraph is not None and len(ops) > 1:
+            if node.subgraph is not None and len(ops) > 1 and not in_place:
                 warnings.warn(f"kernel of {label} ({_ops_text(ops)}) failed to build "
                               f"({type(e).__name__}: {_first_line(e)}); inlined into single-op kernels",
                               KernelBuildWarning, stacklevel=4)
@@ -241,21 +254,27 @@ class _Builder:
 
     def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> Step:
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
-        key = sub.key()
+        ins = tuple(self.where[v] for v in ext)
+        # result k updates the Parameter the kernel reads as input i: stored through that input's slice
+        # (kernels/in_place.py)
+        homes = [self.where[self.in_place[v]] if v in self.in_place else None for v in node.outputs]
+        aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
+        key = (sub.key(), aliases)
         if key not in self.kernels:
-            self.kernels[key] = self.compile_kernel(sub)
+            self.kernels[key] = self.compile_kernel(sub, aliases)
         info, fn, extra, parallel = self.kernels[key]
         info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
-        return Step(info, fn, tuple(self.where[v] for v in ext), self.outputs_of(node), extra=extra,
-                    parallel=parallel, values_in=tuple(ext), values_out=node.outputs)
+        return Step(info, fn, ins, self.outputs_of(node), extra=extra, parallel=parallel, values_in=tuple(ext),
+                    values_out=node.outputs, in_place=aliases)
 
-    def compile_kernel(self, sub: Graph) -> tuple:
-        """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`. Names take
-        no part in it, so `build_kernel` asks once per structure (a long chain of one op: once) and
-        names each launch after its node."""
+    def compile_kernel(self, sub: Graph, aliases: tuple = ()) -> tuple:
+        """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`, result k
+        stored into input i for each (k, i) of `aliases`. Names take no part in it, so `build_kernel`
+        asks once per structure (a long chain of one op: once) and names each launch after its node."""
         spec, sizes = describe(sub)
-        dtypes = [d for d, _ in spec.inputs + spec.outputs]
+        spec = replace(spec, in_place=aliases)
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
+        dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs) if k not in spec.aliased]
         parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements) > 1
         name, source = render(spec, variant, parallel)
         fn = get_kernel(name, name, source, parallel,
@@ -268,16 +287,11 @@ class _Builder:
 
     # --- Parameter updates ---------------------------------------------------------------
     def lower_assigns(self, assigns: list[Node]) -> None:
-        """Each Assign(ref, value): the step computing `value` writes it straight into ref's input buffer
-        when that is safe (`_write_in_place`); otherwise copies at the end write it there, after every
-        step has run (a value that is itself an assigned input is first copied aside: a swap stays a
-        swap)."""
-        sources = {self.where[n.inputs[1]] for n in assigns}
-        copies = []
-        for node in assigns:
-            ref, value = (self.where[v] for v in node.inputs)
-            if not (ref not in sources and self._write_in_place(ref, value)):
-                copies.append((node, ref, value))
+        """Each Assign(ref, value) not written in place by the step computing `value`
+        (kernels/in_place.py): a copy at the end writes it into ref's input buffer, after every step
+        has run (a value that is itself an assigned input is first copied aside: a swap stays a swap)."""
+        copies = [(node, *(self.where[v] for v in node.inputs)) for node in assigns
+                  if node.inputs[1] not in self.in_place]
         assigned = {ref for _, ref, _ in copies}
         staged = []
         for node, ref, value in copies:
@@ -294,33 +308,6 @@ class _Builder:
         t = node.out.type
         info = KernelInfo(name, ("Assign",), 1, (t,), (t,), "device", None, "copy", phase="optimizer")
         return Step(info, _copy, (src,), (dst,), values_in=(node.inputs[1],), values_out=(node.out,))
-
-    def _write_in_place(self, ref: int, value: int) -> bool:
-        """Make the step computing storage `value` write input storage `ref` instead, if no step after
-        it reads `ref` (the old value) and it reads `ref` only at the indices it writes (an elementwise
-        kernel) or computes all of its results before writing any (the numpy reference)."""
-        if self.storages[value].kind != "temp":
-            return False
-        producer = next((i for i, st in enumerate(self.steps) if value in st.outs), None)
-        if producer is None:
-            return False
-        step = self.steps[producer]
-        if any(ref in st.ins for st in self.steps[producer + 1:]):
-            return False
-        if ref in step.ins and step.info.variant not in ("reference", "host"):
-            sizes = {v.type.size for v in step.values_out}
-            same_index = step.info.variant == "elementwise" and len(sizes) == 1 and all(
-                v.type.size in sizes for s, v in zip(step.ins, step.values_in) if s == ref)
-            if not same_index:
-                return False
-        rename = lambda ids: tuple(ref if s == value else s for s in ids)  # noqa: E731
-        for i in range(producer, len(self.steps)):
-            st = self.steps[i]
-            self.steps[i] = replace(st, ins=rename(st.ins), outs=rename(st.outs))
-        for v, s in self.where.items():
-            if s == value:
-                self.where[v] = ref
-        return True
 
     # --- outputs -------------------------------------------------------------------------
     def claim_outputs(self) -> list[int]:
@@ -397,6 +384,9 @@ def _transpose_fn(node: Node):
 
 
 def _reference_fn(node: Node, run=evaluate):
+    """The numpy reference of `node` (a composite: of its subgraph) writing into flat output buffers."""
+    if node.subgraph is not None:
+        run = lambda n, arrays: interpret(n.subgraph, arrays)  # noqa: E731
     shapes = [v.shape for v in node.inputs]
     n_in = len(shapes)
 

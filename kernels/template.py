@@ -54,9 +54,12 @@ class KernelTemplate:
         self.spec, self.variant, self.parallel = spec, variant, parallel
         self.w = Writer()
         self.names = Names(helpers)
+        # an output stored into an input's buffer (KernelSpec.in_place) is that input: no argument of its own
+        self.home = {("out", k): ("in", i) for k, i in spec.in_place}
+        outputs = [(("out", k), p) for k, (_, p) in enumerate(spec.outputs)]
         self.buffers = [(("in", i), p) for i, (_, p) in enumerate(spec.inputs)] + \
-                       [(("out", k), p) for k, (_, p) in enumerate(spec.outputs)]
-        self.pres = dict(self.buffers)
+                       [(b, p) for b, p in outputs if b not in self.home]
+        self.pres = dict(self.buffers + outputs)
         self.dims = [self.names("d", a) for a in range(spec.rank)]
         self.consts = {n: node for n, node in enumerate(spec.nodes) if node.op == "Const"}
         self.stash_load: set = set()    # refs read back from the block's row scratch in this pass
@@ -65,15 +68,15 @@ class KernelTemplate:
     # --- names -----------------------------------------------------------------------------
     def name(self, key: tuple) -> str:
         """The array a key names: a buffer argument or a scratch row."""
-        return self.names(*key)
+        return self.names(*self.home.get(key, key))
 
     def sliced(self, key: tuple) -> str:
         """The slice of `key` the current loop walks."""
-        return self.names("t", *key)
+        return self.names("t", *self.home.get(key, key))
 
     def at(self, key: tuple) -> str:
         """The flat offset of buffer `key` at the current position."""
-        return self.names("o", *key)
+        return self.names("o", *self.home.get(key, key))
 
     def const(self, n: int) -> str:
         return self.names("cst", n)
@@ -217,9 +220,11 @@ class KernelTemplate:
     def docstring(self, name: str) -> None:
         axes = ", ".join(f"{d}{' (reduce)' if r else ''}" for d, r in zip(self.dims, self.spec.reduce_axes))
         self.w(f'"""{name}: {self.variant} kernel over collapsed axes ({axes}).')
-        for (b, pres), (dtype, _) in zip(self.buffers, self.spec.inputs + self.spec.outputs):
+        for b, pres in self.buffers:
             shown = ", ".join(d if p else "1" for d, p in zip(self.dims, pres))
-            self.w(f"    {self.name(b)}: {dtype}[{shown}]")
+            self.w(f"    {self.name(b)}: {self.dtype_of(b)}[{shown}]")
+        for (_, k), (_, i) in self.home.items():
+            self.w(f"    output {k}: stored into {self.name(('in', i))} (a Parameter updated in place)")
         self.w('"""')
 
 
