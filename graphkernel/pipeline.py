@@ -29,6 +29,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
     from graphkernel.passes.composite_fusion import composite_fusion
     from graphkernel.passes.recompute import recompute
     from graphkernel.passes.parallel_fusion import parallel_fusion
+    from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
     from graphkernel.passes.sibling_fusion import sibling_fusion
     from graphkernel.passes.precision import precision
     from graphkernel.passes.partition import partition
@@ -44,6 +45,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("composite", "composite_fusion", composite_fusion, 1),  # composites + other fusible ops, by cost
         ("composite", "recompute", recompute, 2),              # duplicate cheap producers into consumers
         ("composite", "sibling_fusion", sibling_fusion, 2),    # same-axes reductions -> one kernel
+        ("composite", "multi_tensor_fusion", multi_tensor_fusion, 1),  # an optimizer's updates -> one launch
         ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
     ]
 

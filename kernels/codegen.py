@@ -15,6 +15,8 @@ sequential one); arrays are flat arguments, sizes, block_dim and the tile are ru
     columns       reductions whose last axis is kept (a sum over axis 0): a unit is a tile of
                   columns, one accumulator per column, updated row by row from contiguous slices
                   (kernels/columns.py)
+    multi_tensor  one elementwise kernel over many tensors of different sizes (kernels/multi_tensor.py):
+                  the blocks share the tensors' concatenated flat space
     split         one-pass reductions of a long row over few units: the row is cut into chunks of
                   `tile` elements, a fixed size (never derived from block_dim or threads), each chunk
                   reduced on its own into a partial, the partials folded in chunk order afterwards
@@ -33,6 +35,7 @@ import importlib
 from kernels.emitters import HELPERS, kernel_functions
 from kernels.layout import KernelSpec
 from kernels.columns import Columns
+from kernels.multi_tensor import MultiTensor
 from kernels.reduction import Rows, Split
 from kernels.source_text import check_source, doc_text, identifier
 from kernels.template import Elementwise
@@ -58,8 +61,9 @@ def render(spec: KernelSpec, variant: str, parallel: bool) -> tuple[str, str]:
     """(function name, module source) of the kernel. The name ends in a hash of the source (and of
     kernels/mathfn.py and kernels/lanes.py when the kernel calls them), so a changed emitter or helper
     never reuses an old kernel."""
-    cls = {"elementwise": Elementwise, "rows": Rows, "split": Split, "columns": Columns}[variant]
-    if spec.in_place and variant != "elementwise":
+    cls = {"elementwise": Elementwise, "rows": Rows, "split": Split, "columns": Columns,
+           "multi_tensor": MultiTensor}[variant]
+    if getattr(spec, "in_place", ()) and variant != "elementwise":
         raise ValueError(f"a {variant} kernel cannot store an output into an input (in_place {spec.in_place})")
     placeholder = "KERNEL_NAME"
     template = cls(spec, variant, parallel, set(kernel_functions()))

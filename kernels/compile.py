@@ -44,6 +44,19 @@ def signature(buffer_dtypes, num_ints: int) -> tuple:
     return tuple(types.Array(_NUMBA_DTYPE[d], 1, "C") for d in buffer_dtypes) + (types.int64,) * num_ints
 
 
+def multi_tensor_signature(mspec) -> tuple:
+    """Argument types of a multi-tensor kernel (kernels/multi_tensor.py): per buffer one flat C array, or
+    a tuple of one per tensor; the int64 counts; block_dim, tile, width."""
+    spec, aliased = mspec.spec, mspec.spec.aliased
+    arrays = [(d, not shared) for (d, _), shared in zip(spec.inputs, mspec.shared)]
+    arrays += [(d, True) for k, (d, _) in enumerate(spec.outputs) if k not in aliased]
+    out = []
+    for dtype, per_tensor in arrays:
+        array = types.Array(_NUMBA_DTYPE[dtype], 1, "C")
+        out.append(types.UniTuple(array, mspec.tensors) if per_tensor else array)
+    return tuple(out) + (types.Array(types.int64, 1, "C"),) + (types.int64,) * 3
+
+
 def _options(parallel: bool) -> dict:
     return dict(parallel=parallel, error_model="numpy", cache=False, nogil=True)
 

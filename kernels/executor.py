@@ -33,7 +33,7 @@ from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
 
 
-GENERATED = ("elementwise", "rows", "split", "columns")   # KernelInfo.variant of generated kernels
+GENERATED = ("elementwise", "rows", "split", "columns", "multi_tensor")   # KernelInfo.variant of generated kernels
 
 
 class InputMismatchError(GraphKernelError, TypeError):

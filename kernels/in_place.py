@@ -24,7 +24,9 @@ results before writing any: never as single-op kernels, which would write ref be
 from __future__ import annotations
 
 from ir.graph import Graph, Node, Value
+from kernels.fusible import Unsupported
 from kernels.layout import describe
+from kernels.multi_tensor import multi_parts
 
 
 def storage_root(v: Value) -> Value:
@@ -59,17 +61,30 @@ def plan_in_place(graph: Graph, kernel_graph) -> dict[Value, Value]:
         if last_read.get(ref, -1) > order[producer]:
             continue
         reads_ref = [i for i, v in enumerate(producer.inputs) if storage_root(v) is ref]
-        if reads_ref and not _same_index(producer, reads_ref, kernel_graph(producer)):
+        if reads_ref and not _same_index(producer, reads_ref, value.index, kernel_graph(producer)):
             continue
         plan[value] = ref
     return plan
 
 
-def _same_index(node: Node, positions: list[int], sub: Graph | None) -> bool:
-    """The kernel of `node` is elementwise, its results of one size, its inputs at `positions` too."""
+def _same_index(node: Node, positions: list[int], k: int, sub: Graph | None) -> bool:
+    """The kernel of `node` computes its result k elementwise, of the size of its inputs at `positions`,
+    which no other part of it reads (a multi-tensor kernel: the part holding result k)."""
     if sub is None:
         return False
-    sizes = {v.type.size for v in node.outputs}
+    parts = multi_parts(sub)
+    if parts is not None:
+        (part,) = [p for p in parts if k in p.outputs]
+        if not set(positions) <= set(part.inputs) or any(
+                set(positions) & set(p.inputs) for p in parts if p is not part):
+            return False
+        sub, outputs = part.graph, [node.outputs[j] for j in part.outputs]
+    else:
+        outputs = node.outputs
+    sizes = {v.type.size for v in outputs}
     if len(sizes) != 1 or any(node.inputs[i].type.size not in sizes for i in positions):
         return False
-    return not describe(sub)[0].has_reduce
+    try:
+        return not describe(sub)[0].has_reduce
+    except Unsupported:      # no kernel: the build fails and the reference runs it (not in place)
+        return False

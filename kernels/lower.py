@@ -44,8 +44,9 @@ from kernels.codegen import render
 from kernels.reduction import split_supported
 from kernels.random import dropout_fn
 from kernels.scatter import segment_sum_fn
-from kernels.compile import signature
+from kernels.compile import multi_tensor_signature, signature
 from kernels.in_place import plan_in_place
+from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
@@ -258,6 +259,9 @@ class _Builder:
         # result k updates the Parameter the kernel reads as input i: stored through that input's slice
         # (kernels/in_place.py)
         homes = [self.where[self.in_place[v]] if v in self.in_place else None for v in node.outputs]
+        parts = multi_parts(sub)
+        if parts is not None:
+            return self.multi_tensor_step(node, parts, ext, ins, homes)
         aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
         key = (sub.key(), aliases)
         if key not in self.kernels:
@@ -284,6 +288,32 @@ class _Builder:
         info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
                           tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name)
         return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
+
+    def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> Step:
+        """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""
+        described = describe_multi(parts)
+        if described is None:
+            raise ValueError(f"the {len(parts)} disjoint parts of the composite are not one elementwise kernel")
+        mspec, counts = described
+        aliases = local_aliases(parts, mspec, ins, homes)
+        mspec = replace(mspec, spec=replace(mspec.spec, in_place=aliases))
+        total = sum(counts)
+        variant, block_dim, tile, lanes = choose_launch(mspec.spec, (total,), self.cfg.core_num)
+        parallel = aicore.launch_threads(block_dim, total, self.cfg.parallel_min_elements) > 1
+        name, source = render(mspec, "multi_tensor", parallel)
+        fn = get_kernel(name, name, source, parallel, multi_tensor_signature(mspec), self.cfg.cache_mode,
+                        self.cfg.cache_dir)
+        if self.cfg.source_dir:
+            _write_source(self.cfg.source_dir, name, source)
+        pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
+        stored = {k for k, _ in pairs}
+        passed = [k for k in range(len(node.outputs)) if k not in stored]
+        launch = launcher(fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
+        info = KernelInfo(node.name or node.op, mspec.op_names, block_dim, tuple(v.type for v in ext),
+                          node.types, "device", source, "multi_tensor", kernel=name,
+                          phase=phase_of(node, self.updates_only))
+        return Step(info, launch, ins, self.outputs_of(node), extra=(block_dim, tile, lanes), parallel=parallel,
+                    values_in=tuple(ext), values_out=node.outputs, in_place=pairs)
 
     # --- Parameter updates ---------------------------------------------------------------
     def lower_assigns(self, assigns: list[Node]) -> None:

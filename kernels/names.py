@@ -57,6 +57,13 @@ FIXED = {
     "cw": "columns of the unit (columns)",
     "c": "column of the unit (columns), or chunk (split)",
     "r": "position over the reduce axes (columns)",
+    # multi-tensor kernels
+    "counts": "elements of each tensor (argument)",
+    "total": "elements of all tensors",
+    "tn": "the current tensor",
+    "base": "flat position of the current tensor's first element in the concatenated space",
+    "lo": "the block's first position in the current tensor",
+    "hi": "past the block's last position in the current tensor",
 }
 
 # prefixes of keyed names: prefix_key
@@ -80,6 +87,7 @@ KEYED = {
     "part": "partial results of reduction n, one per chunk (split)",
     "scr": "scratch row: the operand of reduction n, computed before its lanes take it",
     "keep": "scratch row: a costly value of node n kept for a later pass",
+    "mt": "the current tensor's array of a buffer with one array per tensor (multi-tensor kernels)",
 }
 
 GLOBALS = {"np", "math", "prange"}

@@ -233,34 +233,38 @@ class Elementwise(KernelTemplate):
         return self.pres[buf][-1]
 
     def render(self, name: str) -> str:
-        w, spec, r = self.w, self.spec, self.spec.rank
+        w = self.w
         with w.block(self.signature(name)):
             self.docstring(name)
             self.emit_consts()
             self.emit_strides()
-            total = product(self.dims)
-            with w.block(self.emit_grid_header(total)):
+            with w.block(self.emit_grid_header(product(self.dims))):
                 self.emit_block_span()
-                w("i = start")
-                with w.block("while i < stop:"):
-                    inner = self.dims[-1]
-                    if r > 1:
-                        w(f"row = i // {inner}")
-                        w(f"col = i - row * {inner}")
-                        w(f"n = min(stop - i, {inner} - col, tile)")
-                        index = self.decompose("row", list(range(r - 1)))
-                        index[r - 1] = "col"
-                    else:
-                        w("n = min(stop - i, tile)")
-                        index = {0: "i"}
-                    for buf, pres in self.buffers:
-                        off = "i" if all(pres) else self.offset(buf, index)
-                        w(f"{self.at(buf)} = {off}")
-                        if pres[-1]:
-                            w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + n]")
-                    self.emit_loop(spec)
-                    w("i += n")
+                self.emit_walk("start", "stop")
         return w.text()
+
+    def emit_walk(self, first: str, last: str) -> None:
+        """Walk flat positions [first, last) in segments inside one row of the last axis."""
+        w, r = self.w, self.spec.rank
+        w(f"i = {first}")
+        with w.block(f"while i < {last}:"):
+            inner = self.dims[-1]
+            if r > 1:
+                w(f"row = i // {inner}")
+                w(f"col = i - row * {inner}")
+                w(f"n = min({last} - i, {inner} - col, tile)")
+                index = self.decompose("row", list(range(r - 1)))
+                index[r - 1] = "col"
+            else:
+                w(f"n = min({last} - i, tile)")
+                index = {0: "i"}
+            for buf, pres in self.buffers:
+                off = "i" if all(pres) else self.offset(buf, index)
+                w(f"{self.at(buf)} = {off}")
+                if pres[-1]:
+                    w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + n]")
+            self.emit_loop(self.spec)
+            w("i += n")
 
     def emit_loop(self, spec) -> None:
         w = self.w

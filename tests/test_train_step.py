@@ -89,6 +89,16 @@ def test_fused_updates_write_in_place_without_copies():
     assert not [k for k in kernels if k.op_types == ("Assign",)], "every update is written in place"
 
 
+def test_bert_layer_updates_take_at_most_four_optimizer_kernels():
+    """Multi-tensor fusion: the AdamWeightDecay updates of every Parameter of a BERT layer, whatever its
+    shape, in a few launches (the step counter, and one per update kernel), all written in place."""
+    context.set_context(device_target="Ascend", enable_graph_kernel=True, graph_kernel_flags="")
+    kernels = _adamw_step(_bert(32, 4)).compile(*_data(32, 8)).kernels
+    optimizer = [k for k in kernels if k.phase == "optimizer"]
+    assert len(optimizer) <= 4, [(k.name, k.variant) for k in optimizer]
+    assert "multi_tensor" in [k.variant for k in optimizer]
+
+
 def test_parallel_fusion_keeps_reads_of_old_values(setting):
     """LayerNorm's gamma is read by the backward (dx) and rewritten by its update; merged updates and
     the in-place writes must leave every reader the old value: the same losses as the reference."""
