@@ -44,7 +44,7 @@ def _row(item, where: str) -> tuple:
         if isinstance(a, Tensor):
             a = a.asnumpy()
         a = np.asarray(a)
-        if a.dtype == object:
+        if a.dtype.kind not in "biuf":
             raise DatasetError(f"{where}: column {k} is not numeric data (a {type(item[k]).__name__})")
         row.append(a)
     return tuple(row)
