@@ -175,7 +175,7 @@ class CompiledGraph:
         results = [np.empty((n, *v.shape), v.dtype.np) for v in self.graph.outputs[:self.result_count]]
         with self._lock or contextlib.nullcontext():
             for step in range(n):
-                for r, out in zip(results, self._run([a[step] for a in staged] + params)):
+                for r, out in zip(results, self._run([a[step, ...] for a in staged] + params)):   # views
                     r[step] = out
         return results
 

@@ -287,3 +287,50 @@ def test_sinking_needs_graph_mode(cpu):
     model, _ = _model()
     with pytest.raises(ModelError, match="dataset_sink_mode=True needs GRAPH_MODE"):
         model.train(1, [(x, y)], dataset_sink_mode=True)
+
+
+def test_a_sink_never_goes_through_the_cell_call_path(cpu, monkeypatch):
+    x, y = _data()
+    data = NumpySlicesDataset((x, y), shuffle=False).batch(4)
+    model, _ = _model()
+    model.train(1, data, dataset_sink_mode=True)        # compiles
+    calls = []
+    monkeypatch.setattr(type(model.train_network), "__call__", lambda self, *a: calls.append(a))
+    model.train(2, data, dataset_sink_mode=True, sink_size=3)
+    assert calls == []
+    model.train(1, data)                                 # the plain loop calls the cell every step
+    assert len(calls) == 6
+
+
+def test_a_sink_with_dropout_and_a_dynamic_loss_scale_equals_plain_steps(cpu):
+    def build():
+        ms.set_seed(3)
+        net = nn.SequentialCell([nn.Dense(4, 8, activation="relu"), nn.Dropout(p=0.25), nn.Dense(8, 2)])
+        manager = DynamicLossScaleManager(init_loss_scale=2.0 ** 8, scale_factor=2, scale_window=2)
+        return Model(net, nn.MSELoss(), nn.Adam(net.trainable_params(), 1e-2), loss_scale_manager=manager), net
+
+    x, y = _data()
+    data = NumpySlicesDataset((x, y), shuffle=False).batch(4)
+    plain, plain_net = build()
+    losses = []
+
+    class Grab(Callback):
+        def on_train_step_end(self, run_context):
+            losses.append(run_context.original_args().net_outputs[0].asnumpy().copy())
+
+    plain.train(1, data, callbacks=Grab())
+    sunk, sunk_net = build()
+    seen = {}
+
+    class GrabSink(Callback):
+        def on_train_step_end(self, run_context):
+            seen["all"] = run_context.original_args().sink_outputs
+
+    sunk.train(1, data, callbacks=GrabSink(), dataset_sink_mode=True)
+    loss, overflow, scale = seen["all"]                   # every step's outputs, stacked
+    assert loss.shape == (6,) and overflow.shape == (6,)
+    assert_close(loss.asnumpy(), np.array(losses), bitwise=True)
+    assert_close(scale.asnumpy(), np.array([256, 256, 512, 512, 1024, 1024], np.float32), bitwise=True)
+    for a, b in zip(_params(sunk_net), _params(plain_net)):
+        assert_close(a, b, bitwise=True)
+    assert sunk._loss_scale_manager.get_loss_scale() == plain._loss_scale_manager.get_loss_scale() == 2048
