@@ -26,7 +26,6 @@ import sys
 import time
 
 import numpy as np
-from tqdm import tqdm
 
 from ir.errors import GraphKernelError
 from graphkernel.tensor import Parameter, Tensor
@@ -246,6 +245,7 @@ class ProgressBar(Callback):
         self._done = 0
         self._start = time.perf_counter()
         if hasattr(out, "isatty") and out.isatty():
+            from tqdm import tqdm   # a third-party import on first use: `import graphkernel` stays quick
             self._bar = tqdm(total=self._total, unit="step", file=out, dynamic_ncols=True)
         else:
             self._bar, self._out = None, out

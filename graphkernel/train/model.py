@@ -249,8 +249,7 @@ class Model:
             cb.cur_epoch_num = e + 1
             callbacks.on_train_epoch_begin(run_context)
             batches = [next(stream) for _ in range(sink_size)]
-            for batch in batches[:1]:
-                self._check_batch(batch)
+            self._check_batch(batches[0])
             staged = _stage(batches)
             cb.cur_step_num += sink_size
             cb.train_dataset_element = last = _tensors(batches[-1])
