@@ -334,3 +334,40 @@ def test_a_sink_with_dropout_and_a_dynamic_loss_scale_equals_plain_steps(cpu):
     for a, b in zip(_params(sunk_net), _params(plain_net)):
         assert_close(a, b, bitwise=True)
     assert sunk._loss_scale_manager.get_loss_scale() == plain._loss_scale_manager.get_loss_scale() == 2048
+
+
+def test_eval_with_a_given_eval_network_and_indexes(cpu):
+    class Eval(ms.nn.Cell):
+        """(label, outputs, loss): the indexes say where each is."""
+
+        def __init__(self, net):
+            super().__init__()
+            self.net, self.loss = net, nn.MSELoss()
+
+        def construct(self, x, y):
+            out = self.net(x)
+            return y, out, self.loss(out, y)
+
+    x, y = _data(rows=8)
+    net = _net()
+    model = Model(net, metrics={"mse", "loss"}, eval_network=Eval(net), eval_indexes=[2, 1, 0])
+    result = model.eval([(x, y)])
+    pred = net(Tensor(x)).asnumpy()
+    assert_close(np.float32(result["mse"]), np.float32(((pred - y) ** 2).sum() / 8))
+    assert_close(np.float32(result["loss"]), np.float32(((pred - y) ** 2).mean()))
+    assert ms.Model is Model
+    with pytest.raises(ModelError, match="eval_indexes must be a list of three indexes"):
+        Model(net, metrics={"mse"}, eval_network=Eval(net), eval_indexes=[0, 1])
+
+
+def test_eval_and_predict_leave_the_training_mode_as_it_was(cpu):
+    ms.set_seed(0)
+    net = nn.SequentialCell([nn.Dense(4, 8), nn.Dropout(p=0.5), nn.Dense(8, 2)])
+    model = Model(net, nn.MSELoss(), nn.Momentum(net.trainable_params(), 0.05, 0.9), metrics={"mse"})
+    x, y = _data(rows=8)
+    assert net.training                                  # the train network set it
+    w1, b1, w2, b2 = (p.asnumpy() for p in net.trainable_params())
+    expected = (x @ w1.T + b1) @ w2.T + b2              # no dropout while predicting
+    assert_close(model.predict(x).asnumpy(), expected.astype(np.float32))
+    model.eval([(x, y)])
+    assert net.training

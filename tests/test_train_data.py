@@ -153,3 +153,12 @@ def test_metric_names_and_a_custom_metric():
         get_metrics({"f1"})
     with pytest.raises(MetricError, match="metrics\\['x'\\] must be a Metric"):
         get_metrics({"x": 3})
+
+
+def test_create_tuple_iterator_gives_arrays_or_tensors():
+    x, y = _columns(3)
+    ds = NumpySlicesDataset((x, y), shuffle=False)
+    arrays = list(ds.create_tuple_iterator(output_numpy=True))
+    tensors = list(ds.create_tuple_iterator(output_numpy=False))
+    assert isinstance(arrays[0][0], np.ndarray) and isinstance(tensors[0][0], Tensor)
+    assert np.array_equal(tensors[2][0].asnumpy(), x[2])
