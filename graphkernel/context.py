@@ -144,6 +144,7 @@ def _check_together(settings: dict) -> None:
                            "in mixed compute mode training loop sinking cannot be on, iterations_per_loop must "
                            "stay 1 (set one of them back)")
 
+
 _settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}
 
 
