@@ -14,6 +14,7 @@ through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 
@@ -155,6 +156,29 @@ class CompiledGraph:
             np.copyto(arrays[i], outs[k])
         return outs[:self.result_count]
 
+    def run_steps(self, staged: list[np.ndarray]) -> list[np.ndarray]:
+        """Loop sinking: `staged` holds the call's inputs of N steps, each stacked on a new first axis
+        (N, *input shape). One call runs the N steps in order (the Parameters updated in place after
+        each, the lock taken once) and returns each result stacked the same way: (N, *result shape)."""
+        expected = self.graph.inputs[: len(self.graph.inputs) - len(self.parameters)]
+        if len(staged) != len(expected) or not staged:
+            raise InputError(f"compiled graph {self.graph_id} takes {len(expected)} staged inputs, got "
+                             f"{len(staged)}")
+        n = staged[0].shape[0] if staged[0].ndim else 0
+        for i, (a, v) in enumerate(zip(staged, expected)):
+            if a.shape != (n, *v.shape) or a.dtype != v.dtype.np:
+                raise InputError(f"staged input {i}: got {a.dtype}{list(a.shape)}, expected "
+                                 f"{v.dtype.value}{[n, *v.shape]} ({n} steps)")
+        staged = [a.copy() if not a.flags.c_contiguous or not a.flags.writeable or any(
+            np.may_share_memory(a, p._array) for p in self.updated_parameters) else a for a in staged]
+        params = [p._array for p in self.parameters]
+        results = [np.empty((n, *v.shape), v.dtype.np) for v in self.graph.outputs[:self.result_count]]
+        with self._lock or contextlib.nullcontext():
+            for step in range(n):
+                for r, out in zip(results, self._run([a[step, ...] for a in staged] + params)):   # views
+                    r[step] = out
+        return results
+
     def call_unchecked(self, tensors) -> object:
         """Run on Tensors known to match the signature (the Cell's cache checked them)."""
         arrays = [t._array for t in tensors]
@@ -166,6 +190,10 @@ class CompiledGraph:
         tape = active_tape()
         if tape is not None:   # a PYNATIVE gradient is recording: it differentiates through this graph
             tape.record_graph(self.stages["validate"], tensors, self.parameters, outs)
+        return self.structure(outs)
+
+    def structure(self, outs: list):
+        """The results as construct returned them: one Tensor, a tuple, or its nested tuples and lists."""
         if self.out_tree is None:
             return outs[0] if len(outs) == 1 else tuple(outs)
         return unflatten(self.out_tree, outs)

@@ -131,7 +131,19 @@ KEYS: dict[str, Key] = {
     "op_compiler_cache_dir": Key(None, _path_or_none),
     "core_num": Key(32, _int_range(1, 1024)),
     "max_device_memory": Key(None, _memory_size),   # bytes; None: GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's
+    # training steps per launch of a compiled step (loop sinking: graphkernel.train.Model)
+    "iterations_per_loop": Key(1, _int_range(1, 1 << 30), compile=False),
 }
+
+
+def _check_together(settings: dict) -> None:
+    """Rules between keys: loop sinking and mixed compute exclude each other (host ops between device
+    subgraphs need the host every step)."""
+    if settings["mix_compile_mode"] and settings["iterations_per_loop"] != 1:
+        raise ContextError(f"iterations_per_loop={settings['iterations_per_loop']} with mix_compile_mode=True: "
+                           "in mixed compute mode training loop sinking cannot be on, iterations_per_loop must "
+                           "stay 1 (set one of them back)")
+
 
 _settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}
 
@@ -156,6 +168,7 @@ def set_context(**kwargs) -> None:
         except GraphKernelError as e:
             raise type(e)(f"set_context({name}=...): {e}") from None
         staged[name] = canonical
+    _check_together({**_settings, **staged})
     _settings.update(staged)
     _compile_key_cache.clear()
 
