@@ -100,7 +100,7 @@ def arrays_for(graph, seed=0):
 def check(graph, expected, steps=2):
     """Run `steps` calls; each call's results and updated inputs equal the reference's; the launches
     stored through an input and the Assign copies are the ones `expected` says."""
-    program = lower(graph, DeviceConfig(cache_mode="disable"))
+    program = lower(graph, DeviceConfig())
     arrays = arrays_for(graph)
     want = [a.copy() for a in arrays]
     pointers = [a.ctypes.data for a in arrays]
