@@ -3,6 +3,8 @@
     Const                       a constant buffer (scalars are inlined into the kernels that read them)
     Reshape                     a view: shares its input's buffer, no launch
     Composite                   one generated kernel for its subgraph
+    If                          a Conditional step: each branch lowered to a Program of its own, the
+                                condition picks the one that runs (kernels/executor.py)
     elementwise/broadcast/reduce primitive
                                 one generated kernel for a one-node subgraph: the same codegen as a
                                 composite, so fusion on and off compute the same bits
@@ -35,7 +37,7 @@ from ir.autodiff import phase_of, update_nodes
 from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.printer import printable
-from ir.ops import Pattern, evaluate, get, placement
+from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
 from kernels.cache import get_kernel
@@ -45,7 +47,7 @@ from kernels.random import dropout_fn
 from kernels.scatter import segment_sum_fn
 from kernels.compile import signature
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
-from kernels.executor import KernelInfo, Program, Step, Storage
+from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
 
 SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
@@ -175,6 +177,8 @@ class _Builder:
             self.where[node.out] = self.where[node.inputs[0]]
         elif node.subgraph is not None:
             self.generated(node, node.subgraph, node.inputs, printable(node.name or "composite", 200))
+        elif branches(node):
+            self.conditional(node)
         elif _kernel_op(node):
             self.generated(node, _one_node_graph(node), node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
@@ -194,6 +198,14 @@ class _Builder:
             self.numpy_step(node, _reference_fn(node, run_host), "host")
         else:
             self.numpy_step(node, _reference_fn(node), "reference")
+
+    def conditional(self, node: Node) -> None:
+        then, else_ = (_Builder(g, self.cfg).build() for g in branches(node))
+        fn = Conditional(then, else_, tuple(v.shape for v in node.inputs[1:]))
+        info = KernelInfo(printable(node.name or node.op, 200), (node.op,), 1, tuple(v.type for v in node.inputs),
+                          node.types, "device", None, "branch", phase=phase_of(node, self.updates_only))
+        self.steps.append(Step(info, fn, tuple(self.where[v] for v in node.inputs), self.outputs_of(node),
+                               values_in=node.inputs, values_out=node.outputs))
 
     def outputs_of(self, node: Node) -> tuple[int, ...]:
         for v in node.outputs:
