@@ -224,8 +224,8 @@ class Trace:
         where = describe_frame(frame)
         if value.type.size != 1:
             raise BranchError(f"a tensor condition must hold one element (MindSpore's rule), the condition of "
-                              f"{where} is {value.type} ({value.type.size} elements): reduce it (P.ReduceAll, "
-                              "P.ReduceAny) or compare a scalar")
+                              f"{where} is {value.type} ({value.type.size} elements): reduce it to one "
+                              "(P.ReduceMax, P.ReduceSum) first")
         if loop_statement(frame) == "while":
             raise BranchError(f"`while` on a tensor condition ({where}) is not supported in GRAPH_MODE: its trip "
                               "count depends on data. Loop a fixed number of times with an `if` inside, use "
