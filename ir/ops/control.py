@@ -55,16 +55,11 @@ def _no_reference(arrays, attrs):
     raise IRError("an If node runs through the interpreter (ir.interpret), which runs the branch taken")
 
 
-def _if_grad(b, node, douts):
-    raise IRError("an If node is differentiated when it is traced (the gradient of each branch is taken "
-                  "inside it: graphkernel/trace.py), not by the autodiff stage")
-
-
 register(OpDef(IF, Pattern.OPAQUE, None, _if_infer, _no_reference,
                (Attr("then", check=_check_branch), Attr("else", check=_check_branch)),
                doc="runs its then branch if the condition holds, else its else branch (a conditional)",
                domain="any", precision=Precision("gray", True, "each branch follows its own ops"),
-               grad=_if_grad, api=Api(primitive=False)))
+               api=Api(primitive=False)))   # no rule: a branch is differentiated as it is traced
 
 
 def branches(node: Node) -> tuple[Graph, ...]:
