@@ -27,6 +27,7 @@ from ir.ops.host import to_host_call
 from graphkernel.branching import (MAX_PATHS, BranchError, Leaf, Segment, build_graph, describe_frame,
                                    loop_statement, same_step, user_frame)
 from graphkernel.limits import max_device_memory
+from graphkernel import tensor as _tensor
 from graphkernel.tensor import TensorOps
 
 _active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_trace", default=None)
@@ -222,10 +223,10 @@ class Trace:
         """bool() of a traced tensor: the branch this run takes (graphkernel/branching.py)."""
         frame = user_frame()
         where = describe_frame(frame)
-        if value.type.size != 1:
-            raise BranchError(f"a tensor condition must hold one element (MindSpore's rule), the condition of "
-                              f"{where} is {value.type} ({value.type.size} elements): reduce it to one "
-                              "(P.ReduceMax, P.ReduceSum) first")
+        if value.shape not in ((), (1,)):
+            raise BranchError(f"a tensor condition must have shape () or (1,) (MindSpore's rule), the condition "
+                              f"of {where} is {value.type}: reduce it to one element (P.ReduceMax, P.ReduceSum) "
+                              "or reshape it")
         if loop_statement(frame) == "while":
             raise BranchError(f"`while` on a tensor condition ({where}) is not supported in GRAPH_MODE: its trip "
                               "count depends on data. Loop a fixed number of times with an `if` inside, use "
@@ -235,7 +236,8 @@ class Trace:
             cond = self.add(make_node("Reshape", (cond,), {"shape": ()}, name=self.scope_name("Reshape"))).out
         if cond.dtype is not DType.bool:
             zero = self.constant(np.zeros((), cond.dtype.np))
-            cond = self.add(make_node("NotEqual", (cond, zero), name=self.scope_name("NotEqual"))).out
+            cond = self.add(make_node("Equal", (cond, zero), name=self.scope_name("Equal"))).out
+            cond = self.add(make_node("LogicalNot", (cond,), name=self.scope_name("LogicalNot"))).out   # != 0
         name = self.scope_name("If")
         seg = self._segment
         if self._cursor < len(seg.nodes):
@@ -352,3 +354,14 @@ def _leaves(seg: Segment) -> list[Leaf]:
 
 def active_trace() -> Trace | None:
     return _active.get()
+
+
+def _parameter_condition(param) -> bool | None:
+    """bool() of a Parameter in a trace that decides: the branch its current value selects."""
+    trace = _active.get()
+    if trace is None or not trace.branching:
+        return None
+    return trace.decide(trace.parameter(param))
+
+
+_tensor.TRACED_CONDITION[0] = _parameter_condition

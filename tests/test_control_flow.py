@@ -396,14 +396,44 @@ def _compile(make, *inputs):
     return make()(*[Tensor(a) for a in inputs])
 
 
-def test_a_condition_of_more_than_one_element_is_an_error():
+def test_a_condition_not_of_shape_scalar_or_one_is_an_error():
     class Many(Cell):
         def construct(self, x):
             if x > 0:
                 return x
             return -x
-    with pytest.raises(BranchError, match=r"one element.*test_control_flow.py:\d+ is bool\[2,3\] \(6 elements\)"):
+    with pytest.raises(BranchError, match=r"shape \(\) or \(1,\).*test_control_flow.py:\d+ is bool\[2,3\]"):
         _compile(Many, X)
+
+    class OneByOne(Cell):   # one element, but MindSpore refuses a (1, 1) condition too
+        def construct(self, x):
+            if P.ReduceSum(keep_dims=True)(x, (0, 1)):
+                return x
+            return -x
+    with pytest.raises(BranchError, match=r"is f32\[1,1\]"):
+        _compile(OneByOne, X)
+
+
+def test_a_condition_of_shape_one_any_dtype_and_a_parameter():
+    class Conditions(Cell):
+        def __init__(self):
+            super().__init__()
+            self.flag = Parameter(np.array([True]), name="flag", requires_grad=False)
+
+        def construct(self, x):
+            n = P.Reshape()(P.ReduceSum()(x), (1,))   # f32[1]
+            if n:                        # non-zero: true
+                x = x + 1.0
+            if self.flag:                # a Parameter's value at this point of the call
+                x = x * 2.0
+            self.flag = P.LogicalNot()(self.flag)
+            return x
+
+    (outs, params) = _check(Conditions, [(X,), (X,), (np.zeros_like(X),)])
+    np.testing.assert_allclose(outs[0][0], (X + 1) * 2, rtol=1e-6)     # flag True, then flipped
+    np.testing.assert_allclose(outs[1][0], X + 1, rtol=1e-6)           # flag False
+    np.testing.assert_allclose(outs[2][0], np.zeros_like(X) * 2)       # sum 0: no +1; flag True again
+    assert params["flag"].tolist() == [False]
 
 
 def test_branches_giving_a_result_different_types_is_an_error():
