@@ -103,15 +103,21 @@ def test_fusion_inside_each_branch_never_across():
         assert len(branch.inputs) == 1
 
 
-def test_both_branches_in_the_stage_dumps(tmp_path):
-    context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=True, save_graphs=True,
+@pytest.mark.parametrize("target", ["CPU", "Ascend"])
+def test_both_branches_in_the_stage_dumps(tmp_path, target):
+    context.set_context(mode=context.GRAPH_MODE, device_target=target, enable_graph_kernel=True, save_graphs=True,
                         save_graphs_path=str(tmp_path), graph_kernel_flags="--dump_as_text")
     IfElse()(Tensor(X))
-    dumps = sorted(f for f in os.listdir(tmp_path) if f.startswith("hwopt_d_composite") and f.endswith(".ir"))
-    assert dumps
-    text = open(os.path.join(tmp_path, dumps[0])).read()
-    assert "If(" in text and "then:" in text and "else:" in text
-    assert "Add" in text and "Sub" in text   # one branch adds, the other subtracts
+    files = os.listdir(tmp_path)
+    for suffix in (".ir", ".dot"):
+        (dump,) = [f for f in files if f.startswith("hwopt_d_composite") and f.endswith(suffix)]
+        text = open(os.path.join(tmp_path, dump)).read()
+        assert "If" in text and "then:" in text and "else:" in text, dump
+        assert "Add" in text and "Sub" in text, dump   # one branch adds, the other subtracts
+    if target == "Ascend":   # the kernel graph lists the kernels of both branches
+        (dump,) = [f for f in files if f.startswith("kernel_graph_") and f.endswith(".dot")]
+        text = open(os.path.join(tmp_path, dump)).read()
+        assert "Fused_Add_Mul_Mul_0" in text and "Fused_Sub_Mul_0" in text
 
 
 class Chained(Cell):
