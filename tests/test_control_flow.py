@@ -495,3 +495,37 @@ def test_too_many_paths_is_an_error():
 
 def test_errors_are_graphkernel_errors():
     assert issubclass(BranchError, GraphKernelError)
+
+
+class Heavier(Cell):
+    """MatMul, reductions and an update around an if: what opt_level 3 and mixed precision rewrite."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.full((2, 3), 0.5, np.float32), name="w")
+
+    def construct(self, x):
+        h = P.MatMul()(x * self.w, P.Transpose()(self.w, (1, 0)))
+        a, b = P.ReduceSum()(h, 1), P.ReduceMax()(h, 1)
+        if P.ReduceSum()(a) > 0:
+            out = P.Softmax()(h) * 2.0
+            self.w = self.w - 0.1 * x
+        else:
+            out = P.ReduceSum(keep_dims=True)(h * 3.0, 1) + P.ReduceMax(keep_dims=True)(h, 1) + h
+        return out, a, b
+
+
+@pytest.mark.parametrize("settings, tolerance", [
+    (dict(device_target="Ascend", enable_graph_kernel=True, graph_kernel_flags="--opt_level=3"), 1e-6),
+    (dict(device_target="CPU", enable_graph_kernel=True, graph_kernel_flags="--opt_level=3 --enable_parallel_fusion"),
+     1e-6),
+    (dict(device_target="Ascend", enable_graph_kernel=True, precision_mode="allow_mix_precision"), 2e-3),
+], ids=["device-o3", "cpu-parallel", "mixed-precision"])
+def test_every_pass_runs_inside_the_branches(settings, tolerance):
+    inputs = [(X,), (-X - 1,), (X,)]
+    expect = _run(REFERENCE, Heavier, inputs)
+    got = _run(dict(mode=context.GRAPH_MODE, **settings), Heavier, inputs)
+    for a, b in zip(got[0], expect[0]):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(got[1]["w"], expect[1]["w"], rtol=1e-6)

@@ -58,7 +58,8 @@ def _no_reference(arrays, attrs):
 register(OpDef(IF, Pattern.OPAQUE, None, _if_infer, _no_reference,
                (Attr("then", check=_check_branch), Attr("else", check=_check_branch)),
                doc="runs its then branch if the condition holds, else its else branch (a conditional)",
-               domain="any", precision=Precision("gray", True, "each branch follows its own ops"),
+               domain="any",
+               precision=Precision("black", True, "its branches are graphs of their own, for the types they take"),
                api=Api(primitive=False)))   # no rule: a branch is differentiated as it is traced
 
 
