@@ -63,7 +63,6 @@ class Segment:
     cond: Value | None = None       # the decision ending the segment, a bool scalar
     where: str = ""                 # file:line of the statement that decided
     name: str = ""                  # the If node's scope name
-    assigned: dict = field(default_factory=dict)   # Parameter values at the decision
     then: Segment | None = None
     else_: Segment | None = None
     leaf: Leaf | None = None

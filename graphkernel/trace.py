@@ -247,7 +247,6 @@ class Trace:
             if len(self._taken) < len(self._plan):
                 self._diverged(f"it met a new tensor condition at {where}")
             seg.cond, seg.where, seg.name = cond, where, name
-            seg.assigned = dict(self._assigned)
             seg.then, seg.else_ = Segment(), Segment()
             self._new.append(len(self._taken))
             choice = True

@@ -11,6 +11,7 @@ import pytest
 
 import graphkernel as gk
 from graphkernel import GraphKernelError, Parameter, Tensor, context, nn, ops
+from graphkernel import debug
 from graphkernel.branching import BranchError
 from graphkernel.cell import Cell
 from graphkernel.ops import operations as P
@@ -529,3 +530,11 @@ def test_every_pass_runs_inside_the_branches(settings, tolerance):
         for x, y in zip(a, b):
             np.testing.assert_allclose(x, y, rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(got[1]["w"], expect[1]["w"], rtol=1e-6)
+
+
+def test_debug_compare_runs_a_conditional_as_one_row():
+    context.set_context(mode=context.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True)
+    for x in (X, X - 1):
+        result = debug.compare(IfElse(), Tensor(x))
+        assert result.first_bad is None
+        assert [row.ops for row in result.rows][-1] == ("If",)
