@@ -1,9 +1,11 @@
 """The compile pipeline: one visible list of passes, in order, each gated by an opt_level.
 
-A pass is `fn(graph, opts) -> graph`. It runs inside each branch of a conditional (an If node's then
-and else graphs, innermost first), then on the graph holding it: fusion happens within a branch and
-never across its boundary (the If node is opaque to the passes of the enclosing graph). `--disable_pass=stage.pass` / `--enable_pass=stage.pass` and
-fusion_switch_file override the gate. Every stage ends with a dump (with save_graphs) whose file name
+A pass is `fn(graph, opts) -> graph`. `--disable_pass=stage.pass` / `--enable_pass=stage.pass` and
+fusion_switch_file override the gate. A pass runs inside each branch of a conditional (an If node's
+then and else graphs, innermost first), then on the graph holding it: fusion happens within a branch
+and never across its boundary (the If node is opaque to the passes of the enclosing graph). A pass
+that needs what surrounds a branch (precision: which captures carry gradients) sets
+`handles_branches` and recurses itself. Every stage ends with a dump (with save_graphs) whose file name
 is MindSpore's. With --verify or GRAPHKERNEL_VERIFY=1 (the tests set it), ir.verify runs
 after every pass.
 """
@@ -106,7 +108,8 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
     for stage in stages_run(opts)[1:]:
         for pass_stage, name, fn, level in passes:
             if pass_stage == stage and opts.pass_enabled(f"{stage}.{name}", level):
-                graph = fn(map_branches(graph, lambda g: fn(g, opts)), opts)
+                graph = fn(graph if getattr(fn, "handles_branches", False)
+                           else map_branches(graph, lambda g: fn(g, opts)), opts)
                 if check:
                     from ir.verify import verify
                     verify(graph)

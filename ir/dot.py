@@ -8,8 +8,9 @@
     }
 
 An If is a node of its own, each branch a cluster beside it (`then`, `else`) whose nodes read the If's
-captures and whose results flow into the If. A composite is a cluster holding its primitives; an edge into a composite goes to the primitives
-that read the value, an edge out of it leaves from the primitive that computes the value. Node
+captures and whose results flow into the If. A composite is a cluster holding its primitives; an edge
+into a composite goes to the primitives that read the value, an edge out of it leaves from the
+primitive that computes the value. Node
 fill colours come from a SHA-256 of the op name, ids from positions, so the same graph always gives
 the same bytes. Every label is escaped (names are untrusted) and no record shapes are used.
 """

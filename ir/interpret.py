@@ -1,8 +1,9 @@
 """`interpret(graph, arrays)`: the numpy reference interpreter, the oracle every kernel is checked against.
 
 Runs the nodes in order with each op's numpy reference (`ir.ops.evaluate`); a composite runs by
-interpreting its subgraph, an If by interpreting the branch its condition selects; Gradient nodes are differentiated away first (ir/autodiff.py). The last use of every value is computed once up front and a value is
-dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
+interpreting its subgraph, an If by interpreting the branch its condition selects; Gradient nodes are
+differentiated away first (ir/autodiff.py). The last use of every value is computed once up front and a
+value is dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
 arrays are never written (nodes see read-only views of them) and the results are always fresh,
 writable arrays, even when an output is an input or a constant. numpy floating-point warnings are
 silenced: NaN and Inf propagate as numpy computes them. A failing node raises ExecutionError,

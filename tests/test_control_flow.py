@@ -361,9 +361,11 @@ class Net(Cell):
         return self.loss(self.dense(x), y)
 
 
-def _train(cell_class, target, steps):
+def _train(cell_class, target, steps, precision_mode=None):
     context.reset_context()
     context.set_context(mode=context.GRAPH_MODE, device_target=target, enable_graph_kernel=True)
+    if precision_mode:
+        context.set_context(precision_mode=precision_mode)
     gk.set_seed(1)
     net = Net()
     manager = nn.DynamicLossScaleUpdateCell(loss_scale_value=2.0 ** 10, scale_factor=2, scale_window=2)
@@ -378,14 +380,15 @@ def _train(cell_class, target, steps):
     return rows, cell.compile(Tensor(x), Tensor(y)).graph
 
 
-@pytest.mark.parametrize("target", ["CPU", "Ascend"])
-def test_loss_scale_cell_written_mindsporeway_trains_as_ours(target):
+@pytest.mark.parametrize("target, precision_mode", [("CPU", None), ("Ascend", None), ("CPU", "force_fp16")])
+def test_loss_scale_cell_written_mindsporeway_trains_as_ours(target, precision_mode):
+    """force_fp16: the optimizer inside the branch reads the gradients as captures, and still stays float32."""
     x, y = X, np.ones((2, 2), np.float32)
     bad = X.copy()
     bad[0, 0] = np.inf
     steps = [(x, y), (bad, y), (x, y), (x, y), (x, y)]
-    ours, _ = _train(nn.TrainOneStepWithLossScaleCell, target, steps)
-    theirs, graph = _train(LossScaleMindSporeWay, target, steps)
+    ours, _ = _train(nn.TrainOneStepWithLossScaleCell, target, steps, precision_mode)
+    theirs, graph = _train(LossScaleMindSporeWay, target, steps, precision_mode)
     for step, (a, b) in enumerate(zip(ours, theirs)):
         np.testing.assert_allclose(a[0], b[0], rtol=1e-6, equal_nan=True, err_msg=f"step {step}")
         assert a[1:5] == b[1:5], f"step {step}"
