@@ -30,6 +30,7 @@ per iteration.
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import os
 import sys
@@ -108,8 +109,12 @@ def loop_statement(frame) -> str | None:
     line, else None."""
     if frame is None:
         return None
-    tree = _tree(frame.f_code.co_filename)
-    line = frame.f_lineno
+    return _loop_at(frame.f_code.co_filename, frame.f_lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _loop_at(filename: str, line: int) -> str | None:
+    tree = _tree(filename)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.While) and node.test.lineno <= line <= (node.test.end_lineno or line):
             return "while"
