@@ -215,12 +215,19 @@ class Cell:
         params = inspect.signature(self.construct).parameters
         names = [p for p in params][: len(args)]
         with Trace() as trace:
-            trace.cells.append(self)
             inputs = [trace.input(TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}")
                       for i, a in enumerate(args)]
-            result = self.construct(*inputs)
-            leaves, tree = _flatten(result, trace)
-        return trace.finish(leaves), list(trace.parameters), tree, list(trace.checks)
+
+            def run():   # once per path through construct's tensor conditions (graphkernel/branching.py)
+                trace.cells.append(self)
+                return _flatten(self.construct(*inputs), trace)
+            trace.run_paths(run)
+            graph = trace.graph()
+        checks = []
+        for check in trace.checks:   # each run of construct adds its checks again
+            if check not in checks:
+                checks.append(check)
+        return graph, list(trace.parameters), trace.tree, checks
 
 
 def _flatten(result, trace: Trace):

@@ -25,7 +25,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
-from ir.ops import assigned_inputs, placement
+from ir.ops import assigned_inputs, branches, placement
 from graphkernel import context, observe
 from graphkernel.flags import parse_flags
 from graphkernel.limits import max_device_memory
@@ -84,12 +84,16 @@ def options_from_context() -> CompileOptions:
 _NOT_LAUNCHED = ("Const", "Reshape")
 
 
-def summarize_kernels(graph: Graph) -> list[KernelSummary]:
-    """The launches of `graph` on the reference: one per top-level node that computes."""
+def summarize_kernels(graph: Graph, updates_only: frozenset | None = None) -> list[KernelSummary]:
+    """The launches of `graph` on the reference: one per top-level node that computes; an If's are its
+    branches' (then's, then else's: a call runs one of them)."""
     out = []
-    updates_only = update_nodes(graph)
+    updates_only = update_nodes(graph) if updates_only is None else updates_only
     for node in graph.nodes:
         if node.op in _NOT_LAUNCHED:
+            continue
+        if branches(node):
+            out += [k for g in branches(node) for k in summarize_kernels(g, frozenset())]
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),

@@ -46,14 +46,16 @@ an ONNX model and exits with status 1 when a kernel disagrees.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ir.errors import ExecutionError, GraphKernelError
 from ir.interpret import reference_values
 from ir.printer import printable
+from kernels.executor import Conditional
 from graphkernel import context
+from graphkernel.observe import Launch, launches
 from graphkernel.tensor import Tensor
 from graphkernel.tolerance import Errors, measure, tolerance_text
 
@@ -166,16 +168,20 @@ def compare(cell, *inputs, verbose: bool = False) -> Comparison:
 def compare_compiled(compiled, arrays) -> Comparison:
     """The comparison of a CompiledGraph (Ascend target) on its full argument list: the call's arrays
     followed by the parameters' values."""
-    from graphkernel.observe import launches
     program = compiled.program
     if program is None:
         raise CompareError("this graph was compiled for device_target='CPU': it has no kernels to compare")
     wanted = {v for step in program.steps for v in (*step.values_in, *step.values_out)}
     reference = reference_values(compiled.graph, arrays, wanted)
     rows = []
-    for launch, step in zip(launches(compiled), program.steps):
+    launch_list = launches(compiled)
+    for k, step in enumerate(program.steps):
+        if isinstance(step.fn, Conditional):   # an If: one row, the branch its reference condition takes
+            launch = Launch(k, "", step.info.name, step.info.op_types, 1, step.info.inputs, step.info.outputs)
+        else:
+            launch = replace(launch_list[program.positions[k]], index=k)
         try:
-            outs = program.run_step(launch.index, [reference[v] for v in step.values_in])
+            outs = program.run_step(k, [reference[v] for v in step.values_in])
         except GraphKernelError:
             raise
         except Exception as e:  # noqa: BLE001 - a kernel that crashes is named, not a numba traceback

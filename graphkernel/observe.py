@@ -34,7 +34,7 @@ import numpy as np
 from ir.errors import ExecutionError
 from ir.graph import Graph, Node, TensorType
 from ir.interpret import interpret
-from ir.ops import evaluate
+from ir.ops import branches, evaluate
 from ir.printer import describe
 
 profiler = None     # the active graphkernel.Profiler, if one is collecting
@@ -88,7 +88,7 @@ def _members(node: Node) -> tuple[str, ...]:
 
 def _device_launches(program) -> list[Launch]:
     out = []
-    for k, step in enumerate(program.steps):
+    for k, step in enumerate(program.launch_list):   # an If's branches' launches where it stands
         info = step.info
         node = step.values_out[0].node if step.values_out else None
         if info.op_types == ("Copy",):   # an output copy: its value's node is the one that computed it
@@ -99,14 +99,20 @@ def _device_launches(program) -> list[Launch]:
     return out
 
 
-def _reference_launches(graph: Graph, skipped: tuple[str, ...]) -> dict[int, Launch]:
-    out = {}
-    for i, node in enumerate(graph.nodes):
+def _reference_launches(graph: Graph, skipped: tuple[str, ...], out: dict | None = None) -> dict[Node, Launch]:
+    """{node: its Launch} of every top-level node that computes; an If is no launch, the nodes of its
+    branches are (then's before else's), numbered where it stands."""
+    out = {} if out is None else out
+    for node in graph.nodes:
         if node.op in skipped:
             continue
+        if branches(node):
+            for g in branches(node):
+                _reference_launches(g, skipped, out)
+            continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
-        out[i] = Launch(len(out), "", node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
-                        node.types, "", _members(node), node.subgraph is not None)
+        out[node] = Launch(len(out), "", node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
+                           node.types, "", _members(node), node.subgraph is not None)
     return out
 
 
@@ -164,10 +170,12 @@ class _Relay:
             s.kernel(self.compiled, self.step, launch, inputs, outputs, seconds)
 
 
-def _interpret_observed(graph: Graph, arrays, relay: _Relay) -> list[np.ndarray]:
-    """ir.interpret, one top-level node at a time, timing and showing each launch."""
+def _interpret_observed(graph: Graph, arrays, relay: _Relay, launch_at: dict | None = None) -> list[np.ndarray]:
+    """ir.interpret, one top-level node at a time, timing and showing each launch; an If runs the branch
+    its condition selects the same way."""
     from graphkernel.compiler import _NOT_LAUNCHED
-    launch_at = _reference_launches(graph, _NOT_LAUNCHED)
+    if launch_at is None:
+        launch_at = _reference_launches(graph, _NOT_LAUNCHED)
     last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs}
     keep = set(graph.outputs)
     env = {}
@@ -180,12 +188,16 @@ def _interpret_observed(graph: Graph, arrays, relay: _Relay) -> list[np.ndarray]
             args = [env[v] for v in node.inputs]
             start = time.perf_counter()
             try:
-                results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
+                if branches(node):
+                    branch = branches(node)[0 if args[0].reshape(-1)[0] else 1]
+                    results = _interpret_observed(branch, args[1:], relay, launch_at)
+                else:
+                    results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
             except Exception as e:
                 raise ExecutionError(f"While executing {describe(node)}: {type(e).__name__}: {e}") from e
             seconds = time.perf_counter() - start
-            if i in launch_at:
-                relay.deliver(launch_at[i], args, results, seconds)
+            if node in launch_at:
+                relay.deliver(launch_at[node], args, results, seconds)
             env.update(zip(node.outputs, results))
             for v in node.inputs:
                 if last.get(v) == i and v not in keep:

@@ -1,7 +1,11 @@
 """The compile pipeline: one visible list of passes, in order, each gated by an opt_level.
 
 A pass is `fn(graph, opts) -> graph`. `--disable_pass=stage.pass` / `--enable_pass=stage.pass` and
-fusion_switch_file override the gate. Every stage ends with a dump (with save_graphs) whose file name
+fusion_switch_file override the gate. A pass runs inside each branch of a conditional (an If node's
+then and else graphs, innermost first), then on the graph holding it: fusion happens within a branch
+and never across its boundary (the If node is opaque to the passes of the enclosing graph). A pass
+that needs what surrounds a branch (precision: which captures carry gradients) sets
+`handles_branches` and recurses itself. Every stage ends with a dump (with save_graphs) whose file name
 is MindSpore's. With --verify or GRAPHKERNEL_VERIFY=1 (the tests set it), ir.verify runs
 after every pass.
 """
@@ -12,6 +16,7 @@ from typing import Callable
 
 from ir.autodiff import differentiate, needs_autodiff
 from ir.graph import Graph
+from ir.ops import branches, map_branches
 from graphkernel.options import FUSION_STAGES, CompileOptions
 from graphkernel.precision.modes import pass_runs
 
@@ -85,13 +90,18 @@ def stages_run(opts: CompileOptions) -> list[str]:
     return stages
 
 
+def _anywhere(graph: Graph, test) -> bool:
+    """test(g) for the graph or any branch inside it."""
+    return test(graph) or any(_anywhere(g, test) for node in graph.nodes for g in branches(node))
+
+
 def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Graph], None]) -> Graph:
     """Run every open pass in order; call `on_stage(stage, graph)` at the end of each stage. A graph that
     asks for gradients (or stops them) is differentiated first: the autodiff stage, never turned off."""
     on_stage("validate", graph)
     check = opts.flags.verify or os.environ.get("GRAPHKERNEL_VERIFY") == "1"
-    if needs_autodiff(graph):
-        graph = differentiate(graph)
+    if _anywhere(graph, needs_autodiff):
+        graph = differentiate(map_branches(graph, differentiate))
         if check:
             from ir.verify import verify
             verify(graph)
@@ -100,7 +110,8 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
     for stage in stages_run(opts)[1:]:
         for pass_stage, name, fn, level in passes:
             if pass_stage == stage and opts.pass_enabled(f"{stage}.{name}", level):
-                graph = fn(graph, opts)
+                graph = fn(graph if getattr(fn, "handles_branches", False)
+                           else map_branches(graph, lambda g: fn(g, opts)), opts)
                 if check:
                     from ir.verify import verify
                     verify(graph)

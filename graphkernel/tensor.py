@@ -163,6 +163,11 @@ class Tensor(TensorOps):
 PARAMETER_FLAGS_VERSION = [0]
 
 
+# bool() of a Parameter while a construct is traced: its value at that point is a tensor condition
+# (graphkernel/trace.py sets the function; None outside a trace means the stored value decides).
+TRACED_CONDITION: list = [None]
+
+
 class Parameter(Tensor):
     """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call.
 
@@ -202,6 +207,11 @@ class Parameter(Tensor):
     def data_ptr(self) -> int:
         """The address of this Parameter's storage (unchanged for its whole life)."""
         return self._array.ctypes.data
+
+    def __bool__(self):
+        decide = TRACED_CONDITION[0]
+        result = decide(self) if decide is not None else None
+        return bool(self._array) if result is None else result
 
     def __repr__(self):
         return f"Parameter(name={self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"

@@ -49,18 +49,25 @@ def phase_of(node: Node, updates_only: frozenset = frozenset()) -> str:
     return "optimizer" if node in updates_only else "forward"
 
 
-def after_gradients(graph: Graph) -> frozenset:
+def after_gradients(graph: Graph, tainted_inputs=()) -> frozenset:
     """The nodes that use gradients without being backward nodes: a loss-scale's unscaling and overflow
-    check, gradient clipping, an optimizer (mixed precision keeps them float32)."""
+    check, gradient clipping, an optimizer (mixed precision keeps them float32). `tainted_inputs`: the
+    inputs of `graph` that carry gradients from outside it (the captures of an If's branch)."""
+    return gradient_taint(graph, tainted_inputs)[0]
+
+
+def gradient_taint(graph: Graph, tainted_inputs=()) -> tuple[frozenset, frozenset]:
+    """(after_gradients, every node carrying gradients: backward nodes, those after them, and the Input
+    nodes of `tainted_inputs`)."""
     out: set = set()
-    tainted: set = set()
+    tainted: set = {v.node for v in tainted_inputs}
     for node in graph.nodes:
         backward = node.name.startswith("Gradients/")
         if not backward and any(v.node in tainted for v in node.inputs):
             out.add(node)
         if backward or node in out:
             tainted.add(node)
-    return frozenset(out)
+    return frozenset(out), frozenset(tainted)
 
 
 def update_nodes(graph: Graph) -> frozenset:

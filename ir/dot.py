@@ -7,8 +7,10 @@
       out0 [...]; c0_n1 -> out0;                  graph outputs (ellipses)
     }
 
-A composite is a cluster holding its primitives; an edge into a composite goes to the primitives
-that read the value, an edge out of it leaves from the primitive that computes the value. Node
+An If is a node of its own, each branch a cluster beside it (`then`, `else`) whose nodes read the If's
+captures and whose results flow into the If. A composite is a cluster holding its primitives; an edge
+into a composite goes to the primitives that read the value, an edge out of it leaves from the
+primitive that computes the value. Node
 fill colours come from a SHA-256 of the op name, ids from positions, so the same graph always gives
 the same bytes. Every label is escaped (names are untrusted) and no record shapes are used.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import colorsys
 import hashlib
 
-from ir.graph import Graph, Node, Value
+from ir.graph import Branch, Graph, Node, Value
 from ir.printer import format_attr, printable
 
 LABEL_NAME_LIMIT = 60     # characters of a scope name shown under the op
@@ -86,6 +88,9 @@ class _Writer:
                 self.node(indent, ident, node)
                 for v in node.inputs:
                     self.edge(self.tail(env, v, indent), ident)
+                for key, value in node.attrs:
+                    if isinstance(value, Branch):
+                        self.branch(node, key, value.graph, env, ident, indent)
                 for k, v in enumerate(node.outputs):
                     env[v] = (ident, k, len(node.outputs))
                 continue
@@ -105,6 +110,21 @@ class _Writer:
             for k, v in enumerate(node.outputs):
                 sv = sub.outputs[k] if k < len(sub.outputs) else None
                 env[v] = self.tail(inner, sv, indent)
+
+
+    def branch(self, node: Node, key: str, graph: Graph, env, ident: str, indent: str) -> None:
+        """One branch of an If (`ident`) as a cluster: its inputs are the If's captures (inputs 1...)."""
+        cluster = self.clusters
+        self.clusters += 1
+        inner = {bv: self.tail(env, v, indent) for bv, v in zip(graph.inputs, node.inputs[1:])}
+        self.lines.append(f"{indent}subgraph cluster_{cluster} {{")
+        self.lines.append(f"{indent}  label={dot_string(f'{key}: {node.name or node.op}')}; style=dashed;")
+        if not graph.nodes:
+            self.lines.append(f"{indent}  b{cluster} [label={dot_string(key, '(passes its inputs)')}, shape=plain];")
+        self.body(graph, inner, f"b{cluster}_", indent + "  ")
+        self.lines.append(f"{indent}}}")
+        for v in graph.outputs:
+            self.edge(self.tail(inner, v, indent), ident)
 
 
 def to_dot(graph: Graph, title: str = "") -> str:

@@ -8,6 +8,7 @@ Nodes are immutable and compared by identity; a pass builds a new graph rather t
 (`Node.replace`, `Graph.rewrite`). Values carry no names: the printer numbers them when it prints.
 `name` (the MindSpore scope name) is metadata and takes no part in structural equality (`Graph.key`).
 A composite node (op "Composite") holds the subgraph it runs; its inputs feed the subgraph's inputs.
+A conditional (op "If", ir/ops/control.py) holds its two branches as `Branch` attributes.
 """
 from __future__ import annotations
 
@@ -64,6 +65,34 @@ class Literal:
 
     def __repr__(self):
         return f"Literal({self.array!r})"
+
+
+class Branch:
+    """A graph as an attribute value (the then/else branch of an If node): equal and hashed by the
+    graph's structure (`Graph.key`), so two Ifs with the same branches are the same op."""
+
+    __slots__ = ("graph", "_key")
+
+    def __init__(self, graph: Graph):
+        if not isinstance(graph, Graph):
+            raise TypeError(f"a Branch holds a Graph, got {type(graph).__name__}")
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "_key", graph.key())
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Branch is immutable")
+
+    def __eq__(self, other):
+        return isinstance(other, Branch) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def ir_text(self) -> str:
+        """The attribute's text: the graph itself prints below the node (ir/printer.py)."""
+        return f"<branch: {len(self.graph.inputs)} inputs, {len(self.graph.nodes)} nodes>"
+
+    __repr__ = ir_text
 
 
 def _freeze(value):

@@ -1,8 +1,9 @@
 """`interpret(graph, arrays)`: the numpy reference interpreter, the oracle every kernel is checked against.
 
 Runs the nodes in order with each op's numpy reference (`ir.ops.evaluate`); a composite runs by
-interpreting its subgraph; Gradient nodes are differentiated away first (ir/autodiff.py). The last use of every value is computed once up front and a value is
-dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
+interpreting its subgraph, an If by interpreting the branch its condition selects; Gradient nodes are
+differentiated away first (ir/autodiff.py). The last use of every value is computed once up front and a
+value is dropped right after it, so peak memory follows the graph's live set, not its size. The caller's
 arrays are never written (nodes see read-only views of them) and the results are always fresh,
 writable arrays, even when an output is an input or a constant. numpy floating-point warnings are
 silenced: NaN and Inf propagate as numpy computes them. A failing node raises ExecutionError,
@@ -21,7 +22,8 @@ import numpy as np
 from ir.autodiff import differentiate, needs_autodiff
 from ir.errors import DTypeError, ExecutionError, IRError, ShapeError
 from ir.graph import Graph, Value
-from ir.ops import evaluate
+from ir.ops import branches, evaluate
+from ir.ops.control import IF
 from ir.printer import describe, quote
 
 
@@ -75,6 +77,9 @@ def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> 
         try:
             if node.subgraph is not None:
                 results = _run(node.subgraph, _check_arrays(node.subgraph, args, "subgraph "), record)
+            elif node.op == IF:   # only the branch taken runs
+                branch = branches(node)[0 if args[0].reshape(-1)[0] else 1]
+                results = _run(branch, _check_arrays(branch, args[1:], "branch "), record)
             else:
                 results = evaluate(node, args)
             if len(results) != len(node.outputs):

@@ -87,7 +87,8 @@ def _bad_character(text: str) -> str:
     if text[0] in "+-.0123456789" and len(text) > 1:
         return f"malformed number {text if len(text) <= 40 else text[:40] + '...'!r}"
     if text == "<":
-        return "'<' opens a Python function (a PyFunc's fn prints as <function ...>); functions cannot be parsed"
+        return ("'<' opens an opaque value, a PyFunc's fn (<function ...>) or an If's branch (<branch ...>); "
+                "functions cannot be parsed, nor branches")
     return f"unexpected character {text!r}"
 
 

@@ -11,6 +11,9 @@
       return %2, %6
     }
 
+An If's branches (ir/ops/control.py) print below it, each after its label (`else:`, `then:`); the
+branch attributes themselves print as opaque `<branch: ...>` tokens, which the parser refuses.
+
 Values are numbered when printed (graph inputs first, then node results in order; a composite's
 subgraph numbers its own). Node names are metadata, printed as `loc("...")` with JSON-style escapes
 and every non-printable character escaped, so an untrusted name can never break the line structure.
@@ -27,7 +30,7 @@ import numpy as np
 
 from ir.dtypes import DType, SHORT_NAMES, as_dtype
 from ir.errors import IRError
-from ir.graph import Graph, Literal, Node, TensorType, Value
+from ir.graph import Branch, Graph, Literal, Node, TensorType, Value
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Words the parser reads as keywords or constants; op names and attr keys spelled so are quoted.
@@ -181,6 +184,10 @@ def _print(graph: Graph, lines: list[str], indent: str) -> None:
         lines.append(f"{body}{lhs}{word(str(node.op))}({args}){attrs} : {type_text}{_loc(node.name)}")
         if node.subgraph is not None:
             _print(node.subgraph, lines, body + "  ")
+        for key, value in node.attrs:   # an If's branches: each graph below its node, labelled
+            if isinstance(value, Branch):
+                lines.append(f"{body}  {word(key)}:")
+                _print(value.graph, lines, body + "  ")
     outputs = ", ".join(_ref(names, v) for v in graph.outputs)
     lines.append(f"{body}return{' ' + outputs if outputs else ''}")
     lines.append(f"{indent}}}")

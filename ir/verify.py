@@ -9,7 +9,9 @@ graph of its own, and composites may not nest):
   - every op is registered under its canonical name, its attrs are exactly what `make_node` makes of
     them (checked and canonical) and its result types exactly what `make_node` infers;
   - a Composite holds a verified subgraph whose input types are the composite's input types and whose
-    output types are the composite's result types.
+    output types are the composite's result types;
+  - an If holds two verified branches (closed graphs, no Assign among their nodes) taking the types
+    of its captures and returning its result types; it is not inside a composite.
 Errors are VerifyError naming the node by position, op and name. A primitive's signature (op, attrs,
 input and result types) found well-formed once is not inferred again (`_WELL_FORMED`), so verifying
 after every pass stays cheap on big graphs.
@@ -20,7 +22,7 @@ import struct
 
 from ir.errors import IRError, VerifyError
 from ir.graph import Graph, Node, TensorType, Value
-from ir.ops import canonical_name, get, make_node
+from ir.ops import branches, canonical_name, get, make_node
 from ir.printer import describe
 
 COMPOSITE = "Composite"
@@ -145,6 +147,17 @@ def _check_composite(node: Node, where: str, inside_composite: bool) -> None:
                           f"subgraph's output types {_types(sub.outputs)}")
 
 
+def _check_branches(node: Node, where, inside_composite: bool) -> None:
+    for label, branch in zip(("then", "else"), branches(node)):
+        if inside_composite:
+            raise VerifyError(f"{where}: an If may not be inside a composite's subgraph")
+        _verify(branch, f"{where}: in its {label} branch: ", inside_composite=False)
+        assign = next((n for n in branch.nodes if n.op == "Assign"), None)
+        if assign is not None:
+            raise VerifyError(f"{where}: its {label} branch holds an Assign ({describe(assign)}); a branch "
+                              "returns a Parameter's new value and the enclosing graph assigns it")
+
+
 def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
     if not isinstance(graph, Graph):
         raise VerifyError(f"{context}expected a Graph, got {type(graph).__name__}")
@@ -171,6 +184,7 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
             _check_composite(node, where, inside_composite)
         else:
             _check_known_primitive(node, where)
+            _check_branches(node, where, inside_composite)
         defined.update(node.outputs)
     for k, v in enumerate(graph.outputs):
         if not isinstance(v, Value) or v not in defined:

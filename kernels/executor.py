@@ -134,6 +134,38 @@ def _check_values(steps: list[Step], max_bytes: int | None) -> None:
         check_node(node, max_bytes)
 
 
+class Conditional:
+    """The launch of an If node (ir/ops/control.py): its condition picks one of two Programs, run on the
+    If's captures; the other launches nothing. Called as a step: fn(cond, *captures, *outputs, obs=None),
+    flat arrays. An observer sees the branch's own launches, numbered in the enclosing program's launch
+    list (`Program.launch_list`: a branch's launches stand where the If stands, then's before else's)."""
+
+    def __init__(self, then, else_, in_shapes):
+        self.programs = (then, else_)
+        self.in_shapes = in_shapes
+        self.offsets = (0, then.launch_count)   # of each branch's launches, from the If's position
+        self.position = 0                       # the If's position in its program's launch list
+
+    def __call__(self, cond, *arrays, obs=None):
+        k = 0 if cond[0] else 1
+        n = len(self.in_shapes)
+        ins = [a.reshape(s) for a, s in zip(arrays[:n], self.in_shapes)]
+        shifted = None if obs is None else _Shifted(obs, self.position + self.offsets[k])
+        results = self.programs[k].run(ins, shifted)
+        for r, out in zip(results, arrays[n:]):
+            out[:] = r.reshape(-1)
+
+
+class _Shifted:
+    """An observer seeing a branch's launches: their indices moved to the enclosing program's list."""
+
+    def __init__(self, obs, offset: int):
+        self.obs, self.offset = obs, offset
+
+    def kernel(self, index, info, inputs, outputs, seconds):
+        self.obs.kernel(self.offset + index, info, inputs, outputs, seconds)
+
+
 class Program:
     """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
 
@@ -151,7 +183,18 @@ class Program:
         self.graph = graph
         self.steps = steps
         self.storages = storages
-        self.kernels = [s.info for s in steps]
+        self.positions = []         # of each step in the launch list (an If: where its branches' start)
+        self.launch_list: list[Step] = []   # the launches: each step, an If's replaced by its branches'
+        for step in steps:
+            self.positions.append(len(self.launch_list))
+            if isinstance(step.fn, Conditional):
+                step.fn.position = len(self.launch_list)
+                for program in step.fn.programs:
+                    self.launch_list += program.launch_list
+            else:
+                self.launch_list.append(step)
+        self.launch_count = len(self.launch_list)
+        self.kernels = [s.info for s in self.launch_list]
         self.profiler = None
         self._inputs = [(np.dtype(storages[i].dtype), tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
         self._input_ids = input_ids
@@ -231,8 +274,12 @@ class Program:
                 call_args = [f"{a}.view(U16)" if self.storages[s].dtype == np.float16 else a
                              for a, s in zip(call_args, passed)]
             call_args += [repr(x) for x in step.extra]
+            if isinstance(step.fn, Conditional):   # its branch's launches are observed one by one
+                call_args.append("obs=obs")
             call = f"k{k}({', '.join(call_args)})"
-            if observed:
+            if observed and isinstance(step.fn, Conditional):
+                lines.append(f"{indent}{call}")
+            elif observed:
                 ins, outs = ([names[s] for s in ids] for ids in (step.ins, step.outs))
                 if set(step.ins) & set(step.outs):   # written in place (a Parameter update): show the old value
                     ins = [f"{n}.copy()" if s in step.outs else n for n, s in zip(ins, step.ins)]
@@ -240,7 +287,7 @@ class Program:
                     ins = [f"old_[{i}]" for i in range(len(ins))]
                 lines += [f"{indent}t_ = perf_counter()", f"{indent}{call}",
                           f"{indent}s_ = perf_counter() - t_",
-                          f"{indent}obs.kernel({k}, info{k}, {_tuple(ins)}, {_tuple(outs)}, s_)"]
+                          f"{indent}obs.kernel({self.positions[k]}, info{k}, {_tuple(ins)}, {_tuple(outs)}, s_)"]
             else:
                 lines.append(f"{indent}{call}")
         lines.append(f"    return [{', '.join(f'p{k}[0]' for k in range(len(self._output_ids)))}]")

@@ -4,13 +4,15 @@ One node per launch, labelled with the name of the node it computes (a composite
 its op types, the generated kernel it runs, block_dim and the shapes it reads and writes; host
 launches are drawn apart. One edge per buffer from the launch that writes it to each launch that
 reads it; graph inputs and outputs are nodes of their own. With host ops (mixed
-compute) each device subgraph is a dashed cluster, host ops and copies outside. Deterministic: the same
+compute) each device subgraph is a dashed cluster, host ops and copies outside. An If's launch has a
+dashed cluster per branch beside it, holding the launches of that branch. Deterministic: the same
 program gives the same bytes.
 """
 from __future__ import annotations
 
 from ir.dot import dot_string
 from ir.ops.host import device_regions
+from kernels.executor import Conditional
 
 NL = "\n"
 LINE_LIMIT = 1000   # characters of one label line (a node name may be 10 KB)
@@ -32,24 +34,8 @@ def kernel_graph_dot(program, title: str) -> str:
     for k, v in enumerate(program.graph.inputs):
         lines.append(f"  in{k} [label={_quote('input %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
         producer[v] = f"in{k}"
-    # a Reshape is a view: its result comes from whoever wrote its input
+    _launches(program, "k", producer, lines, "  ")
     aliases = {n.out: n.inputs[0] for n in _all_nodes(program.graph) if n.op == "Reshape"}
-    for k, step in enumerate(program.steps):
-        info = step.info
-        colour = {"host": "lightgoldenrod1", "copy": "palegreen"}.get(info.target) or (
-            "lightblue" if len(info.op_types) > 1 else "lightgrey")
-        kernel = f"\nkernel {info.kernel}" if info.kernel else ""
-        label = (f"{info.name}\n{'+'.join(info.op_types)}{kernel}\nblock_dim={info.block_dim}"
-                 f"\nin: {_shapes(info.inputs)}\nout: {_shapes(info.outputs)}")
-        lines.append(f"  k{k} [label={_quote(label)}, fillcolor={colour}];")
-        edges = set()
-        for v in step.values_in:
-            src = _source(v, producer, aliases)
-            if src is not None and src not in edges:
-                edges.add(src)
-                lines.append(f"  {src} -> k{k} [label={_quote(str(v.type))}];")
-        for v in step.values_out:
-            producer[v] = f"k{k}"
     lines += _device_clusters(program)
     for k, v in enumerate(program.graph.outputs):
         lines.append(f"  out{k} [label={_quote('output %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
@@ -58,6 +44,37 @@ def kernel_graph_dot(program, title: str) -> str:
             lines.append(f"  {src} -> out{k} [label={_quote(str(v.type))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _launches(program, prefix: str, producer: dict, lines: list, indent: str) -> None:
+    """One node per step of `program`, named `<prefix><k>`, and the edges into it; an If's step is a node
+    beside a dashed cluster per branch holding the branch's own launches (its Program's steps)."""
+    # a Reshape is a view: its result comes from whoever wrote its input
+    aliases = {n.out: n.inputs[0] for n in _all_nodes(program.graph) if n.op == "Reshape"}
+    for k, step in enumerate(program.steps):
+        info = step.info
+        ident = f"{prefix}{k}"
+        colour = {"host": "lightgoldenrod1", "copy": "palegreen"}.get(info.target) or (
+            "lightblue" if len(info.op_types) > 1 else "lightgrey")
+        kernel = f"\nkernel {info.kernel}" if info.kernel else ""
+        label = (f"{info.name}\n{'+'.join(info.op_types)}{kernel}\nblock_dim={info.block_dim}"
+                 f"\nin: {_shapes(info.inputs)}\nout: {_shapes(info.outputs)}")
+        lines.append(f"{indent}{ident} [label={_quote(label)}, fillcolor={colour}];")
+        edges = set()
+        for v in step.values_in:
+            src = _source(v, producer, aliases)
+            if src is not None and src not in edges:
+                edges.add(src)
+                lines.append(f"{indent}{src} -> {ident} [label={_quote(str(v.type))}];")
+        if isinstance(step.fn, Conditional):
+            for key, branch in zip(("then", "else"), step.fn.programs):
+                inner = {bv: _source(v, producer, aliases) for bv, v in zip(branch.graph.inputs, step.values_in[1:])}
+                lines.append(f"{indent}subgraph cluster_{ident}_{key} {{ label={_quote(f'{key}: {info.name}')}; "
+                             "style=dashed;")
+                _launches(branch, f"{ident}_{key}_", inner, lines, indent + "  ")
+                lines.append(f"{indent}}}")
+        for v in step.values_out:
+            producer[v] = ident
 
 
 def _device_clusters(program) -> list[str]:

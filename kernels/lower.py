@@ -3,6 +3,8 @@
     Const                       a constant buffer (scalars are inlined into the kernels that read them)
     Reshape                     a view: shares its input's buffer, no launch
     Composite                   one generated kernel for its subgraph
+    If                          a Conditional step: each branch lowered to a Program of its own, the
+                                condition picks the one that runs (kernels/executor.py)
     elementwise/broadcast/reduce primitive
                                 one generated kernel for a one-node subgraph: the same codegen as a
                                 composite, so fusion on and off compute the same bits
@@ -36,7 +38,7 @@ from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.interpret import interpret
 from ir.printer import printable
-from ir.ops import Pattern, evaluate, get, placement
+from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
 from kernels.cache import get_kernel
@@ -48,7 +50,7 @@ from kernels.compile import multi_tensor_signature, signature
 from kernels.in_place import plan_in_place
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
-from kernels.executor import KernelInfo, Program, Step, Storage
+from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
 
 SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
@@ -184,6 +186,8 @@ class _Builder:
             self.where[node.out] = self.storage("const", node.out.type, array=arr)
         elif node.op == "Reshape":
             self.where[node.out] = self.where[node.inputs[0]]
+        elif branches(node):
+            self.conditional(node)
         elif (sub := self.kernel_graph(node)) is not None:
             self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
@@ -203,6 +207,14 @@ class _Builder:
             self.numpy_step(node, _reference_fn(node, run_host), "host")
         else:
             self.numpy_step(node, _reference_fn(node), "reference")
+
+    def conditional(self, node: Node) -> None:
+        then, else_ = (_Builder(g, self.cfg).build() for g in branches(node))
+        fn = Conditional(then, else_, tuple(v.shape for v in node.inputs[1:]))
+        info = KernelInfo(printable(node.name or node.op, 200), (node.op,), 1, tuple(v.type for v in node.inputs),
+                          node.types, "device", None, "branch", phase=phase_of(node, self.updates_only))
+        self.steps.append(Step(info, fn, tuple(self.where[v] for v in node.inputs), self.outputs_of(node),
+                               values_in=node.inputs, values_out=node.outputs))
 
     def outputs_of(self, node: Node) -> tuple[int, ...]:
         """Fresh temps, or the buffer of the Parameter a result updates in place (kernels/in_place.py)."""

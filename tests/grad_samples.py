@@ -27,6 +27,7 @@ without_rule = {
     "CopyToHost": "inserted after the autodiff stage by the partition pass",
     "CopyToDevice": "inserted after the autodiff stage by the partition pass",
     "Const": "no inputs",
+    "If": "differentiated as it is traced, along the branch taken: tests/test_control_flow.py",
     "LayerNormGrad": "a gradient op: second derivatives of LayerNorm are not supported yet",
     "SoftmaxGrad": "a gradient op: second derivatives of Softmax are not supported yet",
     "LogSoftmaxGrad": "a gradient op: second derivatives of LogSoftmax are not supported yet",

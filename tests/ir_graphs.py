@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.errors import IRError
-from ir.graph import Graph, Node, TensorType, Value
-from ir.ops import OPS
+from ir.graph import Branch, Graph, Node, TensorType, Value
+from ir.ops import OPS, make_node
 from op_samples import comparisons, float_ops, kernel_ops
 
 F16, F32, F64, I32, I64, BOOL = (DType.float16, DType.float32, DType.float64, DType.int32, DType.int64,
@@ -37,6 +37,14 @@ def _identity_bprop():
     from ir.ops.gradient import BpropGraph
     inputs = Graph.with_inputs([tt(F32, 2, 3)] * 3)
     return BpropGraph(Graph(inputs, [], [inputs[2]]), "Identity")
+
+
+def _branches():
+    """An If's branches on (f32[2,3]): the identity, and its negation."""
+    x, = Graph.with_inputs([tt(F32, 2, 3)])
+    y, = Graph.with_inputs([tt(F32, 2, 3)])
+    neg = make_node("Neg", [y])
+    return {"then": Branch(Graph([x], [], [x])), "else": Branch(Graph([y], [neg], [neg.out]))}
 
 
 SAMPLES = {
@@ -71,11 +79,12 @@ SAMPLES = {
     "Dropout": ([tt(F32, 4, 3), tt(I32, 1)], {"keep_prob": 0.9, "seed": 3, "op_id": 7}),
     "StopGradient": ([tt(F32, 2, 3)], {}),
     "Bprop": ([tt(F32, 2, 3), tt(F32, 2, 3)], {"inputs": 1, "outputs": 1, "bprop": _identity_bprop()}),
+    "If": ([tt(BOOL), tt(F32, 2, 3)], _branches()),
 }
 
 # Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, a Bprop's bprop a
-# traced graph of a Cell's method, with no text form.
-NO_TEXT_FORM = frozenset({"PyFunc", "Bprop"})
+# traced graph of a Cell's method, with no text form; an If's branches print below it but do not parse.
+NO_TEXT_FORM = frozenset({"PyFunc", "Bprop", "If"})
 
 
 def op_graph(op: str) -> Graph | None:

@@ -160,17 +160,26 @@ class Nested(Cell):
         return self.inner(x)
 
 
-def test_data_dependent_control_flow_is_explained(cpu):
+def test_data_dependent_control_flow_compiles(cpu):
+    """An `if` on a tensor compiles into a conditional (tests/test_control_flow.py has the rest)."""
     class Branchy(Cell):
         def construct(self, x):
             if P.ReduceSum()(x) > 0:
                 return x
             return -x
-    with pytest.raises(GraphKernelError, match=r"GRAPH_MODE.*static control flow|control flow may depend "
-                                                r"only on shapes"):
-        Branchy()(Tensor(X))
-    context.set_context(mode=context.PYNATIVE_MODE)   # runs fine op by op
-    assert Branchy()(Tensor(X)).shape == (4, 4)
+    x = Tensor(X)
+    expect = X if X.sum() > 0 else -X
+    np.testing.assert_allclose(Branchy()(x).asnumpy(), expect)
+    context.set_context(mode=context.PYNATIVE_MODE)   # the same op by op
+    np.testing.assert_allclose(Branchy()(x).asnumpy(), expect)
+
+
+def test_a_traced_value_refuses_float_and_int(cpu):
+    class Scalar(Cell):
+        def construct(self, x):
+            return x * float(P.ReduceSum()(x))
+    with pytest.raises(GraphKernelError, match=r"float\(\) of a traced tensor.*GRAPH_MODE"):
+        Scalar()(Tensor(X))
 
 
 class Compare(Cell):
@@ -192,13 +201,13 @@ def test_equality_operators_compare_elementwise(cpu, mode):
         assert np.array_equal(got.asnumpy(), x == y)
 
 
-@pytest.mark.parametrize("construct", [
-    lambda self, x: x if x == 0 else -x,       # data-dependent: would silently take one branch
-    lambda self, x: x[0],                      # indexing
+@pytest.mark.parametrize("construct, message", [
+    (lambda self, x: x if x == 0 else -x, r"shape \(\) or \(1,\)"),   # a (4, 4) condition: no truth value
+    (lambda self, x: x[0], "GRAPH_MODE"),                                       # indexing
 ], ids=["if x == 0", "x[0]"])
-def test_equality_branches_and_indexing_on_traced_values_are_explained(cpu, construct):
+def test_equality_branches_and_indexing_on_traced_values_are_explained(cpu, construct, message):
     net = type("Net", (Cell,), {"construct": construct})()
-    with pytest.raises(GraphKernelError, match=r"GRAPH_MODE"):
+    with pytest.raises(GraphKernelError, match=message):
         net(Tensor(X))
 
 

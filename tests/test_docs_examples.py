@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "model.md"]
+PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "model.md",
+         "control_flow.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -10,14 +10,14 @@ large as the tensor it fills). Host ops (Pattern.HOST) and composites are not fo
 from __future__ import annotations
 
 from ir.graph import Graph, Literal, Node, Value
-from ir.ops import Pattern, evaluate, get, make_node
+from ir.ops import Pattern, branches, evaluate, get, make_node
 from graphkernel.options import CompileOptions
 
 MAX_FOLDED_ELEMENTS = 4096
 
 
 def foldable(node: Node, inputs: tuple[Value, ...]) -> bool:
-    if node.op == "Const" or node.subgraph is not None or not inputs:
+    if node.op == "Const" or node.subgraph is not None or branches(node) or not inputs:
         return False
     if any(v.node.op != "Const" for v in inputs) or get(node.op).pattern == Pattern.HOST:
         return False

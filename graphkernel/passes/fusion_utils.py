@@ -15,9 +15,12 @@ merging two groups would make a cycle is the fusion search's question (`clusters
 from __future__ import annotations
 
 import heapq
+import itertools
 from typing import Callable, Iterable, Sequence
 
 from ir.graph import Graph, Node, Value, input_node
+from ir.ops import branches
+from ir.ops.control import with_branches
 
 COMPOSITE = "Composite"
 NAME_OPS_LIMIT = 8      # longer composites are named after their first ops, then "etc"
@@ -184,11 +187,17 @@ def drop_unused_consts(graph: Graph) -> Graph:
 
 
 def renumber_composites(graph: Graph, names: dict[Node, str] | None = None) -> Graph:
-    """Composites named Fused_<ops>_<n>, n counting composites in graph order; `names`, when given,
-    receives each composite of `graph` -> its name."""
-    count = iter(range(len(graph.nodes)))
+    """Composites named Fused_<ops>_<n>, n counting composites in graph order, those inside an If's
+    branches where the If stands (then's, then else's): one name per composite in the whole graph;
+    `names`, when given, receives each composite of `graph` -> its name."""
+    return _renumber(graph, names, itertools.count())
 
+
+def _renumber(graph: Graph, names, count) -> Graph:
     def rename(node: Node, inputs, emit):
+        if branches(node):
+            new = with_branches(node, *(_renumber(g, None, count) for g in branches(node)))
+            return new.replace(inputs=inputs)
         if node.op != COMPOSITE:
             return None
         name = composite_name(compute_ops([node]), next(count))

@@ -17,7 +17,8 @@ Every original value keeps its representations {dtype: value} and a state:
 Reading a value in a dtype it lacks emits one Cast, shared by every reader; graph outputs are read in
 their original dtype. In a training graph, what uses the gradients outside the backward (loss-scale
 unscaling and overflow check, clipping, the optimizer's updates) is KEEP: master weights, optimizer state
-and updates stay float32 (ir/autodiff.py after_gradients).
+and updates stay float32 (ir/autodiff.py after_gradients), inside the branches of an If too (an optimizer
+under `if not overflow:` reads the gradients as captures: those count as gradients in the branch).
 
 A primitive an expander made from a composite op (named `.../Softmax-op3/Exp-1`, or `Softmax/Exp-1`
 when the composite had no name) is governed by that composite op's list or customize_dtypes entry when
@@ -29,11 +30,12 @@ from __future__ import annotations
 
 import re
 
-from ir.autodiff import after_gradients
+from ir.autodiff import gradient_taint
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
-from ir.ops import OPS, is_host, make_node
+from ir.ops import OPS, branches, is_host, make_node
+from ir.ops.control import with_branches
 from graphkernel.options import CompileOptions
 from graphkernel.precision import (ALLOW_FP32_TO_FP16, BLACK, FORCE_FP16, GRAY, WHITE,
                                    PrecisionConfigError, default_list, lacks_fp32, pass_runs)
@@ -59,14 +61,15 @@ def expanded_from(node: Node) -> tuple[tuple[str, str], ...]:
 class _Lowering:
     """The state of one walk: the new nodes, each old value's representations and state."""
 
-    def __init__(self, graph: Graph, opts: CompileOptions):
+    def __init__(self, graph: Graph, opts: CompileOptions, tainted_inputs=()):
         self.mode = opts.precision_mode
         self.lists = {**default_lists(), **(opts.mixlist.lists() if opts.mixlist else {})}
         self.rules = opts.customize_dtypes
         self.nodes: list[Node] = []
         self.reps: dict[Value, dict[DType, Value]] = {v: {v.dtype: v} for v in graph.inputs}
         self.state: dict[Value, str] = {v: NEUTRAL for v in graph.inputs}
-        self.after_gradients = after_gradients(graph)
+        self.opts = opts
+        self.after_gradients, self.tainted = gradient_taint(graph, tainted_inputs)
 
     def read(self, v: Value, dtype: DType) -> Value:
         """`v` in `dtype`, casting its first representation once if it has none in that dtype."""
@@ -121,6 +124,10 @@ class _Lowering:
         decision = KEEP if rule is not None else self.decide(node)
         inputs = tuple(self.read(v, self.input_dtype(v, i, decision, rule)) for i, v in enumerate(node.inputs))
         new = node if inputs == node.inputs else self.remake(node, inputs, rule)
+        if branches(new):   # each branch on its own, knowing which captures carry gradients
+            tainted = [k for k, v in enumerate(node.inputs[1:]) if v.node in self.tainted]
+            new = with_branches(new, *(_precision(g, self.opts, [g.inputs[k] for k in tainted])
+                                       for g in branches(new)))
         self.nodes.append(new)
         for i, (old, value) in enumerate(zip(node.outputs, new.outputs)):
             want = rule.output_dtype(i) if rule is not None else None
@@ -162,10 +169,18 @@ class _Lowering:
 
 
 def precision(graph: Graph, opts: CompileOptions) -> Graph:
-    """The graph with Casts placed per opts.precision_mode, the lists and customize_dtypes."""
+    """The graph with Casts placed per opts.precision_mode, the lists and customize_dtypes; inside an If,
+    each branch the same way (its captures that carry gradients count as gradients inside it)."""
     if not pass_runs(opts.precision_mode):
         return graph
-    walk = _Lowering(graph, opts)
+    return _precision(graph, opts, ())
+
+
+precision.handles_branches = True   # the pipeline does not run it inside branches itself
+
+
+def _precision(graph: Graph, opts: CompileOptions, tainted_inputs) -> Graph:
+    walk = _Lowering(graph, opts, tainted_inputs)
     for node in graph.nodes:
         walk.visit(node)
     return walk.finish(graph)

@@ -16,8 +16,11 @@ from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bprop; LayerNormGrad, ...)
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
+from ir.ops import control  # noqa: F401  (If)
+from ir.ops.control import branches, map_branches
 from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
 
 __all__ = ["Api", "Attr", "Cost", "OpDef", "Pattern", "Precision", "OPS", "ALIASES", "canonical_name", "get", "register",
-           "make_node", "evaluate", "pattern_of", "is_host", "placement", "assigned_inputs"]
+           "make_node", "evaluate", "pattern_of", "is_host", "placement", "assigned_inputs",
+           "branches", "map_branches"]
