@@ -9,6 +9,7 @@ retrace (`cell.trace_count` counts traces).
 from __future__ import annotations
 
 import inspect
+import warnings
 
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
@@ -17,6 +18,7 @@ from graphkernel.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
 from graphkernel.assign import assign
+from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
 from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -39,6 +41,7 @@ class Cell:
         object.__setattr__(self, "trace_count", 0)
         object.__setattr__(self, "_auto_prefix", auto_prefix)
         object.__setattr__(self, "training", False)
+        object.__setattr__(self, "_jit_level", None)   # (level, switch) of set_jit_config
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -129,6 +132,22 @@ class Cell:
             _structure_version[0] += 1
         return self
 
+    def set_jit_config(self, jit_config: JitConfig) -> None:
+        """MindSpore 2.x: this Cell compiles at `jit_config.jit_level` ("O1": fusion on), which comes
+        before the session's jit_level (graphkernel/jit_config.py). As in MindSpore it is set once: a
+        second call warns and changes nothing."""
+        if not isinstance(jit_config, JitConfig):
+            raise JitConfigError(f"{type(self).__name__}.set_jit_config: expected a JitConfig, got "
+                                 f"{type(jit_config).__name__}")
+        if self._jit_level is not None:
+            warnings.warn(f"{type(self).__name__}.set_jit_config: the jit config of a Cell can only be set "
+                          "once; this setting is ignored", JitConfigWarning, stacklevel=2)
+            return
+        level = jit_config.jit_level
+        object.__setattr__(self, "_jit_level", (level, f"{type(self).__name__}.set_jit_config("
+                                                       f"JitConfig(jit_level={level!r}))") if level else ())
+        _structure_version[0] += 1
+
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         trace = active_trace()
@@ -200,7 +219,7 @@ class Cell:
         compiled = self._compiled.get(key)
         if compiled is None:
             graph, parameters, tree, checks = self._trace(args)
-            compiled = compile_graph(graph, options_from_context(), parameters=parameters, out_tree=tree,
+            compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters, out_tree=tree,
                                      name=type(self).__name__, checks=checks)
             self._compiled[key] = compiled
         return compiled

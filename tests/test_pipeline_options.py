@@ -70,6 +70,8 @@ def test_dump_as_text_writes_ir_and_a_fusion_log_with_reasons(cpu, x, tmp_path):
     compiled = NetCompositeFuse().compile(x)
     assert (tmp_path / "hwopt_d_composite_opt_end_graph_0.ir").read_text().startswith("graph(")
     log = (tmp_path / "fusion_log_0.ir").read_text().splitlines()
+    assert log[0] == "[switch] graph-kernel fusion on: set_context(enable_graph_kernel=True)"
+    log = log[1:]
     assert len(log) == len(compiled.log) >= 2
     assert any(line.startswith("[fuse_basic] refuse") and "Pow is not an op of basic fusion" in line
                for line in log)
