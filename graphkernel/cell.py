@@ -17,6 +17,7 @@ from graphkernel import context
 from graphkernel.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
+from graphkernel.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
 from graphkernel.assign import assign
 from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
 from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor
@@ -157,21 +158,20 @@ class Cell:
             self._check_args(args, kwargs)
             tape = active_tape()
             if tape is not None and has_bprop(self):   # a PYNATIVE gradient is recording
-                return record_with_bprop(self, tape, args, self.construct(*args))
-            return self.construct(*args)
+                return record_with_bprop(self, tape, args, self.construct(*eager_arguments(args)))
+            return self.construct(*eager_arguments(args))
         compiled = None if kwargs else self._compiled.get(self._cache_key(args))
         if compiled is None:
             compiled = self.compile(*args, **kwargs)
-        return compiled.call_unchecked(args)
+        return compiled.call_unchecked(graph_inputs(args))
 
     def _cache_key(self, args):
-        """(input signature, compile settings, structure version), or None for non-Tensor arguments."""
-        signature = []
-        for a in args:
-            if not isinstance(a, Tensor):
-                return None
-            signature.append((a.shape, a._dtype))
-        return (tuple(signature), context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
+        """(input signature, compile settings, structure version), or None for arguments a call cannot
+        take. A Python constant's value is part of the signature (graphkernel/arguments.py)."""
+        sig = signature(args)
+        if sig is None:
+            return None
+        return (sig, context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
                 get_seed())
 
     def _call_nested(self, trace: Trace, args, kwargs):
@@ -207,9 +207,7 @@ class Cell:
         except TypeError as e:
             raise CellCallError(f"{cls}.construct: {e}") from None
         for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
-                hint = " (wrap it: Tensor(array))" if hasattr(a, "__array__") else ""
-                raise CellCallError(f"{cls}: argument {i} is a {type(a).__name__}, not a Tensor{hint}")
+            check_argument(cls, i, a)
 
     def compile(self, *args, **kwargs):
         """The CompiledGraph a call with these Tensors uses (compiled now if not cached)."""
@@ -226,8 +224,9 @@ class Cell:
 
     def compiled_inputs(self, *args) -> list:
         """The Tensors a call with `args` hands to the CompiledGraph of `compile(*args)` (before the
-        Parameters' values): all of them; an ONNX model leaves out the inputs it reads as shape data."""
-        return list(args)
+        Parameters' values): the Tensors and mutables' values, not the constants; an ONNX model leaves
+        out the inputs it reads as shape data."""
+        return graph_inputs(args)
 
     def _trace(self, args):
         object.__setattr__(self, "trace_count", self.trace_count + 1)
@@ -235,8 +234,8 @@ class Cell:
         names = [p for p in params][: len(args)]
         with Trace() as trace:
             trace.cells.append(self)
-            inputs = [trace.input(TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}")
-                      for i, a in enumerate(args)]
+            inputs = trace_arguments(args, lambda a, i: trace.input(
+                TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}"))
             result = self.construct(*inputs)
             leaves, tree = _flatten(result, trace)
         return trace.finish(leaves), list(trace.parameters), tree, list(trace.checks)

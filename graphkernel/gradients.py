@@ -38,6 +38,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Value
 from ir.ops import make_node
 from graphkernel import context
+from graphkernel.arguments import graph_inputs
 from graphkernel.cell import Cell
 from graphkernel.jit_config import jit_decorator_level
 from graphkernel.tape import active_tape, run_taped
@@ -332,7 +333,7 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
             if active_trace() is not None or active_tape() is not None:
                 return fn(*args)   # inline: inside a trace, or recorded op by op on a PYNATIVE tape
             graph, flat = compiled(args)
-            return graph.call_unchecked(flat)
+            return graph.call_unchecked(graph_inputs(flat))
         run.compile = lambda *args: compiled(args)[0]
         return run
     return decorate if function is None else decorate(function)
