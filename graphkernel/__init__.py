@@ -44,12 +44,14 @@ from graphkernel.seed import get_seed, set_seed  # noqa: E402
 from graphkernel.context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context, set_device  # noqa: E402
 from graphkernel.jit_config import JitConfig  # noqa: E402
 from graphkernel.arguments import mutable  # noqa: E402
-from graphkernel.dtype import bool_, float16, float32, float64, int32, int64  # noqa: E402
+from graphkernel.dtype import (bfloat16, bool_, complex64, float16, float32, float64, int8, int16,  # noqa: E402
+                               int32, int64, uint8)
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
            "value_and_grad", "jit", "save_checkpoint", "load_checkpoint", "load_param_into_net",
            "CheckpointError", "nn", "ops", "set_seed", "get_seed", "set_context", "get_context", "set_device", "JitConfig", "mutable",
-           "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int32", "int64", "bool_",
+           "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+           "uint8", "bool_", "bfloat16", "complex64",
            "__version__"]
