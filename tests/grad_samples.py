@@ -33,6 +33,12 @@ without_rule = {
     "GeLUGrad": "a gradient op: second derivatives of GeLU are not supported yet",
     "SigmoidGrad": "a gradient op: second derivatives of Sigmoid are not supported yet",
     "BiasAddGrad": "a gradient op: second derivatives of BiasAdd are not supported yet",
+    "TanhGrad": "a gradient op: second derivatives of Tanh are not supported yet",
+    "SqrtGrad": "a gradient op: second derivatives of Sqrt are not supported yet",
+    "SigmoidCrossEntropyWithLogitsGrad": "a gradient op: second derivatives of the loss are not supported yet",
+    "DropoutGrad": "a gradient op: second derivatives of Dropout are not supported yet",
+    "MaximumGrad": "a gradient op: second derivatives of Maximum are not supported yet",
+    "MinimumGrad": "a gradient op: second derivatives of Minimum are not supported yet",
 }
 
 # rules that are, on purpose, not the derivative of the op's reference (tested on their own)

@@ -21,6 +21,8 @@ from ir.graph import Graph, Node, Value
 from ir.ops import OPS
 from graphkernel.expanders.bias_add import expand_bias_add
 from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
+from graphkernel.expanders.dropout_grad import expand_dropout_grad
+from graphkernel.expanders.extremum_grad import expand_maximum_grad, expand_minimum_grad
 from graphkernel.expanders.gelu import expand_gelu
 from graphkernel.expanders.gelu_grad import expand_gelu_grad
 from graphkernel.expanders.layer_norm import expand_layer_norm
@@ -31,10 +33,13 @@ from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
 from graphkernel.expanders.sigmoid import expand_sigmoid
+from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cross_entropy_grad
 from graphkernel.expanders.sigmoid_grad import expand_sigmoid_grad
 from graphkernel.expanders.softmax import expand_softmax
 from graphkernel.expanders.softmax_grad import expand_softmax_grad
+from graphkernel.expanders.sqrt_grad import expand_sqrt_grad
 from graphkernel.expanders.square import expand_square
+from graphkernel.expanders.tanh_grad import expand_tanh_grad
 from graphkernel.options import CompileOptions
 
 Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
@@ -42,6 +47,12 @@ Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 EXPANDERS: dict[str, Expander] = {
     "BiasAdd": expand_bias_add,
     "BiasAddGrad": expand_bias_add_grad,
+    "DropoutGrad": expand_dropout_grad,
+    "MaximumGrad": expand_maximum_grad,
+    "MinimumGrad": expand_minimum_grad,
+    "SigmoidCrossEntropyWithLogitsGrad": expand_sigmoid_cross_entropy_grad,
+    "SqrtGrad": expand_sqrt_grad,
+    "TanhGrad": expand_tanh_grad,
     "GeLU": expand_gelu,
     "GeLUGrad": expand_gelu_grad,
     "LayerNorm": expand_layer_norm,

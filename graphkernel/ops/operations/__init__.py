@@ -5,6 +5,9 @@ whose `api.primitive` is set (ir/ops), generated from the row.
     P.ReduceSum(keep_dims=True)(x, axis=1)
     P.Cast()(x, mstype.float16)     call-time attributes (the row's api.call_attrs) follow the tensors
     P.LayerNorm(begin_norm_axis=-1)(x, gamma, beta) -> (y, mean, variance)
+
+MindSpore's explicit gradient primitives are in the submodule `_grad_ops`, as there
+(`from graphkernel.ops.operations import _grad_ops as G`; `G.LayerNormGrad()(x, dy, variance, mean, gamma)`).
 """
 from __future__ import annotations
 
@@ -27,10 +30,10 @@ def _doc(d: OpDef) -> str:
     return f"MindSpore's {d.name}: {signature(d)}." + (f" {d.doc}." if d.doc else "")
 
 
-def _primitive(d: OpDef) -> type:
+def _primitive(d: OpDef, module: str = __name__) -> type:
     defaults = {a.name: a.default for a in d.attrs if a.name in d.api.call_attrs and a.default is not REQUIRED}
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
-                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": __name__})
+                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": module})
 
 
 for _d in OPS.values():
@@ -65,7 +68,7 @@ __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (
 def __getattr__(name: str):
     import difflib
     from graphkernel.ops.primitive import UnknownPrimitiveError
-    if name.startswith("__"):
+    if name.startswith("_"):   # dunders, and submodules not imported yet (_grad_ops)
         raise AttributeError(name)
     near = difflib.get_close_matches(name, __all__, n=1)
     hint = f" (did you mean P.{near[0]}?)" if near else ""
