@@ -42,6 +42,14 @@ CASES = [
     ("LayerNorm", [(4, 6, 8), (6, 8), (6, 8)], dict(begin_norm_axis=1, begin_params_axis=-2)),
     ("LayerNorm", [(4, 6, 8), (8,), (8,)], dict(begin_norm_axis=-2, begin_params_axis=-1, epsilon=1e-5)),
     ("LayerNorm", [(2, 1024), (1024,), (1024,)], dict(epsilon=1e-5)),
+    ("Erfc", [(4, 8)], {}),
+    ("Softsign", [(4, 8)], {}),
+    ("SquaredDifference", [(4, 8), (8,)], {}),
+    ("SquaredDifference", [(3, 1, 5), (4, 1)], {}),
+    ("OnesLike", [(3, 5)], {}),
+    ("SquareSumAll", [(4, 8), (4, 8)], {}),
+    ("SquareSumAll", [(), ()], {}),
+    ("EqualCount", [(4, 8), (4, 8)], {}),
 ]
 
 
