@@ -1,5 +1,6 @@
 """The primitives MindSpore scripts reach for (Erfc, Softsign, SquaredDifference, OnesLike, SquareSumAll,
-EqualCount, GreaterEqual), in every mode and target, fused and unfused, against the values MindSpore 2.10
+EqualCount, GreaterEqual, and the losses SigmoidCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits,
+SparseSoftmaxCrossEntropyWithLogits), in every mode and target, fused and unfused, against the values MindSpore 2.10
 printed for the same inputs on its CPU (pip install mindspore==2.10.0), and against numpy. The generated
 tests (op table, expanders, gradients against float64 finite differences) cover them too."""
 import numpy as np
@@ -12,6 +13,9 @@ from tolerance import assert_close
 
 X = np.array([[0.5, -1.0], [2.0, 0.0]], np.float32)
 Y = np.array([[0.5, 1.0], [2.0, 3.0]], np.float32)
+Z = np.array([[1.0, 2.0, 0.5], [-1.0, 0.0, 3.0]], np.float32)
+L = np.array([[0.0, 1.0, 0.0], [0.2, 0.3, 0.5]], np.float32)
+IDS = np.array([1, 2], np.int32)
 
 # name, inputs, what MindSpore 2.10 returned (CPU, PYNATIVE_MODE)
 MINDSPORE_2_10 = [
@@ -22,6 +26,12 @@ MINDSPORE_2_10 = [
     ("SquareSumAll", (X, Y), (5.25, 14.25)),
     ("EqualCount", (X, Y), ([2.0],)),
     ("GreaterEqual", (X, Y), ([[True, False], [True, False]],)),
+    ("SigmoidCrossEntropyWithLogits", (Z, L), ([[1.3132617, 0.126928, 0.974077],
+                                                [0.5132617, 0.6931472, 1.5485873]],)),
+    ("SoftmaxCrossEntropyWithLogits", (Z, L), ([0.46436879, 1.76588392],
+                                               [[0.231223896, -0.371468306, 0.14024438],
+                                                [-0.182852179, -0.253387392, 0.436239541]])),
+    ("SparseSoftmaxCrossEntropyWithLogits", (Z, IDS), (0.26512605,)),
 ]
 
 
@@ -43,6 +53,22 @@ def test_as_mindspore_2_10_computes_them(setting, name, inputs, expected):
         want = np.asarray(want, dtype=g.asnumpy().dtype)
         assert g.shape == want.shape
         assert_close(g.asnumpy(), want)
+
+
+def test_sparse_cross_entropy_gradient_as_mindspore_2_10(setting):
+    (got,) = Call(ops.SparseSoftmaxCrossEntropyWithLogits(is_grad=True))(Tensor(Z), Tensor(IDS))
+    assert_close(got.asnumpy(), np.array([[0.11561181, -0.185734, 0.0701222],
+                                          [0.0085739, 0.02330629, -0.03188017]], np.float32))
+
+
+def test_loss_gradients_train_through_the_autodiff(cpu):
+    """The gradient of the mean SoftmaxCrossEntropyWithLogits loss in the logits is (softmax - labels) / N."""
+    def loss(z, labels):
+        return ops.ReduceMean()(ops.SoftmaxCrossEntropyWithLogits()(z, labels)[0])
+
+    dz = ms.grad(loss)(Tensor(Z), Tensor(L))
+    e = np.exp(Z - Z.max(1, keepdims=True))
+    assert_close(dz.asnumpy(), (e / e.sum(1, keepdims=True) - L) / 2)
 
 
 def test_equal_count_and_square_sum_all_on_larger_inputs(setting):

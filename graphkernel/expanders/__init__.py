@@ -36,12 +36,15 @@ from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
 from graphkernel.expanders.sigmoid import expand_sigmoid
+from graphkernel.expanders.sigmoid_cross_entropy import expand_sigmoid_cross_entropy
 from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cross_entropy_grad
 from graphkernel.expanders.sigmoid_grad import expand_sigmoid_grad
 from graphkernel.expanders.softmax import expand_softmax
 from graphkernel.expanders.softmax_grad import expand_softmax_grad
 from graphkernel.expanders.sqrt_grad import expand_sqrt_grad
+from graphkernel.expanders.softmax_cross_entropy import expand_softmax_cross_entropy
 from graphkernel.expanders.softsign import expand_softsign
+from graphkernel.expanders.sparse_softmax_cross_entropy import expand_sparse_softmax_cross_entropy
 from graphkernel.expanders.square import expand_square
 from graphkernel.expanders.square_sum_all import expand_square_sum_all
 from graphkernel.expanders.squared_difference import expand_squared_difference
@@ -62,7 +65,10 @@ EXPANDERS: dict[str, Expander] = {
     "SquaredDifference": expand_squared_difference,
     "MaximumGrad": expand_maximum_grad,
     "MinimumGrad": expand_minimum_grad,
+    "SigmoidCrossEntropyWithLogits": expand_sigmoid_cross_entropy,
     "SigmoidCrossEntropyWithLogitsGrad": expand_sigmoid_cross_entropy_grad,
+    "SoftmaxCrossEntropyWithLogits": expand_softmax_cross_entropy,
+    "SparseSoftmaxCrossEntropyWithLogits": expand_sparse_softmax_cross_entropy,
     "SqrtGrad": expand_sqrt_grad,
     "TanhGrad": expand_tanh_grad,
     "GeLU": expand_gelu,

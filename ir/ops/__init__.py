@@ -17,6 +17,7 @@ from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bprop; LayerNormGrad, ...)
 from ir.ops import elementwise_grads  # noqa: F401  (TanhGrad, SqrtGrad, MaximumGrad, DropoutGrad, ...)
 from ir.ops import math_composites  # noqa: F401  (Erfc, Softsign, SquaredDifference, OnesLike, ...)
+from ir.ops import losses  # noqa: F401  (SigmoidCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, ...)
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
 from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
