@@ -100,3 +100,56 @@ def test_bad_inputs_are_named(cpu):
         ops.Erfc()(Tensor(np.ones(3, np.int32)))
     with pytest.raises(GraphKernelError, match=r"SquaredDifference .*different dtypes"):
         ops.SquaredDifference()(Tensor(X), Tensor(X.astype(np.float64)))
+
+
+class DropoutNet(Cell):
+    def __init__(self, keep_prob=0.6, seed0=3, seed1=5):
+        super().__init__()
+        self.dropout = ops.Dropout(keep_prob=keep_prob, Seed0=seed0, Seed1=seed1)
+
+    def construct(self, x):
+        return self.dropout(x)
+
+
+def test_dropout_primitive_returns_output_and_its_mask(setting):
+    x = np.random.default_rng(0).standard_normal((64, 50)).astype(np.float32)
+    out, mask = DropoutNet()(Tensor(x))
+    m = mask.asnumpy()
+    assert m.dtype == np.float32 and set(np.unique(m)) <= {0.0, 1.0}
+    assert abs(m.mean() - 0.6) < 0.03
+    assert_close(out.asnumpy(), (x.astype(np.float32) * np.float32(1 / 0.6)) * m)
+
+
+def test_dropout_mask_is_the_same_on_every_target_and_fusion_setting():
+    x = Tensor(np.random.default_rng(1).standard_normal((16, 40)).astype(np.float32))
+    masks = []
+    for target, fuse in (("CPU", False), ("Ascend", False), ("Ascend", True)):
+        ms.set_context(device_target=target, enable_graph_kernel=fuse)
+        ms.set_seed(0)
+        masks.append(DropoutNet()(x)[1].asnumpy())
+    assert all(np.array_equal(masks[0], m) for m in masks[1:])
+    ms.set_seed(0)
+    other = DropoutNet(seed1=6)(x)[1].asnumpy()   # Seed1 enters the op id: another mask
+    assert not np.array_equal(other, masks[0])
+
+
+def test_dropout_grad_consumes_the_mask(cpu):
+    from graphkernel.ops.operations import _grad_ops as G
+    drop = ops.Dropout(keep_prob=0.7, Seed0=1)
+
+    def loss(x, dy):   # one draw: its output's gradient and its mask
+        out, mask = drop(x)
+        return ops.ReduceSum()(out * dy), mask
+
+    x = Tensor(np.ones((6, 7), np.float32))
+    dy = Tensor(np.random.default_rng(2).standard_normal((6, 7)).astype(np.float32))
+    (_, mask), dx = ms.value_and_grad(loss, 0, None, has_aux=True)(x, dy)
+    assert 0 < mask.asnumpy().sum() < 42
+    assert_close(G.DropoutGrad(keep_prob=0.7)(dy, mask).asnumpy(), dx.asnumpy())
+
+
+def test_dropout_bad_arguments():
+    with pytest.raises(GraphKernelError, match=r"P.Dropout: keep_prob must be in \(0, 1\], got 0"):
+        ops.Dropout(keep_prob=0)
+    with pytest.raises(GraphKernelError, match="P.Dropout: Seed0 must be an int"):
+        ops.Dropout(Seed0=-1)

@@ -15,6 +15,7 @@ from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
+from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
 
 
 def signature(d: OpDef) -> str:
@@ -63,6 +64,7 @@ class PyFunc(Primitive):
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
+__all__ += ["Dropout"]   # graphkernel/ops/dropout.py
 
 
 def __getattr__(name: str):
