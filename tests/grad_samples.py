@@ -111,6 +111,8 @@ def _attribute_cases(rng) -> list[GradCase]:
         GradCase("UnsortedSegmentSum", [f(2, 3, 2), np.array([[1, 0, 1], [0, 0, 3]], np.int64)],
                  {"num_segments": 2}),
         GradCase("ReluGrad", [f(3, 4), f(3, 4)], {}),
+        GradCase("ArgMaxWithValue", [f(3, 4)], {}),
+        GradCase("ArgMaxWithValue", [f(2, 3, 4)], {"axis": -1, "keep_dims": True}),
         GradCase("SparseSoftmaxCrossEntropyWithLogits", [f(4, 5), np.array([0, 4, 2, 2], np.int32)], {}),
         GradCase("SparseSoftmaxCrossEntropyWithLogits", [f(3, 6), np.array([5, 7, -1], np.int64)], {}),
         GradCase("Dropout", [f(4, 6), np.array([3], np.int32)], {"keep_prob": 0.7, "seed": 1, "op_id": 9}),

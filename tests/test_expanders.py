@@ -53,6 +53,9 @@ CASES = [
     ("EqualCount", [(4, 8), (4, 8)], {}),
     ("SigmoidCrossEntropyWithLogits", [(4, 8), (4, 8)], {}),
     ("SoftmaxCrossEntropyWithLogits", [(4, 8), (4, 8)], {}),
+    ("ArgMaxWithValue", [(4, 8)], {}),
+    ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=-1, keep_dims=True)),
+    ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=1)),
 ]
 
 

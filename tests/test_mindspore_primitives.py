@@ -16,6 +16,7 @@ Y = np.array([[0.5, 1.0], [2.0, 3.0]], np.float32)
 Z = np.array([[1.0, 2.0, 0.5], [-1.0, 0.0, 3.0]], np.float32)
 L = np.array([[0.0, 1.0, 0.0], [0.2, 0.3, 0.5]], np.float32)
 IDS = np.array([1, 2], np.int32)
+A = np.array([[1.0, 5.0, 5.0], [7.0, 2.0, 7.0]], np.float32)   # ties: the first index wins
 
 # name, inputs, what MindSpore 2.10 returned (CPU, PYNATIVE_MODE)
 MINDSPORE_2_10 = [
@@ -32,6 +33,7 @@ MINDSPORE_2_10 = [
                                                [[0.231223896, -0.371468306, 0.14024438],
                                                 [-0.182852179, -0.253387392, 0.436239541]])),
     ("SparseSoftmaxCrossEntropyWithLogits", (Z, IDS), (0.26512605,)),
+    ("ArgMaxWithValue", (A,), ([1, 0, 1], [7.0, 5.0, 7.0])),
 ]
 
 
@@ -53,6 +55,13 @@ def test_as_mindspore_2_10_computes_them(setting, name, inputs, expected):
         want = np.asarray(want, dtype=g.asnumpy().dtype)
         assert g.shape == want.shape
         assert_close(g.asnumpy(), want)
+
+
+def test_arg_max_with_value_along_the_last_axis_as_mindspore_2_10(setting):
+    index, value = Call(ops.ArgMaxWithValue(axis=1, keep_dims=True))(Tensor(A))
+    assert index.dtype == ms.int64
+    np.testing.assert_array_equal(index.asnumpy(), [[1], [0]])
+    np.testing.assert_array_equal(value.asnumpy(), [[5.0], [7.0]])
 
 
 def test_sparse_cross_entropy_gradient_as_mindspore_2_10(setting):

@@ -19,6 +19,7 @@ from ir.builder import GraphBuilder
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
+from graphkernel.expanders.arg_max_with_value import expand_arg_max_with_value
 from graphkernel.expanders.bias_add import expand_bias_add
 from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
 from graphkernel.expanders.dropout_grad import expand_dropout_grad
@@ -54,6 +55,7 @@ from graphkernel.options import CompileOptions
 Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 
 EXPANDERS: dict[str, Expander] = {
+    "ArgMaxWithValue": expand_arg_max_with_value,
     "BiasAdd": expand_bias_add,
     "BiasAddGrad": expand_bias_add_grad,
     "DropoutGrad": expand_dropout_grad,

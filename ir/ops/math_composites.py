@@ -8,6 +8,9 @@ primitives (graphkernel/expanders/), as MindSpore's graph-kernel expanders write
     SquareSumAll(x, y)            (sum(x * x), sum(y * y)), two 0-d results; x and y of one shape, as
                                   MindSpore requires (float16 sums in float32)
     EqualCount(x, y)              [number of equal elements], shape (1,), x's dtype (as MindSpore 2.10)
+    ArgMaxWithValue(x) {axis=0, keep_dims=False} -> (index, value)
+                                  the first index of the maximum along axis (int64, as MindSpore 2.10;
+                                  a NaN counts as the maximum, as numpy's argmax) and the maximum
 """
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ import math
 import numpy as np
 
 from ir.errors import ShapeError
+from ir.dtypes import DType
 from ir.graph import TensorType
-from ir.ops.checks import broadcast, fmt, require, same_dtype
+from ir.ops.checks import broadcast, fmt, is_bool, is_int, require, same_dtype
 from ir.ops.composite import composite
-from ir.ops.registry import Api, Precision, no_gradient
+from ir.ops.registry import Api, Attr, Precision, no_gradient
 
 
 def _wide(x: np.ndarray) -> np.ndarray:
@@ -116,3 +120,63 @@ composite("SquareSumAll", 2, _square_sum_all_infer, _square_sum_all, grad=_squar
 composite("EqualCount", 2, _equal_count_infer,
           lambda a, attrs: np.array([np.count_nonzero(a[0] == a[1])], a[0].dtype), grad=no_gradient,
           why="a count", doc="the number of equal elements of x and y, shape (1,), in x's dtype")
+
+
+def _argmax_canon(types, attrs):
+    rank = types[0].rank
+    if not -rank <= attrs["axis"] < max(rank, 1):
+        raise ShapeError(f"axis {attrs['axis']} out of range for {fmt(types[0].shape)}")
+    if rank and types[0].shape[attrs["axis"] % rank] == 0:
+        raise ShapeError(f"cannot take the maximum over an empty axis of {fmt(types[0].shape)}")
+    return dict(attrs, axis=attrs["axis"] % rank if rank else 0)
+
+
+def _argmax_infer(types, attrs):
+    (x,) = types
+    require(x.dtype, "numeric")
+    if not x.rank:
+        return TensorType((), DType.int64), x
+    axis = attrs["axis"]
+    shape = x.shape[:axis] + ((1,) if attrs["keep_dims"] else ()) + x.shape[axis + 1:]
+    return TensorType(shape, DType.int64), TensorType(shape, x.dtype)
+
+
+def _argmax(a, attrs):
+    (x,) = a
+    if x.ndim == 0:
+        return np.asarray(0, np.int64), x.copy()
+    axis = attrs["axis"]
+    index = np.argmax(x, axis=axis, keepdims=True)
+    value = np.take_along_axis(x, index, axis=axis)
+    if not attrs["keep_dims"]:
+        index, value = np.squeeze(index, axis), np.squeeze(value, axis)
+    return index.astype(np.int64), value
+
+
+def argmax_positions(b, x, axis: int):
+    """An int64 Const 0..n-1 along `axis` of x, 1 elsewhere (broadcasts against x)."""
+    n = x.shape[axis]
+    shape = tuple(n if i == axis else 1 for i in range(x.type.rank))
+    return b.const(np.arange(n).reshape(shape), DType.int64)
+
+
+def _argmax_grad(b, node, douts):
+    """The value's cotangent goes to the element the index names; the index has none."""
+    x = node.inputs[0]
+    dvalue = douts[1]
+    if dvalue is None:
+        return (None,)
+    if not x.type.rank:
+        return (dvalue,)
+    axis = node.attr("axis")
+    kept = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    index, dv = node.outputs[0], dvalue
+    if index.shape != kept:
+        index, dv = b.op("Reshape", index, shape=kept), b.op("Reshape", dv, shape=kept)
+    hit = b.op("Equal", argmax_positions(b, x, axis), index)
+    return (b.op("Select", hit, b.op("BroadcastTo", dv, shape=x.shape), b.scalar(0, x)),)
+
+
+composite("ArgMaxWithValue", 1, _argmax_infer, _argmax, (Attr("axis", 0, is_int), Attr("keep_dims", False, is_bool)),
+          _argmax_canon, grad=_argmax_grad, why="selects an element, exact",
+          doc="(the first index of the maximum along axis, int64; the maximum)")
