@@ -24,7 +24,7 @@ from graphkernel.ops import operations as P
     ("--enable_auto_tensor_inplace", "--enable_auto_tensor_inplace"),
     ("--enable_low_precision=true", "--enable_low_precision"),
     ("--disable_pass=cluster.graph_kernel_splitter", "--disable_pass=cluster.graph_kernel_splitter"),
-    ("--enable_cluster_ops=SquareSumAll", "--enable_cluster_ops=SquareSumAll"),
+    ("--enable_cluster_ops=AdamApplyOne", "--enable_cluster_ops=AdamApplyOne"),
     ("--enable_cluster_ops=MatMul", "--enable_cluster_ops=MatMul (MatMul is OPAQUE"),
     ("--enable_expand_ops=AdamApplyOne", "--enable_expand_ops=AdamApplyOne"),
     ("--enable_expand_ops=Add", "--enable_expand_ops=Add"),
