@@ -7,6 +7,7 @@
     import graphkernel as ms                          # 2.x's
     from graphkernel import nn, ops
     ms.set_context(mode=ms.GRAPH_MODE, enable_graph_kernel=True)
+    ms.set_context(jit_config={"jit_level": "O1"})      # 2.3+'s switch of the same fusion
 """
 import os as _os
 
@@ -42,13 +43,18 @@ from graphkernel import nn, ops  # noqa: E402
 from graphkernel import train  # noqa: E402
 from graphkernel.train import Model  # noqa: E402
 from graphkernel.seed import get_seed, set_seed  # noqa: E402
-from graphkernel.context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context  # noqa: E402
-from graphkernel.dtype import bool_, float16, float32, float64, int32, int64  # noqa: E402
+from graphkernel.context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context, set_device  # noqa: E402
+from graphkernel.jit_config import JitConfig  # noqa: E402
+from graphkernel.arguments import mutable  # noqa: E402
+from graphkernel.dtype import (bfloat16, bool_, complex64, float16, float32, float64, int8, int16,  # noqa: E402
+                               int32, int64, uint8)
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
            "value_and_grad", "jit", "save_checkpoint", "load_checkpoint", "load_param_into_net",
            "CheckpointError", "nn", "ops", "train", "Model", "set_seed", "get_seed", "set_context", "get_context",
-           "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int32", "int64", "bool_",
+           "set_device", "JitConfig", "mutable",
+           "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+           "uint8", "bool_", "bfloat16", "complex64",
            "__version__"]

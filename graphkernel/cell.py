@@ -9,6 +9,7 @@ retrace (`cell.trace_count` counts traces).
 from __future__ import annotations
 
 import inspect
+import warnings
 
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
@@ -16,7 +17,9 @@ from graphkernel import context
 from graphkernel.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
+from graphkernel.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
 from graphkernel.assign import assign
+from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
 from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -39,6 +42,7 @@ class Cell:
         object.__setattr__(self, "trace_count", 0)
         object.__setattr__(self, "_auto_prefix", auto_prefix)
         object.__setattr__(self, "training", False)
+        object.__setattr__(self, "_jit_level", None)   # (level, switch) of set_jit_config
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -129,6 +133,22 @@ class Cell:
             _structure_version[0] += 1
         return self
 
+    def set_jit_config(self, jit_config: JitConfig) -> None:
+        """MindSpore 2.x: this Cell compiles at `jit_config.jit_level` ("O1": fusion on), which comes
+        before the session's jit_level (graphkernel/jit_config.py). As in MindSpore it is set once: a
+        second call warns and changes nothing."""
+        if not isinstance(jit_config, JitConfig):
+            raise JitConfigError(f"{type(self).__name__}.set_jit_config: expected a JitConfig, got "
+                                 f"{type(jit_config).__name__}")
+        if self._jit_level is not None:
+            warnings.warn(f"{type(self).__name__}.set_jit_config: the jit config of a Cell can only be set "
+                          "once; this setting is ignored", JitConfigWarning, stacklevel=2)
+            return
+        level = jit_config.jit_level
+        object.__setattr__(self, "_jit_level", (level, f"{type(self).__name__}.set_jit_config("
+                                                       f"JitConfig(jit_level={level!r}))") if level else ())
+        _structure_version[0] += 1
+
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         trace = active_trace()
@@ -138,21 +158,20 @@ class Cell:
             self._check_args(args, kwargs)
             tape = active_tape()
             if tape is not None and has_bprop(self):   # a PYNATIVE gradient is recording
-                return record_with_bprop(self, tape, args, self.construct(*args))
-            return self.construct(*args)
+                return record_with_bprop(self, tape, args, self.construct(*eager_arguments(args)))
+            return self.construct(*eager_arguments(args))
         compiled = None if kwargs else self._compiled.get(self._cache_key(args))
         if compiled is None:
             compiled = self.compile(*args, **kwargs)
-        return compiled.call_unchecked(args)
+        return compiled.call_unchecked(graph_inputs(args))
 
     def _cache_key(self, args):
-        """(input signature, compile settings, structure version), or None for non-Tensor arguments."""
-        signature = []
-        for a in args:
-            if not isinstance(a, Tensor):
-                return None
-            signature.append((a.shape, a._dtype))
-        return (tuple(signature), context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
+        """(input signature, compile settings, structure version), or None for arguments a call cannot
+        take. A Python constant's value is part of the signature (graphkernel/arguments.py)."""
+        sig = signature(args)
+        if sig is None:
+            return None
+        return (sig, context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
                 get_seed())
 
     def _call_nested(self, trace: Trace, args, kwargs):
@@ -188,9 +207,7 @@ class Cell:
         except TypeError as e:
             raise CellCallError(f"{cls}.construct: {e}") from None
         for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
-                hint = " (wrap it: Tensor(array))" if hasattr(a, "__array__") else ""
-                raise CellCallError(f"{cls}: argument {i} is a {type(a).__name__}, not a Tensor{hint}")
+            check_argument(cls, i, a)
 
     def compile(self, *args, **kwargs):
         """The CompiledGraph a call with these Tensors uses (compiled now if not cached)."""
@@ -200,23 +217,24 @@ class Cell:
         compiled = self._compiled.get(key)
         if compiled is None:
             graph, parameters, tree, checks = self._trace(args)
-            compiled = compile_graph(graph, options_from_context(), parameters=parameters, out_tree=tree,
+            compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters, out_tree=tree,
                                      name=type(self).__name__, checks=checks)
             self._compiled[key] = compiled
         return compiled
 
     def compiled_inputs(self, *args) -> list:
         """The Tensors a call with `args` hands to the CompiledGraph of `compile(*args)` (before the
-        Parameters' values): all of them; an ONNX model leaves out the inputs it reads as shape data."""
-        return list(args)
+        Parameters' values): the Tensors and mutables' values, not the constants; an ONNX model leaves
+        out the inputs it reads as shape data."""
+        return graph_inputs(args)
 
     def _trace(self, args):
         object.__setattr__(self, "trace_count", self.trace_count + 1)
         params = inspect.signature(self.construct).parameters
         names = [p for p in params][: len(args)]
         with Trace() as trace:
-            inputs = [trace.input(TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}")
-                      for i, a in enumerate(args)]
+            inputs = trace_arguments(args, lambda a, i: trace.input(
+                TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}"))
 
             def run():   # once per path through construct's tensor conditions (graphkernel/branching.py)
                 trace.cells.append(self)

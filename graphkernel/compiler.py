@@ -28,6 +28,7 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from graphkernel import context, observe
 from graphkernel.flags import parse_flags
+from graphkernel.jit_config import resolve as resolve_fusion
 from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
@@ -55,7 +56,9 @@ class KernelSummary:
     phase: str = "forward"   # forward | backward: whether it computes any backward node (ir.autodiff)
 
 
-def options_from_context() -> CompileOptions:
+def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileOptions:
+    """The options of a compile now; `graph_level` is the (jit_level, switch) of the graph itself (a
+    jit decorator's, a Cell's JitConfig), which comes before the session's (graphkernel/jit_config.py)."""
     from graphkernel.fusion_switch import read_fusion_switch
     from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
     switch = context.get_context("fusion_switch_file")
@@ -64,9 +67,14 @@ def options_from_context() -> CompileOptions:
     dtypes = read_customize_dtypes(dtypes) if dtypes else None
     mode = effective_mode(context.get_context("precision_mode"), context.get_context("precision_mode_v2"))
     warn_unused_files(mode, mixlist, dtypes)
+    fusion = resolve_fusion(context.get_context("enable_graph_kernel"), context.enable_graph_kernel_set(),
+                            graph_level, context.session_jit_level())
+    log = FusionLog()
+    log.switch = fusion
     return CompileOptions(
         device_target=context.get_context("device_target"),
-        enable_graph_kernel=context.get_context("enable_graph_kernel"),
+        enable_graph_kernel=fusion.enabled,
+        fusion_switch=fusion,
         flags=parse_flags(context.get_context("graph_kernel_flags")),
         core_num=context.get_context("core_num"),
         deterministic=context.get_context("deterministic"),
@@ -76,7 +84,7 @@ def options_from_context() -> CompileOptions:
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
         mix_compile_mode=context.get_context("mix_compile_mode"),
         max_device_memory=max_device_memory(),
-        log=FusionLog(),
+        log=log,
     )
 
 
@@ -237,7 +245,8 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
 
     final = run_pipeline(graph, opts, on_stage)
     if opts.flags.dump_as_text and save:
-        dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, opts.log)) + "\n")
+        lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
+        dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in opts.log]) + "\n")
     compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
                              list(parameters), out_tree, checks=list(checks))
     if opts.device_target == "Ascend":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ir.errors import GraphKernelError
+from graphkernel.jit_config import check_context_jit_config, check_context_jit_level
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -108,6 +109,9 @@ KEYS: dict[str, Key] = {
     "mode": Key(GRAPH_MODE, _choice(GRAPH_MODE, PYNATIVE_MODE), compile=False),
     "device_target": Key("Ascend", _choice("Ascend", "CPU")),
     "enable_graph_kernel": Key(False, _bool),
+    # MindSpore 2.x's switch of fusion (graphkernel/jit_config.py: which one decides)
+    "jit_level": Key(None, check_context_jit_level),
+    "jit_config": Key(None, check_context_jit_config, compile=False),   # its jit_level goes to jit_level
     "graph_kernel_flags": Key("", _flags),
     "save_graphs": Key(False, _bool),
     "save_graphs_path": Key("dot_out", lambda v: _path_or_none(_str(v) if not isinstance(v, os.PathLike) else v)),
@@ -146,6 +150,9 @@ def _check_together(settings: dict) -> None:
 
 
 _settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}
+# the fusion switches set_context was given: whether enable_graph_kernel was, and which spelling set
+# jit_level last (graphkernel/jit_config.py resolves them)
+_switches: dict[str, Any] = {"enable_graph_kernel": False, "jit_level": None}
 
 
 def _unknown(key: str) -> ContextError:
@@ -169,8 +176,37 @@ def set_context(**kwargs) -> None:
             raise type(e)(f"set_context({name}=...): {e}") from None
         staged[name] = canonical
     _check_together({**_settings, **staged})
-    _settings.update(staged)
+    for name in staged:   # in the order given: the last spelling of jit_level wins, as in MindSpore
+        if name != "jit_level":
+            _settings[name] = staged[name]
+        if name == "jit_config" and "jit_level" in staged[name]:
+            _settings["jit_level"] = staged[name]["jit_level"]
+            _switches["jit_level"] = f"set_context(jit_config={{'jit_level': {_settings['jit_level']!r}}})"
+        elif name == "jit_level":
+            _settings["jit_level"] = staged[name]
+            _switches["jit_level"] = None if staged[name] is None else f"set_context(jit_level={staged[name]!r})"
+        if name == "enable_graph_kernel":
+            _switches["enable_graph_kernel"] = True
     _compile_key_cache.clear()
+
+
+def set_device(device_target: str, device_id: int | None = None) -> None:
+    """MindSpore 2.10's `set_device`: the same as set_context(device_target=...). `device_id` (one
+    emulated device here) must be a non-negative int or None."""
+    if device_id is not None and (isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < 0):
+        raise ContextError(f"set_device: device_id {device_id!r} is not accepted; accepted: an int >= 0 or None")
+    set_context(device_target=device_target)
+
+
+def session_jit_level() -> tuple[str, str] | None:
+    """(jit_level, the set_context spelling that set it), or None when none did."""
+    level = _settings["jit_level"]
+    return None if level is None else (level, _switches["jit_level"])
+
+
+def enable_graph_kernel_set() -> bool:
+    """Whether set_context was given enable_graph_kernel (then it decides whether fusion runs)."""
+    return _switches["enable_graph_kernel"]
 
 
 def get_context(key: str):
@@ -182,6 +218,7 @@ def get_context(key: str):
 def reset_context() -> None:
     """Every key back to its default (for tests)."""
     _settings.update({k: key.default for k, key in KEYS.items()})
+    _switches.update(enable_graph_kernel=False, jit_level=None)
     _compile_key_cache.clear()
 
 
@@ -197,7 +234,8 @@ def compile_settings() -> tuple:
     from graphkernel.config_file import file_version
     settings = tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
                      for k, key in KEYS.items() if key.compile)
-    return settings + (("MS_DEV_GRAPH_KERNEL_FLAGS", os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "")),)
+    return settings + (("fusion switches", tuple(sorted(_switches.items()))),
+                       ("MS_DEV_GRAPH_KERNEL_FLAGS", os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "")),)
 
 
 def compile_settings_id() -> int:

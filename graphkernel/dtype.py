@@ -4,6 +4,7 @@ Each name is the IR's DType itself, so `mstype.float16` can go wherever a dtype 
 dtypes and names are accepted too (`ir.as_dtype`).
 """
 from ir.dtypes import DType, as_dtype
+from ir.errors import DTypeError
 
 float16 = DType.float16
 float32 = DType.float32
@@ -15,5 +16,27 @@ bool_ = DType.bool
 # MindSpore's shorter aliases
 half, single, double = float16, float32, float64
 
+
+class UnsupportedDType:
+    """A MindSpore dtype name graphkernel has no dtype for: the name exists (so a 2.x script imports),
+    and using it as a dtype (a Tensor's, a Cast's, a Parameter's) raises a DTypeError naming it."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def ir_dtype(self):
+        raise DTypeError(f"dtype {self.name} (MindSpore's mstype.{self.name}) is not supported by graphkernel; "
+                         f"supported: {', '.join(d.value for d in DType)}")
+
+    def __repr__(self) -> str:
+        return f"mstype.{self.name} (not supported)"
+
+
+int8, int16, uint8, uint16, uint32, uint64 = (UnsupportedDType(n) for n in (
+    "int8", "int16", "uint8", "uint16", "uint32", "uint64"))
+bfloat16, complex64, complex128 = (UnsupportedDType(n) for n in ("bfloat16", "complex64", "complex128"))
+
 __all__ = ["DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "bool_",
-           "half", "single", "double"]
+           "half", "single", "double", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "bfloat16",
+           "complex64", "complex128"]

@@ -3,12 +3,17 @@
 `parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key,
 and so does an op or a `stage.pass` in a list flag that does not exist.
 MS_DEV_GRAPH_KERNEL_FLAGS in the environment is read too, after the context's flags (so it wins).
+
+A real MindSpore flag that means nothing here (`--kernel_generator=AKG`, `--enable_auto_tensor_inplace`),
+and a MindSpore op or pass named in a list flag that this pipeline does not expand, cluster or run, give a
+FlagWarning naming it and saying it has no effect; only names MindSpore does not know either are errors.
 """
 from __future__ import annotations
 
 import difflib
 import os
 import shlex
+import warnings
 from dataclasses import dataclass, fields
 
 from ir.errors import GraphKernelError
@@ -16,6 +21,43 @@ from ir.errors import GraphKernelError
 
 class FlagError(GraphKernelError, ValueError):
     """A graph_kernel_flags string that does not parse."""
+
+
+class FlagWarning(UserWarning):
+    """A MindSpore graph-kernel flag (or an op or pass a list flag names) that has no effect here."""
+
+
+# Flags MindSpore 2.10's graph_kernel_flags knows (its flag table) that change nothing here;
+# enable_low_precision is MindSpore 1.x-2.2's (2.10 no longer knows it)
+MINDSPORE_ONLY_FLAGS = frozenset({
+    "disable_cce_lib_ops", "disable_fusion_pattern", "disable_matmul_post_fusion", "disable_packet_ops",
+    "disable_simplify_exprs", "enable_allreduce_epilogue_fusion", "enable_allreduce_prologue_fusion",
+    "enable_auto_tensor_inplace", "enable_cce_lib", "enable_cce_lib_ops", "enable_cce_lib_ops_only",
+    "enable_csr_fusion", "enable_debug_mode", "enable_dynamic_batch", "enable_dynamic_shape_fusion",
+    "enable_fusion_pattern_only", "enable_horizontal_fusion", "enable_lite_conv_tuning",
+    "enable_packet_ops_only", "enable_simplify_exprs_only", "enable_vectorization", "fusion_ops_level",
+    "kernel_generator", "online_tuning", "parallel_ops_level", "recompute_increment_threshold",
+    "recompute_peak_threshold", "repository_path", "enable_low_precision"})
+# MindSpore ops its graph-kernel fusion expands or clusters that graphkernel has no row or expander for
+MINDSPORE_OPS = frozenset({
+    "AdamApplyOne", "AdamApplyOneWithDecay", "AddN", "ArgMaxWithValue", "BatchNorm", "BatchNormGrad",
+    "ClipByNormNoDivSum", "DropoutGrad", "EqualCount", "Erfc", "ExpandDims", "FastGeLU", "FastGeLUGrad",
+    "FusedAdam", "FusedAdamWeightDecay", "FusedMulAdd", "GreaterEqual", "Identity", "LessEqual",
+    "MaximumGrad", "MinimumGrad", "OnesLike", "ZerosLike", "SigmoidCrossEntropyWithLogits",
+    "SigmoidCrossEntropyWithLogitsGrad", "SoftmaxCrossEntropyWithLogits", "SoftmaxGradExt", "Softsign",
+    "SoftplusGrad", "SparseSoftmaxCrossEntropyWithLogits", "SqrtGrad", "SquareSumAll", "SquaredDifference",
+    "Squeeze", "StridedSlice", "TanhGrad", "Tile"})
+# MindSpore graph-kernel pass names (the part after the stage) that are not passes of this pipeline
+MINDSPORE_PASSES = frozenset({
+    "arithmetic_simplify", "atomic_clean", "axis_normalizer", "cluster", "core_ops_optimization",
+    "decrease_compute_precision", "decrease_transfer_precision", "eliminate_redundant_output", "expand",
+    "graph_kernel_cse", "graph_kernel_recompute", "graph_kernel_splitter", "insert_pad", "optimize_assign",
+    "parallel_cluster", "raise_reduction_precision", "reorder_ops", "shape_ops_splitter", "split_assign",
+    "tensor_promotion", "transform_op_optimizer"})
+
+
+def _no_effect(source: str, text: str) -> None:
+    warnings.warn(f"{source}: {text} has no effect here", FlagWarning, stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -80,34 +122,47 @@ def parse_flags(text: str, *, read_env: bool = True) -> GraphKernelFlags:
             if not token.startswith("--"):
                 raise FlagError(f"{source}: {token!r} is not a flag (flags look like --key=value)")
             key, eq, raw = token[2:].partition("=")
+            if key in MINDSPORE_ONLY_FLAGS:
+                _no_effect(source, f"--{key} (a MindSpore graph-kernel flag)")
+                continue
             if key not in KNOWN_FLAGS:
                 near = difflib.get_close_matches(key, KNOWN_FLAGS, n=1)
                 hint = f"; did you mean --{near[0]}?" if near else ""
                 raise FlagError(f"{source}: unknown flag --{key}{hint}")
             values[key] = _value(key, raw if eq else None)
             if key in _LIST:
-                _check_names(source, key, values[key])
+                values[key] = _check_names(source, key, values[key])
     return GraphKernelFlags(**values)
 
 
-def _check_names(source: str, key: str, names: frozenset) -> None:
-    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing."""
+def _check_names(source: str, key: str, names: frozenset) -> frozenset:
+    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing.
+    A MindSpore op or pass this pipeline does not expand, cluster or run warns and is dropped."""
     from ir.ops import OPS, Pattern
     if key.endswith("_pass"):
         from graphkernel.pipeline import pass_names
-        known, what = pass_names(), "a stage.pass of the pipeline"
+        known, what, theirs = pass_names(), "a stage.pass of the pipeline", MINDSPORE_PASSES
     elif "expand" in key:
         from graphkernel.expanders import EXPANDERS
-        known, what = sorted(EXPANDERS), "a composite op the expanders rewrite"
+        known, what, theirs = sorted(EXPANDERS), "a composite op the expanders rewrite", MINDSPORE_OPS | set(OPS)
     else:
-        known, what = sorted(OPS), "an op"
+        known, what, theirs = sorted(OPS), "an op", MINDSPORE_OPS
+    kept = set()
     for name in sorted(names):
         if name not in known:
+            if name in theirs or name.rpartition(".")[2] in theirs:
+                _no_effect(source, f"--{key}={name} (a MindSpore {'pass' if key.endswith('_pass') else 'op'} "
+                                   f"that is not {what} here)")
+                continue
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
         op = OPS.get(name)
-        if key.startswith("enable_cluster") and (op.expandable or op.pattern >= Pattern.INJECTIVE):
-            kind = ("a composite op (fusion takes the primitives it expands into)" if op.expandable
-                    else f"{op.pattern.name}, never fused")
-            raise FlagError(f"{source}: --{key}={name}: {name} is {kind}")
+        if key.startswith("enable_cluster") and op.expandable:
+            raise FlagError(f"{source}: --{key}={name}: {name} is a composite op (fusion takes the primitives "
+                            "it expands into)")
+        if key.startswith("enable_cluster") and op.pattern >= Pattern.INJECTIVE:
+            _no_effect(source, f"--{key}={name} ({name} is {op.pattern.name}, never fused here)")
+            continue
+        kept.add(name)
+    return frozenset(kept)

@@ -38,7 +38,9 @@ from ir.errors import GraphKernelError
 from ir.graph import Value
 from ir.ops import make_node
 from graphkernel import context
+from graphkernel.arguments import graph_inputs
 from graphkernel.cell import Cell
+from graphkernel.jit_config import jit_decorator_level
 from graphkernel.tape import active_tape, run_taped
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
@@ -300,12 +302,19 @@ def _rebuild(tree, flat: list):
     return kind(_rebuild(item, flat) for item in items)
 
 
-def jit(function=None, **options):
+def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgraph=False, backend="",
+        **options):
     """`@jit` (MindSpore's `ms.jit`): the function runs as one compiled graph, traced once per input
     signature, in GRAPH_MODE and PYNATIVE_MODE alike; inside it, `grad`/`value_and_grad` functions and
-    Cells are traced inline. `f.compile(*args)` returns the CompiledGraph a call uses."""
-    if options:
-        raise GradError(f"jit: options {', '.join(sorted(options))} are not supported here")
+    Cells are traced inline. `f.compile(*args)` returns the CompiledGraph a call uses.
+
+    MindSpore 2.10's arguments, checked as it checks them (graphkernel/jit_config.py): `jit_level` "O0"
+    (fusion off) or "O1" (on) decides for this function's graphs; left out, the session's switches
+    decide. capture_mode, dynamic, fullgraph, backend and the known options change nothing here (the
+    function is traced in every capture mode); the deprecated `jit_config=JitConfig(...)` warns and,
+    unlike in 2.10, still sets the level."""
+    graph_level = jit_decorator_level(capture_mode, "O0" if jit_level is None else jit_level, dynamic,
+                                      fullgraph, backend, options, jit_level is not None)
 
     def decorate(fn):
         cells: dict = {}
@@ -316,6 +325,7 @@ def jit(function=None, **options):
             cell = cells.get(tree)
             if cell is None:
                 cell = cells[tree] = _FunctionCell(fn, tree)
+                object.__setattr__(cell, "_jit_level", graph_level)
             return cell.compile(*flat), flat
 
         @functools.wraps(fn)
@@ -323,7 +333,7 @@ def jit(function=None, **options):
             if active_trace() is not None or active_tape() is not None:
                 return fn(*args)   # inline: inside a trace, or recorded op by op on a PYNATIVE tape
             graph, flat = compiled(args)
-            return graph.call_unchecked(flat)
+            return graph.call_unchecked(graph_inputs(flat))
         run.compile = lambda *args: compiled(args)[0]
         return run
     return decorate if function is None else decorate(function)

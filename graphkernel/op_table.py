@@ -6,7 +6,7 @@ from __future__ import annotations
 from ir.ops import OPS, OpDef, Pattern
 from ir.ops.registry import no_gradient
 from graphkernel.ops import operations
-from graphkernel.ops.operations import signature
+from graphkernel.ops.operations import _grad_ops, signature
 
 HEADER = """# Ops
 
@@ -16,7 +16,7 @@ Generated from the op table (`ir/ops`: one row per op, every fact about it in th
 - **kind**: how output elements map to input elements (ELEMWISE < BROADCAST < INJECTIVE < REDUCE < OPAQUE <
   HOST; a composite op is expanded into primitives before fusion).
 - **call**: MindSpore's primitive, attributes at construction, tensors (then call-time attributes) at the
-  call; also `ops.<functional>(...)` and `Tensor.<method>(...)` where named.
+  call (`G.`: `from graphkernel.ops.operations import _grad_ops as G`); also `ops.<functional>(...)` and `Tensor.<method>(...)` where named.
 - **cost**: per element, for the cost model; **basic**: basic fusion clusters it; **f16 exact**: on float16
   operands its result needs no rounding.
 - **list**: default mixed-precision list (white: float16 under allow_mix_precision; black: float32; gray:
@@ -31,7 +31,12 @@ Generated from the op table (`ir/ops`: one row per op, every fact about it in th
 
 
 def _call(d: OpDef) -> str:
-    return f"`{signature(d)}`" if hasattr(operations, d.name) else "(internal)"
+    cls = getattr(operations, d.name, None)
+    if cls is not None:   # a class of its own (P.Dropout) says how it is called
+        return f"`{getattr(cls, 'signature', None) or signature(d)}`"
+    if d.name in _grad_ops.GRAD_PRIMITIVES:   # MindSpore's _grad_ops, imported as G
+        return f"`G.{signature(d)[2:]}`"
+    return "(internal)"
 
 
 def _row(d: OpDef) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphkernel.flags import GraphKernelFlags
+from graphkernel.jit_config import FusionSwitch
 
 
 @dataclass
@@ -31,7 +32,10 @@ class FusionRecord:
 
 
 class FusionLog(list):
-    """A list of FusionRecord; compares equal to any other log so options stay hashable by value."""
+    """A list of FusionRecord; compares equal to any other log so options stay hashable by value.
+    `switch` is the FusionSwitch of the compile (the log file's first line: which switch decided)."""
+
+    switch: FusionSwitch | None = None
 
     def __eq__(self, other):
         return isinstance(other, FusionLog)
@@ -65,6 +69,8 @@ ENABLE_FLAGS = {"recompute": "enable_recompute_fusion", "parallel_fusion": "enab
 class CompileOptions:
     device_target: str = "Ascend"
     enable_graph_kernel: bool = False
+    # which switch set enable_graph_kernel (set_context's, a jit_level, a JitConfig: graphkernel/jit_config.py)
+    fusion_switch: FusionSwitch | None = None
     flags: GraphKernelFlags = GraphKernelFlags()
     core_num: int = 32
     deterministic: int = 0

@@ -159,6 +159,7 @@ EMITTERS: dict[str, Callable[[Operands], str]] = {
     "Maximum": _maximum,
     "Minimum": _minimum,
     "Greater": lambda o: f"({o.args[0]} > {o.args[1]})",
+    "GreaterEqual": lambda o: f"({o.args[0]} >= {o.args[1]})",
     "Less": lambda o: f"({o.args[0]} < {o.args[1]})",
     "Equal": lambda o: f"({o.args[0]} == {o.args[1]})",
     "Neg": lambda o: _wrap_int32(f"(-{o.args[0]})", o.dtype),

@@ -34,6 +34,12 @@ without_rule = {
     "GeLUGrad": "a gradient op: second derivatives of GeLU are not supported yet",
     "SigmoidGrad": "a gradient op: second derivatives of Sigmoid are not supported yet",
     "BiasAddGrad": "a gradient op: second derivatives of BiasAdd are not supported yet",
+    "TanhGrad": "a gradient op: second derivatives of Tanh are not supported yet",
+    "SqrtGrad": "a gradient op: second derivatives of Sqrt are not supported yet",
+    "SigmoidCrossEntropyWithLogitsGrad": "a gradient op: second derivatives of the loss are not supported yet",
+    "DropoutGrad": "a gradient op: second derivatives of Dropout are not supported yet",
+    "MaximumGrad": "a gradient op: second derivatives of Maximum are not supported yet",
+    "MinimumGrad": "a gradient op: second derivatives of Minimum are not supported yet",
 }
 
 # rules that are, on purpose, not the derivative of the op's reference (tested on their own)
@@ -106,6 +112,10 @@ def _attribute_cases(rng) -> list[GradCase]:
         GradCase("UnsortedSegmentSum", [f(2, 3, 2), np.array([[1, 0, 1], [0, 0, 3]], np.int64)],
                  {"num_segments": 2}),
         GradCase("ReluGrad", [f(3, 4), f(3, 4)], {}),
+        GradCase("ArgMaxWithValue", [f(3, 4)], {}),
+        GradCase("ArgMaxWithValue", [f(2, 3, 4)], {"axis": -1, "keep_dims": True}),
+        GradCase("SparseSoftmaxCrossEntropyWithLogits", [f(4, 5), np.array([0, 4, 2, 2], np.int32)], {}),
+        GradCase("SparseSoftmaxCrossEntropyWithLogits", [f(3, 6), np.array([5, 7, -1], np.int64)], {}),
         GradCase("Dropout", [f(4, 6), np.array([3], np.int32)], {"keep_prob": 0.7, "seed": 1, "op_id": 9}),
     ]
     for ta in (False, True):

@@ -76,6 +76,7 @@ SAMPLES = {
     "Gradient": ([tt(F32), tt(F32, 2, 3), tt(F32, 3)], {"seeds": 1}),
     "LayerNormGrad": ([tt(F32, 2, 4), tt(F32, 2, 4), tt(F32, 2, 1), tt(F32, 2, 1), tt(F32, 4)], {}),
     "UnsortedSegmentSum": ([tt(F32, 4, 3), tt(I32, 4)], {"num_segments": 3}),
+    "SparseSoftmaxCrossEntropyWithLogits": ([tt(F32, 4, 3), tt(I32, 4)], {}),
     "Dropout": ([tt(F32, 4, 3), tt(I32, 1)], {"keep_prob": 0.9, "seed": 3, "op_id": 7}),
     "StopGradient": ([tt(F32, 2, 3)], {}),
     "Bprop": ([tt(F32, 2, 3), tt(F32, 2, 3)], {"inputs": 1, "outputs": 1, "bprop": _identity_bprop()}),

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ir.dtypes import DType
 from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
 from graphkernel import expanders
@@ -42,6 +43,19 @@ CASES = [
     ("LayerNorm", [(4, 6, 8), (6, 8), (6, 8)], dict(begin_norm_axis=1, begin_params_axis=-2)),
     ("LayerNorm", [(4, 6, 8), (8,), (8,)], dict(begin_norm_axis=-2, begin_params_axis=-1, epsilon=1e-5)),
     ("LayerNorm", [(2, 1024), (1024,), (1024,)], dict(epsilon=1e-5)),
+    ("Erfc", [(4, 8)], {}),
+    ("Softsign", [(4, 8)], {}),
+    ("SquaredDifference", [(4, 8), (8,)], {}),
+    ("SquaredDifference", [(3, 1, 5), (4, 1)], {}),
+    ("OnesLike", [(3, 5)], {}),
+    ("SquareSumAll", [(4, 8), (4, 8)], {}),
+    ("SquareSumAll", [(), ()], {}),
+    ("EqualCount", [(4, 8), (4, 8)], {}),
+    ("SigmoidCrossEntropyWithLogits", [(4, 8), (4, 8)], {}),
+    ("SoftmaxCrossEntropyWithLogits", [(4, 8), (4, 8)], {}),
+    ("ArgMaxWithValue", [(4, 8)], {}),
+    ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=-1, keep_dims=True)),
+    ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=1)),
 ]
 
 
@@ -74,7 +88,23 @@ def test_expansion_matches_the_reference(op, shapes, attrs, dtype):
 def test_every_expandable_op_has_an_expander():
     from test_grad_ops import CASES as GRAD_OP_CASES   # the gradient ops' expansions are tested there
     assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
-    assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} == set(EXPANDERS)
+    assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
+        "SparseSoftmaxCrossEntropyWithLogits"} == set(EXPANDERS)   # int labels: its own test below
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("is_grad", [False, True])
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+def test_sparse_softmax_cross_entropy_expansion(dtype, is_grad, label_dtype):
+    labels = np.array([0, 7, 3, 3, -1, 8], label_dtype)   # -1 and 8: outside [0, 8), an all-zero one-hot row
+    g = GraphBuilder(tt(dtype, 6, 8), tt(I32 if label_dtype == np.int32 else DType.int64, 6))
+    graph = g.graph(g.op("SparseSoftmaxCrossEntropyWithLogits", *g.inputs, is_grad=is_grad))
+    expanded = verify(expand(graph, CompileOptions()))
+    assert "SparseSoftmaxCrossEntropyWithLogits" not in ops(expanded)
+    logits = np.random.default_rng(1).standard_normal((6, 8)).astype(dtype.np) * 3
+    (got,), (want,) = interpret(expanded, [logits, labels]), interpret(graph, [logits, labels])
+    assert_close(got, want)
+    assert got.shape == ((6, 8) if is_grad else ())
 
 
 @pytest.mark.parametrize("dtype", (I32, F32), ids=str)

@@ -40,6 +40,21 @@ def cases():
         out.append(("BiasAddGrad", [x], {"data_format": "NHWC"}, f"BiasAddGrad-NHWC{shape}"))
         if len(shape) > 2:
             out.append(("BiasAddGrad", [x], {}, f"BiasAddGrad-NCHW{shape}"))
+    for shape in ((5, 9), (64, 96)):
+        y = np.tanh(rng.standard_normal(shape))
+        out.append(("TanhGrad", [y, rng.standard_normal(shape)], {}, f"TanhGrad{shape}"))
+        out.append(("SqrtGrad", [rng.uniform(0.5, 2, shape), rng.standard_normal(shape)], {}, f"SqrtGrad{shape}"))
+        out.append(("SigmoidCrossEntropyWithLogitsGrad", [rng.standard_normal(shape) * 3, rng.uniform(0, 1, shape),
+                                                           rng.standard_normal(shape)], {}, f"SigmoidCEGrad{shape}"))
+        out.append(("DropoutGrad", [rng.standard_normal(shape), (rng.random(shape) < 0.7).astype(np.float64)],
+                    {"keep_prob": 0.7}, f"DropoutGrad{shape}"))
+    for op in ("MaximumGrad", "MinimumGrad"):
+        for s1, s2, gx, gy in (((4, 6), (4, 6), True, True), ((3, 1, 5), (4, 1), True, True),
+                               ((2, 7), (7,), False, True), ((5, 3), (5, 3), True, False)):
+            x1 = np.round(rng.standard_normal(s1) * 2) / 2   # halves: ties happen
+            x2 = np.round(rng.standard_normal(s2) * 2) / 2
+            grads = rng.standard_normal(np.broadcast_shapes(s1, s2))
+            out.append((op, [x1, x2, grads], {"grad_x": gx, "grad_y": gy}, f"{op}{s1}{s2}-{gx:d}{gy:d}"))
     for shape, bna, bpa in (((6, 16), 1, 1), ((256, 1024), 1, 1), ((2, 5, 24), 2, 2), ((2, 3, 8), 1, 1),
                             ((3, 4, 10), 2, 1)):
         x = rng.standard_normal(shape) * 3 + 1

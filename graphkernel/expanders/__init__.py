@@ -19,29 +19,60 @@ from ir.builder import GraphBuilder
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
+from graphkernel.expanders.arg_max_with_value import expand_arg_max_with_value
 from graphkernel.expanders.bias_add import expand_bias_add
 from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
+from graphkernel.expanders.dropout_grad import expand_dropout_grad
+from graphkernel.expanders.equal_count import expand_equal_count
+from graphkernel.expanders.erfc import expand_erfc
+from graphkernel.expanders.extremum_grad import expand_maximum_grad, expand_minimum_grad
 from graphkernel.expanders.gelu import expand_gelu
 from graphkernel.expanders.gelu_grad import expand_gelu_grad
 from graphkernel.expanders.layer_norm import expand_layer_norm
 from graphkernel.expanders.layer_norm_grad import expand_layer_norm_grad
 from graphkernel.expanders.log_softmax import expand_log_softmax
 from graphkernel.expanders.log_softmax_grad import expand_log_softmax_grad
+from graphkernel.expanders.ones_like import expand_ones_like
 from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
 from graphkernel.expanders.sigmoid import expand_sigmoid
+from graphkernel.expanders.sigmoid_cross_entropy import expand_sigmoid_cross_entropy
+from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cross_entropy_grad
 from graphkernel.expanders.sigmoid_grad import expand_sigmoid_grad
 from graphkernel.expanders.softmax import expand_softmax
 from graphkernel.expanders.softmax_grad import expand_softmax_grad
+from graphkernel.expanders.sqrt_grad import expand_sqrt_grad
+from graphkernel.expanders.softmax_cross_entropy import expand_softmax_cross_entropy
+from graphkernel.expanders.softsign import expand_softsign
+from graphkernel.expanders.sparse_softmax_cross_entropy import expand_sparse_softmax_cross_entropy
 from graphkernel.expanders.square import expand_square
+from graphkernel.expanders.square_sum_all import expand_square_sum_all
+from graphkernel.expanders.squared_difference import expand_squared_difference
+from graphkernel.expanders.tanh_grad import expand_tanh_grad
 from graphkernel.options import CompileOptions
 
 Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 
 EXPANDERS: dict[str, Expander] = {
+    "ArgMaxWithValue": expand_arg_max_with_value,
     "BiasAdd": expand_bias_add,
     "BiasAddGrad": expand_bias_add_grad,
+    "DropoutGrad": expand_dropout_grad,
+    "EqualCount": expand_equal_count,
+    "Erfc": expand_erfc,
+    "OnesLike": expand_ones_like,
+    "Softsign": expand_softsign,
+    "SquareSumAll": expand_square_sum_all,
+    "SquaredDifference": expand_squared_difference,
+    "MaximumGrad": expand_maximum_grad,
+    "MinimumGrad": expand_minimum_grad,
+    "SigmoidCrossEntropyWithLogits": expand_sigmoid_cross_entropy,
+    "SigmoidCrossEntropyWithLogitsGrad": expand_sigmoid_cross_entropy_grad,
+    "SoftmaxCrossEntropyWithLogits": expand_softmax_cross_entropy,
+    "SparseSoftmaxCrossEntropyWithLogits": expand_sparse_softmax_cross_entropy,
+    "SqrtGrad": expand_sqrt_grad,
+    "TanhGrad": expand_tanh_grad,
     "GeLU": expand_gelu,
     "GeLUGrad": expand_gelu_grad,
     "LayerNorm": expand_layer_norm,

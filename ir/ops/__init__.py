@@ -15,6 +15,9 @@ from ir.ops.registry import (
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bprop; LayerNormGrad, ...)
+from ir.ops import elementwise_grads  # noqa: F401  (TanhGrad, SqrtGrad, MaximumGrad, DropoutGrad, ...)
+from ir.ops import math_composites  # noqa: F401  (Erfc, Softsign, SquaredDifference, OnesLike, ...)
+from ir.ops import losses  # noqa: F401  (SigmoidCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, ...)
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
 from ir.ops import control  # noqa: F401  (If)
 from ir.ops.control import branches, map_branches

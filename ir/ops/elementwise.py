@@ -201,6 +201,8 @@ _binary("Greater", np.greater, "any", DType.bool, basic_fusion=True, float16_exa
         precision=COMPARISON, api=_api("greater", "gt"))
 _binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Less",),
         precision=COMPARISON, api=_api("less", "lt"))
+_binary("GreaterEqual", np.greater_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
+        precision=COMPARISON, api=_api("greater_equal", "ge"))
 _binary("Equal", np.equal, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Equal",),
         precision=COMPARISON, api=_api("equal", "eq"))
 

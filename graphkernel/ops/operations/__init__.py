@@ -5,6 +5,9 @@ whose `api.primitive` is set (ir/ops), generated from the row.
     P.ReduceSum(keep_dims=True)(x, axis=1)
     P.Cast()(x, mstype.float16)     call-time attributes (the row's api.call_attrs) follow the tensors
     P.LayerNorm(begin_norm_axis=-1)(x, gamma, beta) -> (y, mean, variance)
+
+MindSpore's explicit gradient primitives are in the submodule `_grad_ops`, as there
+(`from graphkernel.ops.operations import _grad_ops as G`; `G.LayerNormGrad()(x, dy, variance, mean, gamma)`).
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
+from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
 
 
 def signature(d: OpDef) -> str:
@@ -27,10 +31,10 @@ def _doc(d: OpDef) -> str:
     return f"MindSpore's {d.name}: {signature(d)}." + (f" {d.doc}." if d.doc else "")
 
 
-def _primitive(d: OpDef) -> type:
+def _primitive(d: OpDef, module: str = __name__) -> type:
     defaults = {a.name: a.default for a in d.attrs if a.name in d.api.call_attrs and a.default is not REQUIRED}
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
-                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": __name__})
+                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": module})
 
 
 for _d in OPS.values():
@@ -60,12 +64,13 @@ class PyFunc(Primitive):
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
+__all__ += ["Dropout"]   # graphkernel/ops/dropout.py
 
 
 def __getattr__(name: str):
     import difflib
     from graphkernel.ops.primitive import UnknownPrimitiveError
-    if name.startswith("__"):
+    if name.startswith("_"):   # dunders, and submodules not imported yet (_grad_ops)
         raise AttributeError(name)
     near = difflib.get_close_matches(name, __all__, n=1)
     hint = f" (did you mean P.{near[0]}?)" if near else ""
