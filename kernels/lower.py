@@ -409,11 +409,13 @@ def _matmul_fn(node: Node):
     def matmul(a, b, out):
         x, y = a.reshape(shapes[0]), b.reshape(shapes[1])
         x, y = np.swapaxes(x, -1, -2) if ta else x, np.swapaxes(y, -1, -2) if tb else y
-        if out.dtype == np.float16:   # float32 accumulation, one rounding: the reference's semantics
-            np.copyto(out.reshape(out_shape), np.matmul(x.astype(np.float32), y.astype(np.float32)),
-                      casting="unsafe")
-        else:
-            np.matmul(x, y, out=out.reshape(out_shape))
+        # inf and NaN propagate as IEEE says, silently, as in every kernel (a loss scale's overflow steps)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if out.dtype == np.float16:   # float32 accumulation, one rounding: the reference's semantics
+                np.copyto(out.reshape(out_shape), np.matmul(x.astype(np.float32), y.astype(np.float32)),
+                          casting="unsafe")
+            else:
+                np.matmul(x, y, out=out.reshape(out_shape))
     return matmul
 
 
