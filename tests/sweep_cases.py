@@ -17,7 +17,8 @@ crossed pairwise (every pair of values of any two factors appears in some case) 
     core_num    1, 2, 32
 
 Elementwise: every broadcast pattern of two operands over ranks 0-5 (per axis: both present, only
-one present, or neither: a size-1 axis), crossed pairwise with the chain, the dtype, aliasing (the
+one present, or neither: a size-1 axis), crossed pairwise with the chain (arithmetic, select, transcendental,
+or random: a Dropout between fusible ops, its mask regenerated from counters), the dtype, aliasing (the
 same value as both operands, or the same array passed for both inputs), size and core_num.
 
 Data are dyadic (k / 8, |k| <= 16), so every chain and every sum short enough is exact: the sweep
@@ -236,7 +237,7 @@ def reduce_shape(rank: int, axes: tuple[int, ...], size: str, seed: int) -> tupl
 # per axis: which of the two operands is present (the other broadcasts along it); "none" is an axis
 # of size 1 in both, which the layout drops
 AXIS_PATTERNS = ("both", "x", "y", "none")
-CHAINS = ("arith", "select", "transcendental")
+CHAINS = ("arith", "select", "transcendental", "random")
 ALIASING = ("distinct", "same_value", "same_array")
 EW_SIZES = ("tiny", "small", "long_row", "blocks", "parallel")
 

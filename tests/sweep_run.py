@@ -185,6 +185,11 @@ def elementwise_graph(case: ElementwiseCase) -> tuple[Graph, list[np.ndarray]]:
     elif case.chain == "select":
         outs = [b.op("Select", b.op("Greater", x, y), b.op("Abs", y), b.op("Minimum", x, b.const(0.25))),
                 b.op("Cast", b.op("Less", y, x), dtype=as_dtype("float32"))]
+    elif case.chain == "random":    # Dropout(keep 0.5) between fusible ops: x * y * mask * 2 - x, exact
+        offset = b.input((1,), dtype=as_dtype("int32"))
+        arrays.append(np.array([case.seed % 1000], np.int32))
+        dropped = b.op("Dropout", b.op("Mul", x, y), offset, keep_prob=0.5, seed=case.seed, op_id=7)
+        outs = [b.op("Add", dropped, b.op("Neg", x))]
     elif case.chain == "transcendental":
         outs = [b.op("Mul", b.op("Tanh", b.op("Add", x, y)), b.op("Exp", b.op("Mul", y, b.const(0.5))))]
     else:
