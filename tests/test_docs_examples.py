@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md"]
+PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "mixed_compute.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -4,6 +4,6 @@
     harness.py       one workload: reference, compile, verify, memory, interleaved timing, profile
     timing.py        medians and IQR of interleaved rounds, per-kernel profiles, copy bandwidth, progress
     peers.py         jax.jit and ONNX Runtime on the same computation (optional imports)
-    report.py        JSON, the README's markdown table, a PNG chart
+    report.py        JSON, the markdown table the docs quote, a PNG chart
     cli.py           the `graphkernel bench` subcommand
 """
