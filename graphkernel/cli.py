@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "Ascend AI Core, on the CPU.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    demo = sub.add_parser("demo", help="the seed example: fusion off and on, dumps, timings")
+    demo = sub.add_parser("demo", help="the fusion example: fusion off and on, dumps, timings")
     demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     demo.add_argument("--repeat", type=positive_int, default=200,

@@ -1,6 +1,6 @@
 """Data dump: the tensors (or their statistics) every kernel launch reads and writes, per step.
 
-The settings are seed 004's: enable_dump, dump_path, dump_mode (input | output | all), dump_step
+The settings are CANN's: enable_dump, dump_path, dump_mode (input | output | all), dump_step
 ("0|5|10", "0|3-5|10"; unset: every step), dump_layer (names separated by spaces; unset: every
 launch), dump_data ("tensor": .npy arrays, "stats": one CSV per step). They are checked when set and
 apply to graphs compiled afterwards (GRAPH_MODE; PYNATIVE's one-op runs are not dumped).

@@ -54,7 +54,7 @@ PASS_OPTIONS = [
     ("composite", "stitch_fusion"),                      # composite_fusion: rows larger than the UB
 ]
 
-# The stage whose end writes each dump (SPEC §4); `{id}` is the graph id.
+# The stage whose end writes each dump (MindSpore's file names); `{id}` is the graph id.
 STAGE_DUMPS = {
     "validate": "6_validate",
     "autodiff": "hwopt_d_autodiff_end_graph_{id}",

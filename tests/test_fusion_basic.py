@@ -1,4 +1,4 @@
-"""Basic and composite fusion on the seed's nets and small graphs: what is fused, names, dumps' clusters."""
+"""Basic and composite fusion on the fusion example's nets and small graphs: what is fused, names, dumps' clusters."""
 import importlib
 
 import numpy as np

@@ -1,7 +1,7 @@
 """The benchmark's workloads: each one computation as a Cell, as array code, and (for ONNX Runtime) as an
 ONNX model, with its inputs.
 
-    seed nets   NetBasicFuse x*2+1, NetCompositeFuse (x*2+1)**3 (graphkernel/demo.py)
+    demo nets   NetBasicFuse x*2+1, NetCompositeFuse (x*2+1)**3 (graphkernel/demo.py)
     W1..W6      x*2+1, (x*2+1)**3, bias + tanh-GeLU, LayerNorm(1024), Softmax(128), sum of squares:
                 rows x 1024 (Softmax: rows*8 rows of 128), written with primitives
     BERT        one BERT-large encoder layer (bert.py), primitives or composite ops, and the same layer

@@ -43,7 +43,7 @@ for _alias, _name in ALIASES.items():   # MindSpore's other spellings: P.TensorA
 class PyFunc(Primitive):
     """PyFunc(fn, in_types, in_shapes, out_types, out_shapes, stateful=True)(*inputs): MindSpore's PyFunc.
 
-    fn runs on the host (SPEC §8, graphkernel/host.py) on one read-only numpy array per input and
+    fn runs on the host (mixed compute, graphkernel/host.py) on one read-only numpy array per input and
     returns one array per declared output (a tuple or list for several); results are checked against
     the declaration on every call. Several outputs come back as a tuple.
     """
