@@ -9,6 +9,7 @@ from ir.errors import GraphKernelError
 
 
 def _demo(args) -> int:
+    # each subcommand loads what it runs on demand, so `graphkernel --help` starts fast
     from graphkernel.demo import run_demo
     from graphkernel.dump import render
     results = run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target,
@@ -47,9 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
                       "(needs Graphviz's dot)")
     demo.set_defaults(run=_demo)
+    # the subcommands' modules load here, not at import: `graphkernel` alone need not import onnx
     from graphkernel.onnx.run import add_run_parser
     add_run_parser(sub)
-    from graphkernel.bench.cli import add_bench_parser
+    from graphkernel.bench.cli import add_bench_parser   # (as above)
     add_bench_parser(sub)
     return parser
 
