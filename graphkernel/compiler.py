@@ -29,7 +29,7 @@ from graphkernel import context, observe
 from graphkernel.flags import parse_flags
 from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
-from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
+from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
 from graphkernel.cell import unflatten
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
@@ -66,7 +66,7 @@ def options_from_context() -> CompileOptions:
     return CompileOptions(
         device_target=context.get_context("device_target"),
         enable_graph_kernel=context.get_context("enable_graph_kernel"),
-        flags=parse_flags(context.get_context("graph_kernel_flags")),
+        flags=parse_flags(context.get_context("graph_kernel_flags"), check_names=check_flag_names),
         core_num=context.get_context("core_num"),
         deterministic=context.get_context("deterministic"),
         precision_mode=mode,

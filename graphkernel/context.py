@@ -57,7 +57,8 @@ def _int_range(lo, hi):
 
 def _flags(v):
     from graphkernel.flags import parse_flags
-    parse_flags(_str(v), read_env=False)  # raises FlagError naming the flag
+    from graphkernel.pipeline import check_flag_names
+    parse_flags(_str(v), read_env=False, check_names=check_flag_names)  # raises FlagError naming the flag
     return v
 
 

@@ -7,12 +7,28 @@ after every pass.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Callable
 
 from ir.autodiff import differentiate, needs_autodiff
 from ir.graph import Graph
+from ir.ops import OPS, Pattern
+from ir.verify import verify
+from graphkernel.expanders import EXPANDERS, expand
+from graphkernel.flags import FlagError
 from graphkernel.options import FUSION_STAGES, CompileOptions
+from graphkernel.passes.arith_simplify import arith_simplify
+from graphkernel.passes.basic_fusion import basic_fusion
+from graphkernel.passes.composite_fusion import composite_fusion
+from graphkernel.passes.constant_fold import constant_fold
+from graphkernel.passes.cse import cse
+from graphkernel.passes.dce import dce
+from graphkernel.passes.parallel_fusion import parallel_fusion
+from graphkernel.passes.partition import partition
+from graphkernel.passes.precision import precision
+from graphkernel.passes.recompute import recompute
+from graphkernel.passes.sibling_fusion import sibling_fusion
 from graphkernel.precision.modes import pass_runs
 
 Pass = Callable[[Graph, CompileOptions], Graph]
@@ -20,18 +36,6 @@ Pass = Callable[[Graph, CompileOptions], Graph]
 
 def _passes() -> list[tuple[str, str, Pass, int]]:
     """(stage, pass name, function, opt_level at which it runs by default)."""
-    from graphkernel.expanders import expand
-    from graphkernel.passes.constant_fold import constant_fold
-    from graphkernel.passes.arith_simplify import arith_simplify
-    from graphkernel.passes.cse import cse
-    from graphkernel.passes.dce import dce
-    from graphkernel.passes.basic_fusion import basic_fusion
-    from graphkernel.passes.composite_fusion import composite_fusion
-    from graphkernel.passes.recompute import recompute
-    from graphkernel.passes.parallel_fusion import parallel_fusion
-    from graphkernel.passes.sibling_fusion import sibling_fusion
-    from graphkernel.passes.precision import precision
-    from graphkernel.passes.partition import partition
     return [
         ("expand", "expand", expand, 0),                       # composite ops -> primitives (fusion off too)
         ("precision", "precision", precision, 0),              # Casts per precision_mode (not the default)
@@ -72,6 +76,26 @@ def pass_names() -> list[str]:
            [f"{stage}.{name}" for stage, name in PASS_OPTIONS]
 
 
+def check_flag_names(source: str, key: str, names: frozenset) -> None:
+    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing."""
+    if key.endswith("_pass"):
+        known, what = pass_names(), "a stage.pass of the pipeline"
+    elif "expand" in key:
+        known, what = sorted(EXPANDERS), "a composite op the expanders rewrite"
+    else:
+        known, what = sorted(OPS), "an op"
+    for name in sorted(names):
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
+        op = OPS.get(name)
+        if key.startswith("enable_cluster") and (op.expandable or op.pattern >= Pattern.INJECTIVE):
+            kind = ("a composite op (fusion takes the primitives it expands into)" if op.expandable
+                    else f"{op.pattern.name}, never fused")
+            raise FlagError(f"{source}: --{key}={name}: {name} is {kind}")
+
+
 def stages_run(opts: CompileOptions) -> list[str]:
     """The stages whose dumps this compile writes, in order: the fusion stages with enable_graph_kernel at
     opt_level 1 and up, or when --enable_pass opens one of their passes below that."""
@@ -91,7 +115,6 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
     if needs_autodiff(graph):
         graph = differentiate(graph)
         if check:
-            from ir.verify import verify
             verify(graph)
         on_stage("autodiff", graph)
     passes = _passes()
@@ -100,7 +123,6 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
             if pass_stage == stage and opts.pass_enabled(f"{stage}.{name}", level):
                 graph = fn(graph, opts)
                 if check:
-                    from ir.verify import verify
                     verify(graph)
         on_stage(stage, graph)
     return graph
