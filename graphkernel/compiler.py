@@ -26,8 +26,8 @@ from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, placement
 from graphkernel import context, observe
+from graphkernel.context import max_device_memory
 from graphkernel.flags import parse_flags
-from graphkernel.limits import max_device_memory
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
 from graphkernel.cell import unflatten

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ir.errors import GraphKernelError
+from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -83,7 +84,6 @@ def _precision_file(reader: str):
 def _memory_size(v):
     if v is None:
         return None
-    from graphkernel.limits import MemorySettingError, parse_size
     try:
         return parse_size(v)
     except MemorySettingError as e:
@@ -216,3 +216,17 @@ def reset_graph_id() -> None:
     """Restart graph numbering at 0 (for tests)."""
     global _graph_count
     _graph_count = 0
+
+
+def max_device_memory() -> int | None:
+    """The limit in bytes now: the context key, else the environment variable, else the machine's."""
+    setting = get_context("max_device_memory")
+    if setting is not None:
+        return setting
+    env = os.environ.get(ENV)
+    if env:
+        try:
+            return parse_size(env)
+        except MemorySettingError as e:
+            raise MemorySettingError(f"environment variable {ENV}: {e}") from None
+    return machine_memory()

@@ -21,7 +21,7 @@ from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 from ir.limits import check_node
 from ir.ops import make_node
 from ir.ops.host import to_host_call
-from graphkernel.limits import max_device_memory
+from graphkernel.context import max_device_memory
 from graphkernel.tensor import TensorOps
 
 _active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_trace", default=None)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.limits import ResourceLimitError, check_shape
-from graphkernel.limits import max_device_memory
+from graphkernel.context import max_device_memory
 from graphkernel.cell import Cell
 from graphkernel.onnx.builder import Builder, NodeInfo
 from graphkernel.onnx.loader import InputSpec, ModelSpec
