@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ir.errors import GraphKernelError
+from graphkernel.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
 from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
 
 GRAPH_MODE = 0
@@ -90,10 +91,12 @@ def _memory_size(v):
         raise ContextError(str(e)) from None
 
 
-def _dump_setting(checker: str):
+def _dump_setting(checker):
     def check(v):
-        from graphkernel import datadump
-        return getattr(datadump, checker)(v)  # raises ContextError naming the bad part
+        try:
+            return checker(v)
+        except DumpSettingError as e:   # names the bad part
+            raise ContextError(str(e)) from None
     return check
 
 
@@ -121,10 +124,10 @@ KEYS: dict[str, Key] = {
     "mix_compile_mode": Key(False, _bool),
     "fusion_switch_file": Key(None, _fusion_switch_file, file=True),
     "enable_dump": Key(False, _bool),
-    "dump_path": Key(None, _dump_setting("check_dump_path")),
+    "dump_path": Key(None, _dump_setting(check_dump_path)),
     "dump_mode": Key("output", _choice("input", "output", "all")),
-    "dump_step": Key(None, _dump_setting("check_dump_step")),
-    "dump_layer": Key(None, _dump_setting("check_dump_layer")),
+    "dump_step": Key(None, _dump_setting(check_dump_step)),
+    "dump_layer": Key(None, _dump_setting(check_dump_layer)),
     "dump_data": Key("tensor", _choice("tensor", "stats")),
     "enable_dump_debug": Key(False, _bool),
     "dump_debug_mode": Key("all", _choice("aicore_overflow", "atomic_overflow", "all")),

@@ -29,7 +29,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 import warnings
 
 import numpy as np
@@ -37,7 +36,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
 from graphkernel import context
-from graphkernel.context import ContextError
+from graphkernel.dump_settings import ensure_directory, parse_steps
 from graphkernel.observe import user_stacklevel
 
 
@@ -47,60 +46,6 @@ class DumpError(GraphKernelError, OSError):
 
 class DumpLayerWarning(UserWarning):
     """A dump_layer name that is not a launch of the graph (fused into a composite, or absent)."""
-
-
-# --- settings, checked by set_context --------------------------------------------------------------
-def check_dump_path(value):
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-        raise ContextError(f"got {value!r}; accepted: a directory path (created if missing)")
-    return ensure_directory(os.path.abspath(os.fspath(value)), ContextError)
-
-
-def ensure_directory(path: str, error=DumpError) -> str:
-    """Create `path` if missing and make sure a file can be written in it."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".graphkernel-write-test-{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as e:
-        raise error(f"dump directory {path!r} cannot be created or written: "
-                    f"{e.strerror or type(e).__name__}") from None
-    return path
-
-
-def parse_steps(text: str) -> tuple[tuple[int, int], ...]:
-    """'0|3-5|10' -> ((0, 0), (3, 5), (10, 10)); a bad part raises ContextError naming it."""
-    ranges = []
-    for part in text.split("|"):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            why = "a range must run upwards" if m is not None else "not a step number or a range lo-hi"
-            raise ContextError(f"bad part {part!r} in {text!r} ({why}); accepted: step numbers and "
-                               "ranges separated by '|', e.g. '0|5|10' or '0|3-5|10'")
-        lo = int(m.group(1))
-        ranges.append((lo, int(m.group(2)) if m.group(2) is not None else lo))
-    return tuple(ranges)
-
-
-def check_dump_step(value):
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ContextError(f"got {value!r}; accepted: a string such as '0|5|10' or '0|3-5|10', or None")
-    parse_steps(value)
-    return value.replace(" ", "")
-
-
-def check_dump_layer(value):
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ContextError(f"got {value!r}; accepted: names separated by spaces, or None")
-    return " ".join(value.split()) or None
 
 
 # --- file names ------------------------------------------------------------------------------------
@@ -181,7 +126,7 @@ class DataDump:
         self.selected = select_launches(compiled, launches, layer)
         self.stems = {launch.index: file_stem(launch) for launch in launches}
         self.rows: list = []
-        ensure_directory(self.root)
+        ensure_directory(self.root, DumpError)
         write_atomic(dump_file(self.root, "kernels.csv"), csv_bytes(
             ("launch", "file", "name", "kernel", "op_types", "block_dim", "input_shape", "input_data_type",
              "output_shape", "output_data_type", "dumped"),
@@ -199,7 +144,7 @@ class DataDump:
     def begin_step(self, compiled, step: int) -> None:
         self.rows = []
         if self.wanted(step):
-            ensure_directory(self.step_dir(step))
+            ensure_directory(self.step_dir(step), DumpError)
 
     def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
         if launch.index not in self.selected or not self.wanted(step):

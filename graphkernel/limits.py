@@ -17,7 +17,7 @@ import os
 import re
 
 from ir.errors import GraphKernelError
-from ir.limits import ENV
+from ir.limits import ENV  # noqa: F401 - the variable's name, public here too
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*", re.IGNORECASE)

@@ -25,7 +25,7 @@ PACKAGES = ("ir", "kernels", "graphkernel")   # each may import the ones before 
 # longest matching prefix.
 LAYERS = [
     ("settings", ["graphkernel.dtype", "graphkernel.seed", "graphkernel.config_file", "graphkernel.flags",
-                  "graphkernel.limits", "graphkernel.tolerance", "graphkernel.fusion_switch",
+                  "graphkernel.limits", "graphkernel.tolerance", "graphkernel.fusion_switch", "graphkernel.dump_settings",
                   "graphkernel.precision", "graphkernel.options", "graphkernel.observe"]),
     ("passes", ["graphkernel.expanders", "graphkernel.passes", "graphkernel.pipeline"]),
     ("context", ["graphkernel.context"]),
@@ -64,7 +64,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.compiler", "graphkernel.fusion_switch"),
     ("graphkernel.compiler", "graphkernel.precision"),
     ("graphkernel.context", "graphkernel.config_file"),
-    ("graphkernel.context", "graphkernel.datadump"),
     ("graphkernel.context", "graphkernel.flags"),
     ("graphkernel.context", "graphkernel.fusion_switch"),
     ("graphkernel.context", "graphkernel.pipeline"),
