@@ -27,6 +27,7 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, placement
 from graphkernel import context, observe
 from graphkernel.context import max_device_memory
+from graphkernel.observe import NOT_LAUNCHED
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
@@ -79,16 +80,12 @@ def options_from_context() -> CompileOptions:
     )
 
 
-# Ops that are no kernel launch: constants are buffers, a Reshape is a view.
-_NOT_LAUNCHED = ("Const", "Reshape")
-
-
 def summarize_kernels(graph: Graph) -> list[KernelSummary]:
     """The launches of `graph` on the reference: one per top-level node that computes."""
     out = []
     updates_only = update_nodes(graph)
     for node in graph.nodes:
-        if node.op in _NOT_LAUNCHED:
+        if node.op in NOT_LAUNCHED:
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out.append(KernelSummary(node.name or node.op, ops, None, tuple(v.type for v in node.inputs),

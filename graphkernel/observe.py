@@ -39,6 +39,9 @@ from ir.printer import describe
 
 profiler = None     # the active graphkernel.Profiler, if one is collecting
 
+# Ops that are no kernel launch on the reference target: constants are buffers, a Reshape is a view.
+NOT_LAUNCHED = ("Const", "Reshape")
+
 _OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                   for m in (sys.modules["ir"], sys.modules["kernels"], sys.modules["graphkernel"]))
 
@@ -121,8 +124,7 @@ def observation(compiled) -> GraphObservation:
 def launches(compiled) -> list[Launch]:
     if compiled.program is not None:
         return _device_launches(compiled.program)
-    from graphkernel.compiler import _NOT_LAUNCHED
-    return list(_reference_launches(compiled.graph, _NOT_LAUNCHED).values())
+    return list(_reference_launches(compiled.graph, NOT_LAUNCHED).values())
 
 
 def run_observed(compiled, arrays) -> list[np.ndarray]:
@@ -166,8 +168,7 @@ class _Relay:
 
 def _interpret_observed(graph: Graph, arrays, relay: _Relay) -> list[np.ndarray]:
     """ir.interpret, one top-level node at a time, timing and showing each launch."""
-    from graphkernel.compiler import _NOT_LAUNCHED
-    launch_at = _reference_launches(graph, _NOT_LAUNCHED)
+    launch_at = _reference_launches(graph, NOT_LAUNCHED)
     last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs}
     keep = set(graph.outputs)
     env = {}

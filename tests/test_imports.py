@@ -76,7 +76,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.device", "kernels.lower"),
     ("graphkernel.dump", "ir.dot"),
     ("graphkernel.dump", "ir.printer"),
-    ("graphkernel.observe", "graphkernel.compiler"),
     ("graphkernel.onnx.loader", "graphkernel.onnx.cell"),
     ("graphkernel.onnx.registry", "graphkernel.onnx.ops_activation"),
     ("graphkernel.onnx.registry", "graphkernel.onnx.ops_math"),
