@@ -27,7 +27,10 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, placement
 from graphkernel import context, observe
 from graphkernel.context import max_device_memory
-from graphkernel.observe import NOT_LAUNCHED
+from graphkernel.datadump import DataDump, DumpError
+from graphkernel.dump_settings import parse_steps
+from graphkernel.observe import NOT_LAUNCHED, observation
+from graphkernel.overflow import OverflowCheck
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
@@ -211,9 +214,27 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     else:
         check_reference_peak(final, opts.max_device_memory)
     if not eager:
-        from graphkernel.datadump import attach_data_dump
         attach_data_dump(compiled)
     return compiled
+
+
+def attach_data_dump(compiled) -> None:
+    """Give a graph compiled with enable_dump or enable_dump_debug its dump and overflow sinks."""
+    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
+    if not (dump or debug):
+        return
+    path = context.get_context("dump_path")
+    if path is None:
+        which = "enable_dump" if dump else "enable_dump_debug"
+        raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
+    obs = observation(compiled)
+    if dump:
+        step = context.get_context("dump_step")
+        obs.sinks.append(DataDump(compiled, obs.launches, path, context.get_context("dump_mode"),
+                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
+                                  context.get_context("dump_data")))
+    if debug:
+        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))
 
 
 _eager_cache: dict = {}

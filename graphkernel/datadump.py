@@ -35,8 +35,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
-from graphkernel import context
-from graphkernel.dump_settings import ensure_directory, parse_steps
+from graphkernel.dump_settings import ensure_directory
 from graphkernel.observe import user_stacklevel
 
 
@@ -193,24 +192,3 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
             sample = ", ".join(repr(la.name) for la in launches[:3])
             warn(f"no op named {name!r} in graph {graph} (its launches are named like {sample})")
     return chosen
-
-
-def attach_data_dump(compiled) -> None:
-    """Give a graph compiled with enable_dump or enable_dump_debug its dump and overflow sinks."""
-    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
-    if not (dump or debug):
-        return
-    path = context.get_context("dump_path")
-    if path is None:
-        which = "enable_dump" if dump else "enable_dump_debug"
-        raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
-    from graphkernel.observe import observation
-    from graphkernel.overflow import OverflowCheck
-    obs = observation(compiled)
-    if dump:
-        step = context.get_context("dump_step")
-        obs.sinks.append(DataDump(compiled, obs.launches, path, context.get_context("dump_mode"),
-                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
-                                  context.get_context("dump_data")))
-    if debug:
-        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))
