@@ -34,7 +34,6 @@ from graphkernel.overflow import OverflowCheck
 from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions, FusionLog
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
-from graphkernel.cell import unflatten
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
 
@@ -81,6 +80,19 @@ def options_from_context() -> CompileOptions:
         max_device_memory=max_device_memory(),
         log=FusionLog(),
     )
+
+
+def unflatten(tree, leaves: list):
+    """construct's result rebuilt from the graph outputs: `tree` nests tuples and lists (Cell._trace)."""
+    it = iter(leaves)
+
+    def build(node):
+        if node is None:
+            return next(it)
+        kind, items = node
+        return kind(build(i) for i in items)
+
+    return build(tree)
 
 
 def summarize_kernels(graph: Graph) -> list[KernelSummary]:

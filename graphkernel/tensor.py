@@ -99,6 +99,11 @@ class TensorOps:
 _METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}
 
 
+def is_python_scalar(x) -> bool:
+    """A Python or numpy scalar: an operand that becomes a constant of the other operand's dtype."""
+    return isinstance(x, (bool, int, float, np.number, np.bool_))
+
+
 def _operand(o) -> bool:
     """Whether `o` can be the other side of an operator: a tensor, an array or a Python number."""
     return isinstance(o, (TensorOps, np.ndarray, np.generic, bool, int, float))

@@ -9,7 +9,8 @@
 
 A module is named by its dotted path; `from graphkernel.ops import operations` is an import of the module
 graphkernel.ops.operations, `from graphkernel.ops import Primitive` one of the package graphkernel.ops.
-Importing a module also runs its parent packages' __init__; those implicit imports are not edges.
+Importing a module also runs its parent packages' __init__ (below the three roots): the cycle check
+counts those implicit imports too.
 """
 from __future__ import annotations
 
@@ -55,9 +56,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.bench.train", "graphkernel.onnx.examples"),
     ("graphkernel.bench.workloads", "graphkernel.onnx"),
     ("graphkernel.bench.workloads", "graphkernel.onnx.examples"),
-    ("graphkernel.cell", "graphkernel.compiler"),
-    ("graphkernel.cell", "graphkernel.ops.primitive"),
-    ("graphkernel.compiler", "graphkernel.cell"),
     ("graphkernel.compiler", "graphkernel.device"),
     ("graphkernel.compiler", "graphkernel.dump"),
     ("graphkernel.compiler", "graphkernel.fusion_switch"),
@@ -251,9 +249,32 @@ def test_lazy_imports_that_remain_say_why():
             assert "#" in near, f"{m}:{line}: say in a comment why {t} is imported here"
 
 
+def with_parent_packages(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Importing a.b.c runs a.b's __init__ first: an edge to every package above the imported module
+    (below the three roots, which are imported first) that does not hold the importer already."""
+    out = {}
+    for m, targets in graph.items():
+        edges = set(targets)
+        for t in targets:
+            parts = t.split(".")
+            for k in range(2, len(parts)):
+                parent = ".".join(parts[:k])
+                if parent in MODULES and not (m == parent or m.startswith(parent + ".")):
+                    edges.add(parent)
+        out[m] = sorted(edges)
+    return out
+
+
+def test_parent_packages_count():
+    graph = with_parent_packages({"graphkernel.cell": ["graphkernel.ops.primitive"],
+                                  "graphkernel.ops.functional": ["graphkernel.ops.operations"]})
+    assert graph == {"graphkernel.cell": ["graphkernel.ops", "graphkernel.ops.primitive"],
+                     "graphkernel.ops.functional": ["graphkernel.ops.operations"]}
+
+
 def test_no_import_cycle():
     graph = {m: sorted({t for t, _, _ in edges if (m, t) not in PENDING}) for m, edges in GRAPH.items()}
-    found = cycles(graph)
+    found = cycles(with_parent_packages(graph))
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -265,7 +286,7 @@ def _violates(m: str, t: str) -> bool:
     lazy = any(t2 == t and lazy for t2, _, lazy in edges) and (m, t) not in LAZY_ALLOWED
     upward = m.startswith("graphkernel") and t.startswith("graphkernel") and layer_of(t) > layer_of(m)
     graph = {a: sorted({b for b, _, _ in e if (a, b) not in PENDING - {(m, t)}}) for a, e in GRAPH.items()}
-    return lazy or upward or any(m in c and t in c for c in cycles(graph))
+    return lazy or upward or any(m in c and t in c for c in cycles(with_parent_packages(graph)))
 
 
 def test_pending_entries_are_still_needed():

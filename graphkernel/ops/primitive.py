@@ -14,7 +14,7 @@ from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.registry import REQUIRED
-from graphkernel.tensor import Parameter, Tensor, TensorOps
+from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tape import active_tape
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -43,10 +43,6 @@ def _scalar_const(value, dtype: DType, op: str) -> np.ndarray:
     elif arr.item() != value:
         raise DTypeError(f"{op}: scalar {value!r} cannot be represented as {dtype}")
     return arr
-
-
-def _is_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float, np.number, np.bool_))
 
 
 class Primitive:
@@ -140,7 +136,7 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             values.append(trace.parameter(x))
         elif isinstance(x, Tensor):
             values.append(trace.constant(x.asnumpy()))
-        elif _is_scalar(x):
+        elif is_python_scalar(x):
             values.append(trace.constant(_scalar_const(x, like.dtype, op)))
         else:
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
