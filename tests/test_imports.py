@@ -83,8 +83,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.onnx.run", "graphkernel.onnx"),
     ("graphkernel.onnx.run", "graphkernel.profiler"),
     ("graphkernel.onnx.run", "graphkernel.tensor"),
-    ("graphkernel.ops.operations", "graphkernel.ops.primitive"),
-    ("graphkernel.ops.primitive", "graphkernel.compiler"),
     ("graphkernel.tensor", "graphkernel.ops.operations"),
     ("kernels.source_text", "kernels.emitters"),
 }

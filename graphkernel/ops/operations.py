@@ -8,9 +8,11 @@ whose `api.primitive` is set (ir/ops), generated from the row.
 """
 from __future__ import annotations
 
+import difflib
+
 from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
-from graphkernel.ops.primitive import Primitive, PrimitiveCallError
+from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrimitiveError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 
 
@@ -63,8 +65,6 @@ __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (
 
 
 def __getattr__(name: str):
-    import difflib
-    from graphkernel.ops.primitive import UnknownPrimitiveError
     if name.startswith("__"):
         raise AttributeError(name)
     near = difflib.get_close_matches(name, __all__, n=1)

@@ -14,6 +14,7 @@ from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.registry import REQUIRED
+from graphkernel.compiler import run_eager
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tape import active_tape
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
@@ -146,7 +147,6 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
 
 def _run_eager(prim: Primitive, operands, attrs):
     """Run one primitive on concrete Tensors through a cached one-op graph."""
-    from graphkernel.compiler import run_eager
     tensors = [x for x in operands if isinstance(x, Tensor)]
     with Trace() as trace:
         symbolic = []
