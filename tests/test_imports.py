@@ -83,7 +83,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.onnx.run", "graphkernel.onnx"),
     ("graphkernel.onnx.run", "graphkernel.profiler"),
     ("graphkernel.onnx.run", "graphkernel.tensor"),
-    ("graphkernel.tensor", "graphkernel.ops.operations"),
     ("kernels.source_text", "kernels.emitters"),
 }
 

@@ -9,11 +9,13 @@ whose `api.primitive` is set (ir/ops), generated from the row.
 from __future__ import annotations
 
 import difflib
+import sys
 
 from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrimitiveError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
+from graphkernel.tensor import use_primitives
 
 
 def signature(d: OpDef) -> str:
@@ -62,6 +64,8 @@ class PyFunc(Primitive):
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
+
+use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
 
 
 def __getattr__(name: str):
