@@ -5,8 +5,9 @@
         ...
 
 The ops_*.py modules fill the table as they are imported; converters.py imports them all and looks
-converters up. `static` lists the inputs that must be known at compile time (a Reshape's shape, a Slice's starts, ...):
-an initializer feeding one of them stays a constant rather than becoming a Parameter. `min_version` is
+converters up. `static` lists the inputs that must be known at compile time (a Reshape's shape, a
+Slice's starts, ...): an initializer feeding one of them stays a constant rather than becoming a
+Parameter. `min_version` is
 the oldest op version (since_version at the model's opset) whose semantics the converter implements.
 The converters were written against opsets 13 to REVIEWED_OPSET (21); later versions of our ops add
 types (bfloat16, float8, int4, ...), which the loader rejects, and a few attributes (Cast's round_mode,
