@@ -70,7 +70,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.device", "kernels.lower"),
     ("graphkernel.dump", "ir.dot"),
     ("graphkernel.dump", "ir.printer"),
-    ("graphkernel.onnx.loader", "graphkernel.onnx.cell"),
     ("graphkernel.onnx.run", "graphkernel.cli"),
     ("graphkernel.onnx.run", "graphkernel.context"),
     ("graphkernel.onnx.run", "graphkernel.debug"),

@@ -10,7 +10,7 @@ them all); cell.py replays the
 graph through builder.py inside the Cell's trace; run.py is `graphkernel run`; examples.py builds
 BERT-style models for the tests and benchmarks. `supported_ops()` lists the ONNX ops we convert.
 """
-from graphkernel.onnx.loader import load
+from graphkernel.onnx.cell import load
 from graphkernel.onnx.converters import supported_ops
 from graphkernel.onnx.types import OnnxImportError, OnnxInputError
 
