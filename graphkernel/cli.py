@@ -6,6 +6,7 @@ import os
 import sys
 
 from ir.errors import GraphKernelError
+from graphkernel.cli_args import positive_int
 
 
 def _demo(args) -> int:
@@ -19,20 +20,6 @@ def _demo(args) -> int:
                     if path.endswith(".dot")]
         print(f"rendered {len(pictures)} PNG files next to the dumps")
     return 0
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: 0, 1, 2, ..."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: 1, 2, ..."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,8 +38,9 @@ LAYERS = [
              "graphkernel.host", "graphkernel.gradients", "graphkernel.nn", "graphkernel.common",
              "graphkernel.checkpoint"]),
     ("frontends", ["graphkernel.onnx"]),
-    ("tools", ["graphkernel", "graphkernel.__main__", "graphkernel.cli", "graphkernel.demo",
-               "graphkernel.debug", "graphkernel.bench", "graphkernel.op_table", "graphkernel.onnx.run"]),
+    ("tools", ["graphkernel", "graphkernel.__main__", "graphkernel.cli", "graphkernel.cli_args",
+               "graphkernel.demo", "graphkernel.debug", "graphkernel.bench", "graphkernel.op_table",
+               "graphkernel.onnx.run"]),
 ]
 
 # (importer, imported) pairs allowed inside a function: the CLI's subcommands.
@@ -48,7 +49,6 @@ LAZY_ALLOWED = {("graphkernel.cli", "graphkernel.demo"), ("graphkernel.cli", "gr
 
 # What is not yet in its layer: each entry is removed by the change that fixes it.
 PENDING: set[tuple[str, str]] = {
-    ("graphkernel.bench.cli", "graphkernel.cli"),
     ("graphkernel.bench.cli", "graphkernel.context"),
     ("graphkernel.bench.harness", "kernels"),
     ("graphkernel.bench.harness", "kernels.cache"),
@@ -70,7 +70,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.device", "kernels.lower"),
     ("graphkernel.dump", "ir.dot"),
     ("graphkernel.dump", "ir.printer"),
-    ("graphkernel.onnx.run", "graphkernel.cli"),
     ("graphkernel.onnx.run", "graphkernel.context"),
     ("graphkernel.onnx.run", "graphkernel.debug"),
     ("graphkernel.onnx.run", "graphkernel.onnx"),

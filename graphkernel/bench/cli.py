@@ -13,7 +13,7 @@ import time
 from ir.errors import GraphKernelError
 from graphkernel.bench import harness, peers, report, train, workloads
 from graphkernel.bench.timing import Progress
-from graphkernel.cli import positive_int
+from graphkernel.cli_args import positive_int
 
 
 class BenchError(GraphKernelError, ValueError):

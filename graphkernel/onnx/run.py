@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from graphkernel.cli import non_negative_int, positive_int
+from graphkernel.cli_args import non_negative_int, positive_int
 from graphkernel.onnx.types import OnnxInputError
 from ir.printer import printable
 
