@@ -54,6 +54,8 @@ from ir.errors import ExecutionError, GraphKernelError
 from ir.interpret import reference_values
 from ir.printer import printable
 from graphkernel import context
+from graphkernel.cell import Cell
+from graphkernel.observe import launches
 from graphkernel.tensor import Tensor
 from graphkernel.tolerance import Errors, measure, tolerance_text
 
@@ -147,7 +149,6 @@ def _tensor(x, k: int) -> Tensor:
 def compare(cell, *inputs, verbose: bool = False) -> Comparison:
     """Run `cell`'s compiled kernels one by one on the reference's values and compare each with the
     reference (see the module docstring). `inputs` are Tensors or numpy arrays, as for a call."""
-    from graphkernel.nn import Cell
     if not isinstance(cell, Cell):
         raise CompareError(f"compare takes a Cell and its inputs, got a {type(cell).__name__}")
     if context.get_context("device_target") != "Ascend":
@@ -166,7 +167,6 @@ def compare(cell, *inputs, verbose: bool = False) -> Comparison:
 def compare_compiled(compiled, arrays) -> Comparison:
     """The comparison of a CompiledGraph (Ascend target) on its full argument list: the call's arrays
     followed by the parameters' values."""
-    from graphkernel.observe import launches
     program = compiled.program
     if program is None:
         raise CompareError("this graph was compiled for device_target='CPU': it has no kernels to compare")

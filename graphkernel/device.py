@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
+from kernels import DeviceConfig, kernel_graph_dot, lower
 from graphkernel import context
 
 
 def device_config(opts, source_dir: str | None = None):
-    from kernels import DeviceConfig
     return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic,
                         cache_mode=context.get_context("op_compiler_cache_mode"),
                         cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir,
@@ -17,7 +17,6 @@ def device_config(opts, source_dir: str | None = None):
 
 def attach_program(compiled, dumper, eager: bool) -> None:
     """Lower `compiled.graph` and make the CompiledGraph run on the resulting kernels."""
-    from kernels import kernel_graph_dot, lower
     source_dir = None
     if dumper.directory is not None and compiled.options.flags.dump_as_text:
         source_dir = os.path.join(dumper.directory, f"kernels_{compiled.graph_id}")

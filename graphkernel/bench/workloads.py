@@ -26,6 +26,8 @@ from graphkernel.bench import onnx_models
 from graphkernel.bench.bert import BertLayer, bert_arrays, weights_of
 from graphkernel.demo import NetBasicFuse, NetCompositeFuse
 from graphkernel.nn import Cell
+from graphkernel.onnx import load
+from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
 from graphkernel.ops import operations as P
 
 COLS = 1024
@@ -195,8 +197,6 @@ def seed_nets(shape: tuple[int, int]) -> list[Workload]:
 
 def bert(hidden: int = 1024, heads: int = 16, seq: int = 128, batch: int = 2) -> list[Workload]:
     """The layer as primitives, as composite ops, and as the ONNX model: one set of weights."""
-    from graphkernel.onnx import load
-    from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
     model = bert_layer_model(hidden=hidden, heads=heads, seq=seq, batch=batch, gelu="tanh")
     weights = weights_of(model)
     feeds = bert_layer_inputs(model)
