@@ -12,8 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ir.errors import GraphKernelError
+from graphkernel import precision
+from graphkernel.config_file import file_version
 from graphkernel.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
+from graphkernel.flags import parse_flags
+from graphkernel.fusion_switch import read_fusion_switch
 from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
+from graphkernel.pipeline import check_flag_names
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -58,8 +63,6 @@ def _int_range(lo, hi):
 
 
 def _flags(v):
-    from graphkernel.flags import parse_flags
-    from graphkernel.pipeline import check_flag_names
     parse_flags(_str(v), read_env=False, check_names=check_flag_names)  # raises FlagError naming the flag
     return v
 
@@ -67,7 +70,6 @@ def _flags(v):
 def _fusion_switch_file(v):
     v = _path_or_none(v)
     if v is not None:
-        from graphkernel.fusion_switch import read_fusion_switch
         read_fusion_switch(v)  # raises naming the file and the key
     return v
 
@@ -76,7 +78,6 @@ def _precision_file(reader: str):
     def check(v):
         v = _path_or_none(v)
         if v is not None:
-            from graphkernel import precision
             getattr(precision, reader)(v)  # raises PrecisionConfigError naming the file and line or key
         return v
     return check
@@ -185,7 +186,6 @@ def compile_settings() -> tuple:
     configuration file counts with its version as of this call, MS_DEV_GRAPH_KERNEL_FLAGS with its
     value: after editing a file or the variable, call set_context again and Cells compiled before
     compile anew."""
-    from graphkernel.config_file import file_version
     settings = tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
                      for k, key in KEYS.items() if key.compile)
     return settings + (("MS_DEV_GRAPH_KERNEL_FLAGS", os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "")),)

@@ -53,11 +53,6 @@ PENDING: set[tuple[str, str]] = {
     ("graphkernel.compiler", "graphkernel.dump"),
     ("graphkernel.compiler", "graphkernel.fusion_switch"),
     ("graphkernel.compiler", "graphkernel.precision"),
-    ("graphkernel.context", "graphkernel.config_file"),
-    ("graphkernel.context", "graphkernel.flags"),
-    ("graphkernel.context", "graphkernel.fusion_switch"),
-    ("graphkernel.context", "graphkernel.pipeline"),
-    ("graphkernel.context", "graphkernel.precision"),
 }
 
 
