@@ -28,12 +28,16 @@ from ir.ops import assigned_inputs, placement
 from graphkernel import context, observe
 from graphkernel.context import max_device_memory
 from graphkernel.datadump import DataDump, DumpError
+from graphkernel.device import lower_for_device
+from graphkernel.dump import StageDumper
 from graphkernel.dump_settings import parse_steps
-from graphkernel.observe import NOT_LAUNCHED, observation
-from graphkernel.overflow import OverflowCheck
 from graphkernel.flags import parse_flags
+from graphkernel.fusion_switch import read_fusion_switch
+from graphkernel.observe import NOT_LAUNCHED, observation
 from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.overflow import OverflowCheck
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
+from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
 
@@ -58,8 +62,6 @@ class KernelSummary:
 
 
 def options_from_context() -> CompileOptions:
-    from graphkernel.fusion_switch import read_fusion_switch
-    from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
     switch = context.get_context("fusion_switch_file")
     mixlist, dtypes = context.get_context("modify_mixlist"), context.get_context("customize_dtypes")
     mixlist = read_mixlist(mixlist) if mixlist else None
@@ -204,7 +206,6 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     checked against the memory limit first (a graph parsed from text was never traced).
     """
     check_graph(graph, opts.max_device_memory)
-    from graphkernel.dump import StageDumper
     graph_id = None if eager else context.next_graph_id()
     save = context.get_context("save_graphs") and not eager
     dumper = StageDumper(context.get_context("save_graphs_path") if save else None, graph_id or 0,
@@ -218,13 +219,14 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     final = run_pipeline(graph, opts, on_stage)
     if opts.flags.dump_as_text and save:
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, opts.log)) + "\n")
-    compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
-                             list(parameters), out_tree, checks=list(checks))
+    program = None
     if opts.device_target == "Ascend":
-        from graphkernel.device import attach_program
-        attach_program(compiled, dumper, eager)   # plans its buffers against the limit
+        program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
     else:
         check_reference_peak(final, opts.max_device_memory)
+    kernels = list(program.kernels) if program is not None else summarize_kernels(final)
+    compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
+                             program=program, checks=list(checks))
     if not eager:
         attach_data_dump(compiled)
     return compiled

@@ -15,14 +15,14 @@ def device_config(opts, source_dir: str | None = None):
                         max_device_memory=opts.max_device_memory)
 
 
-def attach_program(compiled, dumper, eager: bool) -> None:
-    """Lower `compiled.graph` and make the CompiledGraph run on the resulting kernels."""
+def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
+    """The kernels.Program that runs `graph` on the emulated device (its buffers planned against the
+    memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources."""
     source_dir = None
-    if dumper.directory is not None and compiled.options.flags.dump_as_text:
-        source_dir = os.path.join(dumper.directory, f"kernels_{compiled.graph_id}")
-    program = lower(compiled.graph, device_config(compiled.options, source_dir))
-    compiled.program = program
-    compiled.kernels = list(program.kernels)
+    if dumper.directory is not None and opts.flags.dump_as_text:
+        source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")
+    program = lower(graph, device_config(opts, source_dir))
     if not eager:
-        stem = f"kernel_graph_{compiled.graph_id}"
+        stem = f"kernel_graph_{graph_id}"
         dumper.write(stem, kernel_graph_dot(program, stem))
+    return program

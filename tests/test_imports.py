@@ -48,12 +48,7 @@ LAZY_ALLOWED = {("graphkernel.cli", "graphkernel.demo"), ("graphkernel.cli", "gr
                 ("graphkernel.cli", "graphkernel.onnx.run"), ("graphkernel.cli", "graphkernel.bench.cli")}
 
 # What is not yet in its layer: each entry is removed by the change that fixes it.
-PENDING: set[tuple[str, str]] = {
-    ("graphkernel.compiler", "graphkernel.device"),
-    ("graphkernel.compiler", "graphkernel.dump"),
-    ("graphkernel.compiler", "graphkernel.fusion_switch"),
-    ("graphkernel.compiler", "graphkernel.precision"),
-}
+PENDING: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:
