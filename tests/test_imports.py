@@ -47,9 +47,6 @@ LAYERS = [
 LAZY_ALLOWED = {("graphkernel.cli", "graphkernel.demo"), ("graphkernel.cli", "graphkernel.dump"),
                 ("graphkernel.cli", "graphkernel.onnx.run"), ("graphkernel.cli", "graphkernel.bench.cli")}
 
-# What is not yet in its layer: each entry is removed by the change that fixes it.
-PENDING: set[tuple[str, str]] = set()
-
 
 def _modules() -> dict[str, Path]:
     mods = {}
@@ -188,14 +185,14 @@ def test_no_upward_import():
         if not m.startswith("graphkernel"):
             continue
         for t, line, _ in edges:
-            if t.startswith("graphkernel") and layer_of(t) > layer_of(m) and (m, t) not in PENDING:
+            if t.startswith("graphkernel") and layer_of(t) > layer_of(m):
                 wrong.append(f"{m}:{line} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})")
     assert not wrong, "an import reaches up a layer:\n" + "\n".join(wrong)
 
 
 def test_no_function_level_import_between_project_modules():
     wrong = [f"{m}:{line} imports {t} inside a function" for m, edges in GRAPH.items()
-             for t, line, lazy in edges if lazy and (m, t) not in LAZY_ALLOWED | PENDING]
+             for t, line, lazy in edges if lazy and (m, t) not in LAZY_ALLOWED]
     assert not wrong, "import project modules at the top of the module:\n" + "\n".join(wrong)
 
 
@@ -233,25 +230,9 @@ def test_parent_packages_count():
 
 
 def test_no_import_cycle():
-    graph = {m: sorted({t for t, _, _ in edges if (m, t) not in PENDING}) for m, edges in GRAPH.items()}
+    graph = {m: sorted({t for t, _, _ in edges}) for m, edges in GRAPH.items()}
     found = cycles(with_parent_packages(graph))
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
-
-
-def _violates(m: str, t: str) -> bool:
-    """Whether the import m -> t breaks a rule by itself, or closes a cycle without PENDING's help."""
-    edges = GRAPH.get(m, [])
-    if not any(t2 == t for t2, _, _ in edges):
-        return False
-    lazy = any(t2 == t and lazy for t2, _, lazy in edges) and (m, t) not in LAZY_ALLOWED
-    upward = m.startswith("graphkernel") and t.startswith("graphkernel") and layer_of(t) > layer_of(m)
-    graph = {a: sorted({b for b, _, _ in e if (a, b) not in PENDING - {(m, t)}}) for a, e in GRAPH.items()}
-    return lazy or upward or any(m in c and t in c for c in cycles(with_parent_packages(graph)))
-
-
-def test_pending_entries_are_still_needed():
-    fixed = sorted(pair for pair in PENDING if not _violates(*pair))
-    assert not fixed, f"fixed, drop from PENDING: {fixed}"
 
 
 @pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
