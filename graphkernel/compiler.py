@@ -34,7 +34,7 @@ from graphkernel.dump_settings import parse_steps
 from graphkernel.flags import parse_flags
 from graphkernel.fusion_switch import read_fusion_switch
 from graphkernel.observe import NOT_LAUNCHED, observation
-from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.options import CompileOptions, FusionLog, PassContext
 from graphkernel.overflow import OverflowCheck
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
 from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
@@ -80,7 +80,6 @@ def options_from_context() -> CompileOptions:
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
         mix_compile_mode=context.get_context("mix_compile_mode"),
         max_device_memory=max_device_memory(),
-        log=FusionLog(),
     )
 
 
@@ -128,6 +127,7 @@ class CompiledGraph:
     program: object = None   # kernels.Program on the Ascend target
     observation: object = None   # graphkernel.observe.GraphObservation: data dump, overflow check
     checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
+    log: FusionLog = field(default_factory=FusionLog)   # the passes' decisions (PassContext.log)
 
     def __post_init__(self):
         # (result index, input index) of each Parameter the graph updates (its Assign outputs, last)
@@ -137,10 +137,6 @@ class CompiledGraph:
         self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
         self._lock = _UPDATE_LOCK if self.updates else None
         self._updated_ids = {id(p._array) for p in self.updated_parameters}
-
-    @property
-    def log(self) -> FusionLog:
-        return self.options.log
 
     @property
     def kernel_count(self) -> int:
@@ -216,9 +212,10 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
-    final = run_pipeline(graph, opts, on_stage)
+    with PassContext() as passes:
+        final = run_pipeline(graph, opts, on_stage)
     if opts.flags.dump_as_text and save:
-        dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, opts.log)) + "\n")
+        dumper.write(f"fusion_log_{graph_id}", text="\n".join(map(str, passes.log)) + "\n")
     program = None
     if opts.device_target == "Ascend":
         program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
@@ -226,7 +223,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         check_reference_peak(final, opts.max_device_memory)
     kernels = list(program.kernels) if program is not None else summarize_kernels(final)
     compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
-                             program=program, checks=list(checks))
+                             program=program, checks=list(checks), log=passes.log)
     if not eager:
         attach_data_dump(compiled)
     return compiled

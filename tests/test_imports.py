@@ -26,8 +26,9 @@ PACKAGES = ("ir", "kernels", "graphkernel")   # each may import the ones before 
 # longest matching prefix.
 LAYERS = [
     ("settings", ["graphkernel.dtype", "graphkernel.seed", "graphkernel.config_file", "graphkernel.flags",
-                  "graphkernel.limits", "graphkernel.tolerance", "graphkernel.fusion_switch", "graphkernel.dump_settings",
-                  "graphkernel.precision", "graphkernel.options", "graphkernel.observe"]),
+                  "graphkernel.limits", "graphkernel.tolerance", "graphkernel.fusion_switch",
+                  "graphkernel.dump_settings", "graphkernel.precision", "graphkernel.options",
+                  "graphkernel.observe"]),
     ("passes", ["graphkernel.expanders", "graphkernel.passes", "graphkernel.pipeline"]),
     ("context", ["graphkernel.context"]),
     ("observation", ["graphkernel.dump", "graphkernel.datadump", "graphkernel.overflow",
