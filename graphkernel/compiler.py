@@ -33,7 +33,7 @@ from graphkernel.dump import StageDumper
 from graphkernel.dump_settings import parse_steps
 from graphkernel.flags import parse_flags
 from graphkernel.fusion_switch import read_fusion_switch
-from graphkernel.observe import NOT_LAUNCHED, observation
+from graphkernel.observe import NOT_LAUNCHED, GraphObservation, launches_of
 from graphkernel.options import CompileOptions, FusionLog, PassContext
 from graphkernel.overflow import OverflowCheck
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
@@ -222,30 +222,30 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     else:
         check_reference_peak(final, opts.max_device_memory)
     kernels = list(program.kernels) if program is not None else summarize_kernels(final)
-    compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
-                             program=program, checks=list(checks), log=passes.log)
-    if not eager:
-        attach_data_dump(compiled)
-    return compiled
+    observation = None if eager else data_dump_observation(graph_id, stages, program, final)
+    return CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
+                         program=program, observation=observation, checks=list(checks), log=passes.log)
 
 
-def attach_data_dump(compiled) -> None:
-    """Give a graph compiled with enable_dump or enable_dump_debug its dump and overflow sinks."""
+def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) -> GraphObservation | None:
+    """The observation state of a graph compiled with enable_dump or enable_dump_debug: its launches with
+    the data dump and overflow check sinks (None: neither is on)."""
     dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
     if not (dump or debug):
-        return
+        return None
     path = context.get_context("dump_path")
     if path is None:
         which = "enable_dump" if dump else "enable_dump_debug"
         raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
-    obs = observation(compiled)
+    obs = GraphObservation(launches_of(program, graph))
     if dump:
         step = context.get_context("dump_step")
-        obs.sinks.append(DataDump(compiled, obs.launches, path, context.get_context("dump_mode"),
+        obs.sinks.append(DataDump(graph_id, stages, obs.launches, path, context.get_context("dump_mode"),
                                   None if step is None else parse_steps(step), context.get_context("dump_layer"),
                                   context.get_context("dump_data")))
     if debug:
         obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))
+    return obs
 
 
 _eager_cache: dict = {}

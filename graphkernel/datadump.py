@@ -118,11 +118,11 @@ def statistics(a: np.ndarray) -> tuple:
 class DataDump:
     """Writes the selected launches' tensors (or statistics) for the selected steps of one graph."""
 
-    def __init__(self, compiled, launches, path: str, mode: str, steps, layer, data: str):
-        self.root = os.path.join(path, f"graph_{compiled.graph_id}")
+    def __init__(self, graph_id: int, stages: dict, launches, path: str, mode: str, steps, layer, data: str):
+        self.root = os.path.join(path, f"graph_{graph_id}")
         self.inputs, self.outputs = mode in ("input", "all"), mode in ("output", "all")
         self.steps, self.data = steps, data
-        self.selected = select_launches(compiled, launches, layer)
+        self.selected = select_launches(graph_id, stages, launches, layer)
         self.stems = {launch.index: file_stem(launch) for launch in launches}
         self.rows: list = []
         ensure_directory(self.root, DumpError)
@@ -165,7 +165,7 @@ class DataDump:
         self.rows = []
 
 
-def select_launches(compiled, launches, layer: str | None) -> set[int]:
+def select_launches(graph_id: int, stages: dict, launches, layer: str | None) -> set[int]:
     """The launch indices dump_layer selects; warns for names fused into a composite or absent."""
     if layer is None:
         return {la.index for la in launches}
@@ -173,7 +173,7 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
     def warn(text: str) -> None:
         warnings.warn(f"dump_layer: {text}", DumpLayerWarning, stacklevel=user_stacklevel())
 
-    chosen, graph = set(), compiled.graph_id
+    chosen, graph = set(), graph_id
     for name in layer.split():
         direct = [la for la in launches if name in (la.name, la.kernel)]
         if direct:
@@ -185,7 +185,7 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
             where = ", ".join(f"{la.name} (kernel {la.kernel})" if la.kernel else la.name for la in holders)
             warn(f"{name!r} was fused into composite {where} in graph {graph}; dumping the composite's "
                  "inputs and outputs instead")
-        elif any(n.name == name for g in compiled.stages.values() for n in g.nodes):
+        elif any(n.name == name for g in stages.values() for n in g.nodes):
             warn(f"{name!r} was removed by the passes (folded or eliminated) in graph {graph}; nothing to "
                  "dump for it")
         else:

@@ -122,9 +122,14 @@ def observation(compiled) -> GraphObservation:
 
 
 def launches(compiled) -> list[Launch]:
-    if compiled.program is not None:
-        return _device_launches(compiled.program)
-    return list(_reference_launches(compiled.graph, NOT_LAUNCHED).values())
+    return launches_of(compiled.program, compiled.graph)
+
+
+def launches_of(program, graph: Graph) -> list[Launch]:
+    """The launches of a compiled graph: its program's steps on the device, else its computing nodes."""
+    if program is not None:
+        return _device_launches(program)
+    return list(_reference_launches(graph, NOT_LAUNCHED).values())
 
 
 def run_observed(compiled, arrays) -> list[np.ndarray]:
