@@ -37,7 +37,7 @@ LAYERS = [
     ("compile", ["graphkernel.device", "graphkernel.compiler"]),
     ("api", ["graphkernel.ops", "graphkernel.assign", "graphkernel.bprop", "graphkernel.cell",
              "graphkernel.host", "graphkernel.gradients", "graphkernel.nn", "graphkernel.common",
-             "graphkernel.checkpoint"]),
+             "graphkernel.checkpoint", "graphkernel.train"]),
     ("frontends", ["graphkernel.onnx"]),
     ("tools", ["graphkernel", "graphkernel.__main__", "graphkernel.cli", "graphkernel.cli_args",
                "graphkernel.demo", "graphkernel.debug", "graphkernel.bench", "graphkernel.op_table",
