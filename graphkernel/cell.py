@@ -14,13 +14,14 @@ import warnings
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
 from graphkernel import context
+from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
 from graphkernel.tape import active_tape
 from graphkernel.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
 from graphkernel.assign import assign
 from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
-from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor
+from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, is_python_scalar
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -211,7 +212,6 @@ class Cell:
 
     def compile(self, *args, **kwargs):
         """The CompiledGraph a call with these Tensors uses (compiled now if not cached)."""
-        from graphkernel.compiler import compile_graph, options_from_context
         self._check_args(args, kwargs)
         key = self._cache_key(args)
         compiled = self._compiled.get(key)
@@ -250,7 +250,6 @@ class Cell:
 
 def _flatten(result, trace: Trace):
     """Graph outputs of construct's result, and the tree to rebuild it (tuples and lists nest)."""
-    from graphkernel.ops.primitive import _is_scalar
     leaves = []
 
     def walk(x):
@@ -260,7 +259,7 @@ def _flatten(result, trace: Trace):
             leaves.append(x.value)
         elif isinstance(x, Parameter):
             leaves.append(trace.parameter(x))
-        elif isinstance(x, Tensor) or _is_scalar(x):
+        elif isinstance(x, Tensor) or is_python_scalar(x):
             leaves.append(trace.constant(x.asnumpy() if isinstance(x, Tensor) else Tensor(x).asnumpy()))
         else:
             raise CellCallError(f"construct returned a {type(x).__name__}; return Tensors, or tuples/lists "
@@ -268,15 +267,3 @@ def _flatten(result, trace: Trace):
         return None
 
     return leaves, walk(result)
-
-
-def unflatten(tree, leaves: list):
-    it = iter(leaves)
-
-    def build(node):
-        if node is None:
-            return next(it)
-        kind, items = node
-        return kind(build(i) for i in items)
-
-    return build(tree)

@@ -6,9 +6,11 @@ import os
 import sys
 
 from ir.errors import GraphKernelError
+from graphkernel.cli_args import positive_int
 
 
 def _demo(args) -> int:
+    # each subcommand loads what it runs on demand, so `graphkernel --help` starts fast
     from graphkernel.demo import run_demo
     from graphkernel.dump import render
     results = run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target,
@@ -20,26 +22,12 @@ def _demo(args) -> int:
     return 0
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: 0, 1, 2, ..."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: 1, 2, ..."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphkernel", description="Graph-kernel fusion for an emulated "
                                      "Ascend AI Core, on the CPU.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    demo = sub.add_parser("demo", help="the seed example: fusion off and on, dumps, timings")
+    demo = sub.add_parser("demo", help="the fusion example: fusion off and on, dumps, timings")
     demo.add_argument("--save-graphs", default="dot_out", metavar="DIR", help="where the .dot dumps go")
     demo.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     demo.add_argument("--repeat", type=positive_int, default=200,
@@ -47,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
                       "(needs Graphviz's dot)")
     demo.set_defaults(run=_demo)
+    # the subcommands' modules load here, not at import: `graphkernel` alone need not import onnx
     from graphkernel.onnx.run import add_run_parser
     add_run_parser(sub)
-    from graphkernel.bench.cli import add_bench_parser
+    from graphkernel.bench.cli import add_bench_parser   # (as above)
     add_bench_parser(sub)
     return parser
 

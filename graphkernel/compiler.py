@@ -27,12 +27,19 @@ from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from graphkernel import context, observe
+from graphkernel.context import max_device_memory
+from graphkernel.datadump import DataDump, DumpError
+from graphkernel.device import lower_for_device
+from graphkernel.dump import StageDumper
+from graphkernel.dump_settings import parse_steps
 from graphkernel.flags import parse_flags
+from graphkernel.fusion_switch import read_fusion_switch
 from graphkernel.jit_config import resolve as resolve_fusion
-from graphkernel.limits import max_device_memory
-from graphkernel.options import CompileOptions, FusionLog
-from graphkernel.pipeline import STAGE_DUMPS, run_pipeline
-from graphkernel.cell import unflatten
+from graphkernel.observe import NOT_LAUNCHED, GraphObservation, launches_of
+from graphkernel.options import CompileOptions, FusionLog, PassContext
+from graphkernel.overflow import OverflowCheck
+from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
+from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
 
@@ -59,8 +66,6 @@ class KernelSummary:
 def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileOptions:
     """The options of a compile now; `graph_level` is the (jit_level, switch) of the graph itself (a
     jit decorator's, a Cell's JitConfig), which comes before the session's (graphkernel/jit_config.py)."""
-    from graphkernel.fusion_switch import read_fusion_switch
-    from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
     switch = context.get_context("fusion_switch_file")
     mixlist, dtypes = context.get_context("modify_mixlist"), context.get_context("customize_dtypes")
     mixlist = read_mixlist(mixlist) if mixlist else None
@@ -69,13 +74,11 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
     warn_unused_files(mode, mixlist, dtypes)
     fusion = resolve_fusion(context.get_context("enable_graph_kernel"), context.enable_graph_kernel_set(),
                             graph_level, context.session_jit_level())
-    log = FusionLog()
-    log.switch = fusion
     return CompileOptions(
         device_target=context.get_context("device_target"),
         enable_graph_kernel=fusion.enabled,
         fusion_switch=fusion,
-        flags=parse_flags(context.get_context("graph_kernel_flags")),
+        flags=parse_flags(context.get_context("graph_kernel_flags"), check_names=check_flag_names),
         core_num=context.get_context("core_num"),
         deterministic=context.get_context("deterministic"),
         precision_mode=mode,
@@ -84,12 +87,20 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
         mix_compile_mode=context.get_context("mix_compile_mode"),
         max_device_memory=max_device_memory(),
-        log=log,
     )
 
 
-# Ops that are no kernel launch: constants are buffers, a Reshape is a view.
-_NOT_LAUNCHED = ("Const", "Reshape")
+def unflatten(tree, leaves: list):
+    """construct's result rebuilt from the graph outputs: `tree` nests tuples and lists (Cell._trace)."""
+    it = iter(leaves)
+
+    def build(node):
+        if node is None:
+            return next(it)
+        kind, items = node
+        return kind(build(i) for i in items)
+
+    return build(tree)
 
 
 def summarize_kernels(graph: Graph, updates_only: frozenset | None = None) -> list[KernelSummary]:
@@ -98,7 +109,7 @@ def summarize_kernels(graph: Graph, updates_only: frozenset | None = None) -> li
     out = []
     updates_only = update_nodes(graph) if updates_only is None else updates_only
     for node in graph.nodes:
-        if node.op in _NOT_LAUNCHED:
+        if node.op in NOT_LAUNCHED:
             continue
         if branches(node):
             out += [k for g in branches(node) for k in summarize_kernels(g, frozenset())]
@@ -127,6 +138,7 @@ class CompiledGraph:
     program: object = None   # kernels.Program on the Ascend target
     observation: object = None   # graphkernel.observe.GraphObservation: data dump, overflow check
     checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
+    log: FusionLog = field(default_factory=FusionLog)   # the passes' decisions (PassContext.log)
 
     def __post_init__(self):
         # (result index, input index) of each Parameter the graph updates (its Assign outputs, last)
@@ -136,10 +148,6 @@ class CompiledGraph:
         self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
         self._lock = _UPDATE_LOCK if self.updates else None
         self._updated_ids = {id(p._array) for p in self.updated_parameters}
-
-    @property
-    def log(self) -> FusionLog:
-        return self.options.log
 
     @property
     def kernel_count(self) -> int:
@@ -232,7 +240,6 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     checked against the memory limit first (a graph parsed from text was never traced).
     """
     check_graph(graph, opts.max_device_memory)
-    from graphkernel.dump import StageDumper
     graph_id = None if eager else context.next_graph_id()
     save = context.get_context("save_graphs") and not eager
     dumper = StageDumper(context.get_context("save_graphs_path") if save else None, graph_id or 0,
@@ -243,21 +250,42 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
-    final = run_pipeline(graph, opts, on_stage)
+    with PassContext() as passes:
+        passes.log.switch = opts.fusion_switch
+        final = run_pipeline(graph, opts, on_stage)
     if opts.flags.dump_as_text and save:
         lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
-        dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in opts.log]) + "\n")
-    compiled = CompiledGraph(graph_id, opts, stages, final, summarize_kernels(final), dumper.files,
-                             list(parameters), out_tree, checks=list(checks))
+        dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in passes.log]) + "\n")
+    program = None
     if opts.device_target == "Ascend":
-        from graphkernel.device import attach_program
-        attach_program(compiled, dumper, eager)   # plans its buffers against the limit
+        program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
     else:
         check_reference_peak(final, opts.max_device_memory)
-    if not eager:
-        from graphkernel.datadump import attach_data_dump
-        attach_data_dump(compiled)
-    return compiled
+    kernels = list(program.kernels) if program is not None else summarize_kernels(final)
+    observation = None if eager else data_dump_observation(graph_id, stages, program, final)
+    return CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
+                         program=program, observation=observation, checks=list(checks), log=passes.log)
+
+
+def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) -> GraphObservation | None:
+    """The observation state of a graph compiled with enable_dump or enable_dump_debug: its launches with
+    the data dump and overflow check sinks (None: neither is on)."""
+    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
+    if not (dump or debug):
+        return None
+    path = context.get_context("dump_path")
+    if path is None:
+        which = "enable_dump" if dump else "enable_dump_debug"
+        raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
+    obs = GraphObservation(launches_of(program, graph))
+    if dump:
+        step = context.get_context("dump_step")
+        obs.sinks.append(DataDump(graph_id, stages, obs.launches, path, context.get_context("dump_mode"),
+                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
+                                  context.get_context("dump_data")))
+    if debug:
+        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))
+    return obs
 
 
 _eager_cache: dict = {}

@@ -12,6 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ir.errors import GraphKernelError
+from graphkernel import precision
+from graphkernel.config_file import file_version
+from graphkernel.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
+from graphkernel.flags import parse_flags
+from graphkernel.fusion_switch import read_fusion_switch
+from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
+from graphkernel.pipeline import check_flag_names
 from graphkernel.jit_config import check_context_jit_config, check_context_jit_level
 
 GRAPH_MODE = 0
@@ -57,15 +64,13 @@ def _int_range(lo, hi):
 
 
 def _flags(v):
-    from graphkernel.flags import parse_flags
-    parse_flags(_str(v), read_env=False)  # raises FlagError naming the flag
+    parse_flags(_str(v), read_env=False, check_names=check_flag_names)  # raises FlagError naming the flag
     return v
 
 
 def _fusion_switch_file(v):
     v = _path_or_none(v)
     if v is not None:
-        from graphkernel.fusion_switch import read_fusion_switch
         read_fusion_switch(v)  # raises naming the file and the key
     return v
 
@@ -74,7 +79,6 @@ def _precision_file(reader: str):
     def check(v):
         v = _path_or_none(v)
         if v is not None:
-            from graphkernel import precision
             getattr(precision, reader)(v)  # raises PrecisionConfigError naming the file and line or key
         return v
     return check
@@ -83,17 +87,18 @@ def _precision_file(reader: str):
 def _memory_size(v):
     if v is None:
         return None
-    from graphkernel.limits import MemorySettingError, parse_size
     try:
         return parse_size(v)
     except MemorySettingError as e:
         raise ContextError(str(e)) from None
 
 
-def _dump_setting(checker: str):
+def _dump_setting(checker):
     def check(v):
-        from graphkernel import datadump
-        return getattr(datadump, checker)(v)  # raises ContextError naming the bad part
+        try:
+            return checker(v)
+        except DumpSettingError as e:   # names the bad part
+            raise ContextError(str(e)) from None
     return check
 
 
@@ -124,10 +129,10 @@ KEYS: dict[str, Key] = {
     "mix_compile_mode": Key(False, _bool),
     "fusion_switch_file": Key(None, _fusion_switch_file, file=True),
     "enable_dump": Key(False, _bool),
-    "dump_path": Key(None, _dump_setting("check_dump_path")),
+    "dump_path": Key(None, _dump_setting(check_dump_path)),
     "dump_mode": Key("output", _choice("input", "output", "all")),
-    "dump_step": Key(None, _dump_setting("check_dump_step")),
-    "dump_layer": Key(None, _dump_setting("check_dump_layer")),
+    "dump_step": Key(None, _dump_setting(check_dump_step)),
+    "dump_layer": Key(None, _dump_setting(check_dump_layer)),
     "dump_data": Key("tensor", _choice("tensor", "stats")),
     "enable_dump_debug": Key(False, _bool),
     "dump_debug_mode": Key("all", _choice("aicore_overflow", "atomic_overflow", "all")),
@@ -231,7 +236,6 @@ def compile_settings() -> tuple:
     configuration file counts with its version as of this call, MS_DEV_GRAPH_KERNEL_FLAGS with its
     value: after editing a file or the variable, call set_context again and Cells compiled before
     compile anew."""
-    from graphkernel.config_file import file_version
     settings = tuple((k, _settings[k], file_version(_settings[k]) if key.file and _settings[k] else None)
                      for k, key in KEYS.items() if key.compile)
     return settings + (("fusion switches", tuple(sorted(_switches.items()))),
@@ -266,3 +270,17 @@ def reset_graph_id() -> None:
     """Restart graph numbering at 0 (for tests)."""
     global _graph_count
     _graph_count = 0
+
+
+def max_device_memory() -> int | None:
+    """The limit in bytes now: the context key, else the environment variable, else the machine's."""
+    setting = get_context("max_device_memory")
+    if setting is not None:
+        return setting
+    env = os.environ.get(ENV)
+    if env:
+        try:
+            return parse_size(env)
+        except MemorySettingError as e:
+            raise MemorySettingError(f"environment variable {ENV}: {e}") from None
+    return machine_memory()

@@ -1,6 +1,6 @@
 """Data dump: the tensors (or their statistics) every kernel launch reads and writes, per step.
 
-The settings are seed 004's: enable_dump, dump_path, dump_mode (input | output | all), dump_step
+The settings are CANN's: enable_dump, dump_path, dump_mode (input | output | all), dump_step
 ("0|5|10", "0|3-5|10"; unset: every step), dump_layer (names separated by spaces; unset: every
 launch), dump_data ("tensor": .npy arrays, "stats": one CSV per step). They are checked when set and
 apply to graphs compiled afterwards (GRAPH_MODE; PYNATIVE's one-op runs are not dumped).
@@ -29,15 +29,13 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 import warnings
 
 import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
-from graphkernel import context
-from graphkernel.context import ContextError
+from graphkernel.dump_settings import ensure_directory
 from graphkernel.observe import user_stacklevel
 
 
@@ -47,60 +45,6 @@ class DumpError(GraphKernelError, OSError):
 
 class DumpLayerWarning(UserWarning):
     """A dump_layer name that is not a launch of the graph (fused into a composite, or absent)."""
-
-
-# --- settings, checked by set_context --------------------------------------------------------------
-def check_dump_path(value):
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-        raise ContextError(f"got {value!r}; accepted: a directory path (created if missing)")
-    return ensure_directory(os.path.abspath(os.fspath(value)), ContextError)
-
-
-def ensure_directory(path: str, error=DumpError) -> str:
-    """Create `path` if missing and make sure a file can be written in it."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".graphkernel-write-test-{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as e:
-        raise error(f"dump directory {path!r} cannot be created or written: "
-                    f"{e.strerror or type(e).__name__}") from None
-    return path
-
-
-def parse_steps(text: str) -> tuple[tuple[int, int], ...]:
-    """'0|3-5|10' -> ((0, 0), (3, 5), (10, 10)); a bad part raises ContextError naming it."""
-    ranges = []
-    for part in text.split("|"):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            why = "a range must run upwards" if m is not None else "not a step number or a range lo-hi"
-            raise ContextError(f"bad part {part!r} in {text!r} ({why}); accepted: step numbers and "
-                               "ranges separated by '|', e.g. '0|5|10' or '0|3-5|10'")
-        lo = int(m.group(1))
-        ranges.append((lo, int(m.group(2)) if m.group(2) is not None else lo))
-    return tuple(ranges)
-
-
-def check_dump_step(value):
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ContextError(f"got {value!r}; accepted: a string such as '0|5|10' or '0|3-5|10', or None")
-    parse_steps(value)
-    return value.replace(" ", "")
-
-
-def check_dump_layer(value):
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ContextError(f"got {value!r}; accepted: names separated by spaces, or None")
-    return " ".join(value.split()) or None
 
 
 # --- file names ------------------------------------------------------------------------------------
@@ -174,14 +118,14 @@ def statistics(a: np.ndarray) -> tuple:
 class DataDump:
     """Writes the selected launches' tensors (or statistics) for the selected steps of one graph."""
 
-    def __init__(self, compiled, launches, path: str, mode: str, steps, layer, data: str):
-        self.root = os.path.join(path, f"graph_{compiled.graph_id}")
+    def __init__(self, graph_id: int, stages: dict, launches, path: str, mode: str, steps, layer, data: str):
+        self.root = os.path.join(path, f"graph_{graph_id}")
         self.inputs, self.outputs = mode in ("input", "all"), mode in ("output", "all")
         self.steps, self.data = steps, data
-        self.selected = select_launches(compiled, launches, layer)
+        self.selected = select_launches(graph_id, stages, launches, layer)
         self.stems = {launch.index: file_stem(launch) for launch in launches}
         self.rows: list = []
-        ensure_directory(self.root)
+        ensure_directory(self.root, DumpError)
         write_atomic(dump_file(self.root, "kernels.csv"), csv_bytes(
             ("launch", "file", "name", "kernel", "op_types", "block_dim", "input_shape", "input_data_type",
              "output_shape", "output_data_type", "dumped"),
@@ -199,7 +143,7 @@ class DataDump:
     def begin_step(self, compiled, step: int) -> None:
         self.rows = []
         if self.wanted(step):
-            ensure_directory(self.step_dir(step))
+            ensure_directory(self.step_dir(step), DumpError)
 
     def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
         if launch.index not in self.selected or not self.wanted(step):
@@ -221,7 +165,7 @@ class DataDump:
         self.rows = []
 
 
-def select_launches(compiled, launches, layer: str | None) -> set[int]:
+def select_launches(graph_id: int, stages: dict, launches, layer: str | None) -> set[int]:
     """The launch indices dump_layer selects; warns for names fused into a composite or absent."""
     if layer is None:
         return {la.index for la in launches}
@@ -229,7 +173,7 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
     def warn(text: str) -> None:
         warnings.warn(f"dump_layer: {text}", DumpLayerWarning, stacklevel=user_stacklevel())
 
-    chosen, graph = set(), compiled.graph_id
+    chosen, graph = set(), graph_id
     for name in layer.split():
         direct = [la for la in launches if name in (la.name, la.kernel)]
         if direct:
@@ -241,31 +185,10 @@ def select_launches(compiled, launches, layer: str | None) -> set[int]:
             where = ", ".join(f"{la.name} (kernel {la.kernel})" if la.kernel else la.name for la in holders)
             warn(f"{name!r} was fused into composite {where} in graph {graph}; dumping the composite's "
                  "inputs and outputs instead")
-        elif any(n.name == name for g in compiled.stages.values() for n in g.nodes):
+        elif any(n.name == name for g in stages.values() for n in g.nodes):
             warn(f"{name!r} was removed by the passes (folded or eliminated) in graph {graph}; nothing to "
                  "dump for it")
         else:
             sample = ", ".join(repr(la.name) for la in launches[:3])
             warn(f"no op named {name!r} in graph {graph} (its launches are named like {sample})")
     return chosen
-
-
-def attach_data_dump(compiled) -> None:
-    """Give a graph compiled with enable_dump or enable_dump_debug its dump and overflow sinks."""
-    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
-    if not (dump or debug):
-        return
-    path = context.get_context("dump_path")
-    if path is None:
-        which = "enable_dump" if dump else "enable_dump_debug"
-        raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
-    from graphkernel.observe import observation
-    from graphkernel.overflow import OverflowCheck
-    obs = observation(compiled)
-    if dump:
-        step = context.get_context("dump_step")
-        obs.sinks.append(DataDump(compiled, obs.launches, path, context.get_context("dump_mode"),
-                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
-                                  context.get_context("dump_data")))
-    if debug:
-        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))

@@ -55,6 +55,7 @@ from ir.interpret import reference_values
 from ir.printer import printable
 from kernels.executor import Conditional
 from graphkernel import context
+from graphkernel.cell import Cell
 from graphkernel.observe import Launch, launches
 from graphkernel.tensor import Tensor
 from graphkernel.tolerance import Errors, measure, tolerance_text
@@ -149,7 +150,6 @@ def _tensor(x, k: int) -> Tensor:
 def compare(cell, *inputs, verbose: bool = False) -> Comparison:
     """Run `cell`'s compiled kernels one by one on the reference's values and compare each with the
     reference (see the module docstring). `inputs` are Tensors or numpy arrays, as for a call."""
-    from graphkernel.nn import Cell
     if not isinstance(cell, Cell):
         raise CompareError(f"compare takes a Cell and its inputs, got a {type(cell).__name__}")
     if context.get_context("device_target") != "Ascend":

@@ -1,4 +1,4 @@
-"""`graphkernel demo`: the seed's two nets (seed 003), fusion on and off, dumps and timings."""
+"""`graphkernel demo`: the two nets of MindSpore's graph-kernel fusion example, fusion on and off, dumps and timings."""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,7 @@ from graphkernel.ops import operations as P
 
 
 class NetBasicFuse(Cell):
-    """Seed 003's basic-fusion example: Mul and TensorAdd become one composite."""
+    """The basic-fusion example: Mul and TensorAdd become one composite."""
 
     def __init__(self):
         super().__init__()
@@ -26,7 +26,7 @@ class NetBasicFuse(Cell):
 
 
 class NetCompositeFuse(Cell):
-    """Seed 003's composite-fusion example: {Mul, TensorAdd} then Pow join one composite."""
+    """The composite-fusion example: {Mul, TensorAdd} then Pow join one composite."""
 
     def __init__(self):
         super().__init__()
@@ -62,7 +62,7 @@ def interleaved_step_us(net_cls, x: Tensor, repeat: int, rounds: int = 10) -> di
 
 
 def reference(net_cls, x: np.ndarray) -> np.ndarray:
-    """What numpy computes for the seed's nets."""
+    """What numpy computes for the two nets."""
     return (x * 2 + 1) ** 3 if net_cls is NetCompositeFuse else x * 2 + 1
 
 
@@ -80,7 +80,7 @@ def run_demo(save_graphs_path: str = "dot_out", device_target: str = "Ascend", r
     results = {}
     for net_cls in (NetBasicFuse, NetCompositeFuse):
         for fusion in (False, True):
-            context.reset_graph_id()  # each directory holds graph 0, named as in the seed
+            context.reset_graph_id()  # each directory holds graph 0, named as MindSpore names it
             context.set_context(mode=context.GRAPH_MODE, device_target=device_target,
                                 enable_graph_kernel=fusion, save_graphs=True,
                                 save_graphs_path=os.path.join(save_graphs_path, net_cls.__name__,

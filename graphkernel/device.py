@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import os
 
+from kernels import DeviceConfig, kernel_graph_dot, lower
 from graphkernel import context
 
 
 def device_config(opts, source_dir: str | None = None):
-    from kernels import DeviceConfig
     return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic,
                         cache_mode=context.get_context("op_compiler_cache_mode"),
                         cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir,
                         max_device_memory=opts.max_device_memory)
 
 
-def attach_program(compiled, dumper, eager: bool) -> None:
-    """Lower `compiled.graph` and make the CompiledGraph run on the resulting kernels."""
-    from kernels import kernel_graph_dot, lower
+def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
+    """The kernels.Program that runs `graph` on the emulated device (its buffers planned against the
+    memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources."""
     source_dir = None
-    if dumper.directory is not None and compiled.options.flags.dump_as_text:
-        source_dir = os.path.join(dumper.directory, f"kernels_{compiled.graph_id}")
-    program = lower(compiled.graph, device_config(compiled.options, source_dir))
-    compiled.program = program
-    compiled.kernels = list(program.kernels)
+    if dumper.directory is not None and opts.flags.dump_as_text:
+        source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")
+    program = lower(graph, device_config(opts, source_dir))
     if not eager:
-        stem = f"kernel_graph_{compiled.graph_id}"
+        stem = f"kernel_graph_{graph_id}"
         dumper.write(stem, kernel_graph_dot(program, stem))
+    return program

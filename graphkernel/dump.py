@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ir.dot import to_dot
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
 from ir.graph import Graph
+from ir.printer import print_graph
 
 
 class DumpError(GraphKernelError, OSError):
@@ -72,8 +74,6 @@ class StageDumper:
     def __call__(self, stage: str, graph: Graph) -> None:
         if self.directory is None:
             return
-        from ir.dot import to_dot
-        from ir.printer import print_graph
         stem = stage_filename(self.patterns[stage], self.graph_id)
         self.write(stem, to_dot(graph, title=stem), print_graph(graph))
 

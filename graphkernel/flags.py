@@ -1,7 +1,8 @@
 """graph_kernel_flags: MindSpore's syntax (`--key=value`, bare `--key` = true, lists comma-separated).
 
-`parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key,
-and so does an op or a `stage.pass` in a list flag that does not exist.
+`parse_flags(text)` returns a GraphKernelFlags; a misspelt key names itself and the nearest known key.
+The parser knows keys and value syntax only: the ops and `stage.pass` names a list flag may hold are
+checked by `check_names`, given by whoever assembles the options (graphkernel.pipeline.check_flag_names).
 MS_DEV_GRAPH_KERNEL_FLAGS in the environment is read too, after the context's flags (so it wins).
 
 A real MindSpore flag that means nothing here (`--kernel_generator=AKG`, `--enable_auto_tensor_inplace`),
@@ -56,7 +57,7 @@ MINDSPORE_PASSES = frozenset({
     "tensor_promotion", "transform_op_optimizer"})
 
 
-def _no_effect(source: str, text: str) -> None:
+def no_effect(source: str, text: str) -> None:
     warnings.warn(f"{source}: {text} has no effect here", FlagWarning, stacklevel=4)
 
 
@@ -108,7 +109,9 @@ def _value(key: str, raw: str | None):
     return value
 
 
-def parse_flags(text: str, *, read_env: bool = True) -> GraphKernelFlags:
+def parse_flags(text: str, *, read_env: bool = True, check_names=None) -> GraphKernelFlags:
+    """`check_names(source, key, names)`, when given, checks every list flag's names and returns those
+    kept (a MindSpore name that means nothing here warns and is dropped)."""
     if not isinstance(text, str):
         raise FlagError(f"graph_kernel_flags must be a string, got {type(text).__name__}")
     env = os.environ.get("MS_DEV_GRAPH_KERNEL_FLAGS", "") if read_env else ""
@@ -123,46 +126,13 @@ def parse_flags(text: str, *, read_env: bool = True) -> GraphKernelFlags:
                 raise FlagError(f"{source}: {token!r} is not a flag (flags look like --key=value)")
             key, eq, raw = token[2:].partition("=")
             if key in MINDSPORE_ONLY_FLAGS:
-                _no_effect(source, f"--{key} (a MindSpore graph-kernel flag)")
+                no_effect(source, f"--{key} (a MindSpore graph-kernel flag)")
                 continue
             if key not in KNOWN_FLAGS:
                 near = difflib.get_close_matches(key, KNOWN_FLAGS, n=1)
                 hint = f"; did you mean --{near[0]}?" if near else ""
                 raise FlagError(f"{source}: unknown flag --{key}{hint}")
             values[key] = _value(key, raw if eq else None)
-            if key in _LIST:
-                values[key] = _check_names(source, key, values[key])
+            if key in _LIST and check_names is not None:
+                values[key] = check_names(source, key, values[key])
     return GraphKernelFlags(**values)
-
-
-def _check_names(source: str, key: str, names: frozenset) -> frozenset:
-    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing.
-    A MindSpore op or pass this pipeline does not expand, cluster or run warns and is dropped."""
-    from ir.ops import OPS, Pattern
-    if key.endswith("_pass"):
-        from graphkernel.pipeline import pass_names
-        known, what, theirs = pass_names(), "a stage.pass of the pipeline", MINDSPORE_PASSES
-    elif "expand" in key:
-        from graphkernel.expanders import EXPANDERS
-        known, what, theirs = sorted(EXPANDERS), "a composite op the expanders rewrite", MINDSPORE_OPS | set(OPS)
-    else:
-        known, what, theirs = sorted(OPS), "an op", MINDSPORE_OPS
-    kept = set()
-    for name in sorted(names):
-        if name not in known:
-            if name in theirs or name.rpartition(".")[2] in theirs:
-                _no_effect(source, f"--{key}={name} (a MindSpore {'pass' if key.endswith('_pass') else 'op'} "
-                                   f"that is not {what} here)")
-                continue
-            near = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
-        op = OPS.get(name)
-        if key.startswith("enable_cluster") and op.expandable:
-            raise FlagError(f"{source}: --{key}={name}: {name} is a composite op (fusion takes the primitives "
-                            "it expands into)")
-        if key.startswith("enable_cluster") and op.pattern >= Pattern.INJECTIVE:
-            _no_effect(source, f"--{key}={name} ({name} is {op.pattern.name}, never fused here)")
-            continue
-        kept.add(name)
-    return frozenset(kept)

@@ -1,7 +1,7 @@
-"""fusion_switch_file (seed 004): `{"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}`.
+"""fusion_switch_file (CANN's format): `{"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}`.
 
 Each group maps a pass name to "on" or "off"; `"ALL": "off"` turns a whole group off. Our passes are
-listed per group in PASS_GROUPS (and in the README). A CANN pass name we do not have (the seed's
+listed per group in PASS_GROUPS (and in docs/fusion.md). A CANN pass name we do not have (CANN's
 `RequantFusionPass`, ...) warns; broken JSON, an unknown group or a value other than on/off is an error
 naming the file and the key.
 """

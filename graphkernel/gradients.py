@@ -35,13 +35,14 @@ import functools
 import numpy as np
 
 from ir.errors import GraphKernelError
-from ir.graph import Value
+from ir.graph import TensorType, Value
 from ir.ops import make_node
 from graphkernel import context
 from graphkernel.arguments import graph_inputs
 from graphkernel.cell import Cell
+from graphkernel.compiler import run_eager
 from graphkernel.jit_config import jit_decorator_level
-from graphkernel.tape import active_tape, run_taped
+from graphkernel.tape import Tape, active_tape, recording
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -337,3 +338,48 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
         run.compile = lambda *args: compiled(args)[0]
         return run
     return decorate if function is None else decorate(function)
+
+
+# --- PYNATIVE_MODE: the taped gradient (graphkernel/tape.py records, this runs it) ---------------------
+def run_taped(request, args):
+    """Run `request.fn` eagerly on a tape and return what the grad function returns. Inside another
+    taped gradient (a gradient of a gradient), the outer tape records this one too: its Gradient node
+    and the Tensors it returns, so the outer gradient differentiates through it."""
+    outer = active_tape()
+    tape = outer or Tape()
+    if outer is None:
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
+                tape.arrays.append(a.asnumpy())
+    fn_args, sens = request.split_sens(args)
+    before = {id(a): tape.value_of(a) for a in fn_args if isinstance(a, Tensor)}   # fn's inputs, as called
+    with recording(tape):
+        result = request.fn(*fn_args)
+    packaged = request.request(tape.trace, fn_args, sens, result,
+                               lambda x: before.get(id(x)) or tape.value_of(x))
+    wanted: list[SymbolicTensor] = []
+    _collect(packaged, wanted)
+    graph = tape.trace.finish([s.value for s in wanted])
+    results = run_eager(graph, tape.arrays + tape.trace.captured_arrays())
+    computed = {}
+    for symbolic, array in zip(wanted, results):
+        computed[id(symbolic)] = tensor = Tensor._wrap(array)
+        tape.bind(tensor, symbolic.value)
+    return _replace(packaged, computed)
+
+
+def _collect(x, out: list) -> None:
+    if isinstance(x, (tuple, list)):
+        for item in x:
+            _collect(item, out)
+    elif isinstance(x, SymbolicTensor):
+        out.append(x)
+
+
+def _replace(x, computed: dict):
+    if isinstance(x, (tuple, list)):
+        return type(x)(_replace(item, computed) for item in x)
+    if isinstance(x, SymbolicTensor):
+        return computed[id(x)]
+    return x

@@ -1,4 +1,4 @@
-"""The user's two ways to keep work on the host (SPEC §8, seed 000's mixed compute).
+"""The user's two ways to keep work on the host (mixed compute: host ops next to device subgraphs).
 
     P.PyFunc(fn, in_types, in_shapes, out_types, out_shapes, stateful=True)(x, ...)
         MindSpore's signature (graphkernel/ops/operations.py): fn runs on numpy arrays on the host;

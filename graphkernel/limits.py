@@ -17,7 +17,7 @@ import os
 import re
 
 from ir.errors import GraphKernelError
-from ir.limits import ENV
+from ir.limits import ENV  # noqa: F401 - the variable's name, public here too
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*", re.IGNORECASE)
@@ -64,18 +64,3 @@ def machine_memory() -> int | None:
             sizes.append(int(text))
     sizes = [s for s in sizes if s > 0]
     return min(sizes) if sizes else None
-
-
-def max_device_memory() -> int | None:
-    """The limit in bytes now: the context key, else the environment variable, else the machine's."""
-    from graphkernel import context
-    setting = context.get_context("max_device_memory")
-    if setting is not None:
-        return setting
-    env = os.environ.get(ENV)
-    if env:
-        try:
-            return parse_size(env)
-        except MemorySettingError as e:
-            raise MemorySettingError(f"environment variable {ENV}: {e}") from None
-    return machine_memory()

@@ -39,6 +39,9 @@ from ir.printer import describe
 
 profiler = None     # the active graphkernel.Profiler, if one is collecting
 
+# Ops that are no kernel launch on the reference target: constants are buffers, a Reshape is a view.
+NOT_LAUNCHED = ("Const", "Reshape")
+
 _OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                   for m in (sys.modules["ir"], sys.modules["kernels"], sys.modules["graphkernel"]))
 
@@ -125,10 +128,14 @@ def observation(compiled) -> GraphObservation:
 
 
 def launches(compiled) -> list[Launch]:
-    if compiled.program is not None:
-        return _device_launches(compiled.program)
-    from graphkernel.compiler import _NOT_LAUNCHED
-    return list(_reference_launches(compiled.graph, _NOT_LAUNCHED).values())
+    return launches_of(compiled.program, compiled.graph)
+
+
+def launches_of(program, graph: Graph) -> list[Launch]:
+    """The launches of a compiled graph: its program's steps on the device, else its computing nodes."""
+    if program is not None:
+        return _device_launches(program)
+    return list(_reference_launches(graph, NOT_LAUNCHED).values())
 
 
 def run_observed(compiled, arrays) -> list[np.ndarray]:
@@ -173,9 +180,8 @@ class _Relay:
 def _interpret_observed(graph: Graph, arrays, relay: _Relay, launch_at: dict | None = None) -> list[np.ndarray]:
     """ir.interpret, one top-level node at a time, timing and showing each launch; an If runs the branch
     its condition selects the same way."""
-    from graphkernel.compiler import _NOT_LAUNCHED
     if launch_at is None:
-        launch_at = _reference_launches(graph, _NOT_LAUNCHED)
+        launch_at = _reference_launches(graph, NOT_LAUNCHED)
     last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs}
     keep = set(graph.outputs)
     env = {}

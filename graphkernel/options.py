@@ -1,10 +1,13 @@
-"""CompileOptions: everything a compile depends on, frozen, so it can key the compile cache.
+"""CompileOptions: everything a compile depends on, frozen and compared by value; and PassContext,
+what the passes of one compile share besides: the fusion log they append their decisions to.
 
-Built from the context by `CompileOptions.from_context()`; passes read it, never the context.
-The fusion log rides along (excluded from equality): passes append their decisions to it.
+compiler.options_from_context() builds the options from the context; passes read them, never the
+context. compile_graph opens one PassContext per compile (`with PassContext() as ctx:`), as TVM's
+PassContext scopes a build; a pass finds it with `PassContext.current()`.
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 
 from graphkernel.flags import GraphKernelFlags
@@ -32,16 +35,10 @@ class FusionRecord:
 
 
 class FusionLog(list):
-    """A list of FusionRecord; compares equal to any other log so options stay hashable by value.
-    `switch` is the FusionSwitch of the compile (the log file's first line: which switch decided)."""
+    """A list of FusionRecord, in the order the passes decided. `switch` is the FusionSwitch of the compile
+    (the log file's first line: which switch decided)."""
 
     switch: FusionSwitch | None = None
-
-    def __eq__(self, other):
-        return isinstance(other, FusionLog)
-
-    def __hash__(self):
-        return 0
 
     def add(self, stage, candidates, accepted, reason, **figures) -> FusionRecord:
         record = FusionRecord(stage, tuple(candidates), accepted, reason, figures)
@@ -80,7 +77,6 @@ class CompileOptions:
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
     mix_compile_mode: bool = False   # host ops may compile next to device work (passes/partition.py)
     max_device_memory: int | None = None   # bytes one tensor, or one call's device buffers, may take
-    log: FusionLog = field(default_factory=FusionLog, compare=False, hash=False)
 
     @property
     def opt_level(self) -> int:
@@ -124,3 +120,27 @@ class CompileOptions:
         if qualified in self.flags.enable_pass or getattr(self.flags, ENABLE_FLAGS.get(name, ""), False):
             return True
         return self.opt_level >= level
+
+
+_current: contextvars.ContextVar = contextvars.ContextVar("graphkernel_pass_context", default=None)
+
+
+class PassContext:
+    """The state one compile's passes share: the fusion log. A pass run outside any context (a tool
+    calling a pass by hand) logs into a fresh one that nobody reads."""
+
+    def __init__(self):
+        self.log = FusionLog()
+        self._tokens: list = []
+
+    def __enter__(self) -> "PassContext":
+        self._tokens.append(_current.set(self))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _current.reset(self._tokens.pop())
+
+    @staticmethod
+    def current() -> "PassContext":
+        ctx = _current.get()
+        return ctx if ctx is not None else PassContext()

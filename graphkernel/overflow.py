@@ -26,7 +26,8 @@ import warnings
 import numpy as np
 
 from ir.printer import printable
-from graphkernel.datadump import dump_file, ensure_directory, file_stem, format_shape, save_array, write_atomic
+from graphkernel.datadump import (DumpError, dump_file, ensure_directory, file_stem, format_shape, save_array,
+                                  write_atomic)
 from graphkernel.observe import user_stacklevel
 
 MAX_ENTRIES = 200
@@ -81,7 +82,7 @@ class OverflowCheck:
 
     def _save(self, compiled, step, launch, inputs, outputs) -> list[str]:
         rel_dir = os.path.join("overflow", f"graph_{compiled.graph_id}", f"step_{step}")
-        ensure_directory(os.path.join(self.path, rel_dir))
+        ensure_directory(os.path.join(self.path, rel_dir), DumpError)
         files = []
         for io_name, arrays in (("input", inputs), ("output", outputs)):
             for i, a in enumerate(arrays):

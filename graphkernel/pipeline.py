@@ -11,13 +11,29 @@ after every pass.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Callable
 
 from ir.autodiff import differentiate, needs_autodiff
 from ir.graph import Graph
-from ir.ops import branches, map_branches
+from ir.ops import OPS, Pattern, branches, map_branches
+from ir.verify import verify
+from graphkernel.expanders import EXPANDERS, expand
+from graphkernel.flags import MINDSPORE_OPS, MINDSPORE_PASSES, FlagError, no_effect
 from graphkernel.options import FUSION_STAGES, CompileOptions
+from graphkernel.passes.arith_simplify import arith_simplify
+from graphkernel.passes.basic_fusion import basic_fusion
+from graphkernel.passes.composite_fusion import composite_fusion
+from graphkernel.passes.constant_fold import constant_fold
+from graphkernel.passes.cse import cse
+from graphkernel.passes.dce import dce
+from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
+from graphkernel.passes.parallel_fusion import parallel_fusion
+from graphkernel.passes.partition import partition
+from graphkernel.passes.precision import precision
+from graphkernel.passes.recompute import recompute
+from graphkernel.passes.sibling_fusion import sibling_fusion
 from graphkernel.precision.modes import pass_runs
 
 Pass = Callable[[Graph, CompileOptions], Graph]
@@ -25,19 +41,6 @@ Pass = Callable[[Graph, CompileOptions], Graph]
 
 def _passes() -> list[tuple[str, str, Pass, int]]:
     """(stage, pass name, function, opt_level at which it runs by default)."""
-    from graphkernel.expanders import expand
-    from graphkernel.passes.constant_fold import constant_fold
-    from graphkernel.passes.arith_simplify import arith_simplify
-    from graphkernel.passes.cse import cse
-    from graphkernel.passes.dce import dce
-    from graphkernel.passes.basic_fusion import basic_fusion
-    from graphkernel.passes.composite_fusion import composite_fusion
-    from graphkernel.passes.recompute import recompute
-    from graphkernel.passes.parallel_fusion import parallel_fusion
-    from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
-    from graphkernel.passes.sibling_fusion import sibling_fusion
-    from graphkernel.passes.precision import precision
-    from graphkernel.passes.partition import partition
     return [
         ("expand", "expand", expand, 0),                       # composite ops -> primitives (fusion off too)
         ("precision", "precision", precision, 0),              # Casts per precision_mode (not the default)
@@ -61,7 +64,7 @@ PASS_OPTIONS = [
     ("composite", "stitch_fusion"),                      # composite_fusion: rows larger than the UB
 ]
 
-# The stage whose end writes each dump (SPEC §4); `{id}` is the graph id.
+# The stage whose end writes each dump (MindSpore's file names); `{id}` is the graph id.
 STAGE_DUMPS = {
     "validate": "6_validate",
     "autodiff": "hwopt_d_autodiff_end_graph_{id}",
@@ -77,6 +80,37 @@ def pass_names() -> list[str]:
     """Every `stage.pass` name --enable_pass/--disable_pass accept, in pipeline order."""
     return [f"{stage}.{name}" for stage, name, _, _ in _passes()] + \
            [f"{stage}.{name}" for stage, name in PASS_OPTIONS]
+
+
+def check_flag_names(source: str, key: str, names: frozenset) -> frozenset:
+    """Every op or pass a list flag names must exist: a misspelt name would silently change nothing.
+    A MindSpore op or pass this pipeline does not expand, cluster or run warns and is dropped; the names
+    kept are returned."""
+    if key.endswith("_pass"):
+        known, what, theirs = pass_names(), "a stage.pass of the pipeline", MINDSPORE_PASSES
+    elif "expand" in key:
+        known, what, theirs = sorted(EXPANDERS), "a composite op the expanders rewrite", MINDSPORE_OPS | set(OPS)
+    else:
+        known, what, theirs = sorted(OPS), "an op", MINDSPORE_OPS
+    kept = set()
+    for name in sorted(names):
+        if name not in known:
+            if name in theirs or name.rpartition(".")[2] in theirs:
+                no_effect(source, f"--{key}={name} (a MindSpore {'pass' if key.endswith('_pass') else 'op'} "
+                                  f"that is not {what} here)")
+                continue
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
+        op = OPS.get(name)
+        if key.startswith("enable_cluster") and op.expandable:
+            raise FlagError(f"{source}: --{key}={name}: {name} is a composite op (fusion takes the primitives "
+                            "it expands into)")
+        if key.startswith("enable_cluster") and op.pattern >= Pattern.INJECTIVE:
+            no_effect(source, f"--{key}={name} ({name} is {op.pattern.name}, never fused here)")
+            continue
+        kept.add(name)
+    return frozenset(kept)
 
 
 def stages_run(opts: CompileOptions) -> list[str]:
@@ -103,7 +137,6 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
     if _anywhere(graph, needs_autodiff):
         graph = differentiate(map_branches(graph, differentiate))
         if check:
-            from ir.verify import verify
             verify(graph)
         on_stage("autodiff", graph)
     passes = _passes()
@@ -113,7 +146,6 @@ def run_pipeline(graph: Graph, opts: CompileOptions, on_stage: Callable[[str, Gr
                 graph = fn(graph if getattr(fn, "handles_branches", False)
                            else map_branches(graph, lambda g: fn(g, opts)), opts)
                 if check:
-                    from ir.verify import verify
                     verify(graph)
         on_stage(stage, graph)
     return graph

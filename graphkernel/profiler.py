@@ -6,7 +6,7 @@
     rows = prof.analyse()                    # stops if running, prints a table, writes:
 
     DIR/profiler/kernel_details.csv   one row per kernel launch of a graph, over all calls:
-        op_type, block_dim, input_shape, input_data_type, input_formats   (seed 002's columns)
+        op_type, block_dim, input_shape, input_data_type, input_formats   (CANN's profiler columns)
         kernel, name, calls, total_time_us, avg_time_us, graph_id
     DIR/profiler/step_trace.csv       one row per step (a top-level call of a compiled graph):
         step, start (us since the profiler started), duration_us, kernels, graph_id

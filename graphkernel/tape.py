@@ -1,6 +1,6 @@
 """PYNATIVE_MODE gradients: a tape records the ops as they run, then the recording is differentiated.
 
-    run_taped(request, args)
+    run_taped(request, args)              graphkernel/gradients.py; this module holds the Tape it records on
         1. every Tensor argument becomes an input of a recording (a Trace that is never the active one)
         2. fn runs eagerly, op by op, so Python control flow may branch on tensor values; each primitive
            that runs also adds its node to the recording, reading the values of recorded Tensors, the
@@ -14,9 +14,10 @@ Python's freedom, and GRAPH_MODE or `jit` is the fast path.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 
-from ir.graph import TensorType, Value
+from ir.graph import Value
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, Trace
 
@@ -70,49 +71,11 @@ def active_tape() -> Tape | None:
     return _active.get()
 
 
-def run_taped(request, args):
-    """Run `request.fn` eagerly on a tape and return what the grad function returns. Inside another
-    taped gradient (a gradient of a gradient), the outer tape records this one too: its Gradient node
-    and the Tensors it returns, so the outer gradient differentiates through it."""
-    from graphkernel.compiler import run_eager
-    outer = active_tape()
-    tape = outer or Tape()
-    if outer is None:
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                tape.bind(a, tape.trace.input(TensorType(a.shape, a.dtype), f"input{i}").value)
-                tape.arrays.append(a.asnumpy())
-    fn_args, sens = request.split_sens(args)
-    before = {id(a): tape.value_of(a) for a in fn_args if isinstance(a, Tensor)}   # fn's inputs, as called
+@contextlib.contextmanager
+def recording(tape: Tape):
+    """`tape` records the primitives that run eagerly inside the block."""
     token = _active.set(tape)
     try:
-        result = request.fn(*fn_args)
+        yield tape
     finally:
         _active.reset(token)
-    packaged = request.request(tape.trace, fn_args, sens, result,
-                               lambda x: before.get(id(x)) or tape.value_of(x))
-    wanted: list[SymbolicTensor] = []
-    _collect(packaged, wanted)
-    graph = tape.trace.finish([s.value for s in wanted])
-    results = run_eager(graph, tape.arrays + tape.trace.captured_arrays())
-    computed = {}
-    for symbolic, array in zip(wanted, results):
-        computed[id(symbolic)] = tensor = Tensor._wrap(array)
-        tape.bind(tensor, symbolic.value)
-    return _replace(packaged, computed)
-
-
-def _collect(x, out: list) -> None:
-    if isinstance(x, (tuple, list)):
-        for item in x:
-            _collect(item, out)
-    elif isinstance(x, SymbolicTensor):
-        out.append(x)
-
-
-def _replace(x, computed: dict):
-    if isinstance(x, (tuple, list)):
-        return type(x)(_replace(item, computed) for item in x)
-    if isinstance(x, SymbolicTensor):
-        return computed[id(x)]
-    return x

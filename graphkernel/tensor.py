@@ -32,13 +32,28 @@ def _to_array(data, dtype) -> np.ndarray:
     return arr
 
 
+# The primitives behind the operators: graphkernel.ops.operations (P), a layer above the tensors it
+# computes on, hands itself over when it is imported (as `import graphkernel` always does).
+_primitives: list = []
+
+
+def use_primitives(module) -> None:
+    """Called once by graphkernel.ops.operations with itself."""
+    _primitives[:] = [module]
+
+
+def primitives():
+    """graphkernel.ops.operations: the primitives that Tensor operators and methods call."""
+    return _primitives[0]
+
+
 class TensorOps:
     """The operator protocol shared by Tensor and the symbolic values of a trace."""
 
     __array_priority__ = 100  # numpy scalars on the left defer to us
 
     def _binary(self, op, other, reverse=False):
-        from graphkernel.ops import operations as P
+        P = primitives()
         if isinstance(other, np.ndarray):   # an array operand is a constant Tensor (as in MindSpore)
             other = Tensor(other)
         prim = getattr(P, op)()
@@ -59,11 +74,11 @@ class TensorOps:
     def __matmul__(self, o): return self._binary("MatMul", o)
 
     def __neg__(self):
-        from graphkernel.ops import operations as P
+        P = primitives()
         return P.Neg()(self)
 
     def __abs__(self):
-        from graphkernel.ops import operations as P
+        P = primitives()
         return P.Abs()(self)
 
     # == and != compare element by element, as in MindSpore: a bool tensor (so `if x == 0:` on a traced
@@ -74,7 +89,7 @@ class TensorOps:
     def __ne__(self, o):
         if not _operand(o):
             return NotImplemented
-        from graphkernel.ops import operations as P
+        P = primitives()
         return P.Equal()(self._binary("Equal", o), False)   # not(equal), as ONNX's Not is written
 
     __hash__ = object.__hash__
@@ -84,7 +99,7 @@ class TensorOps:
         op = _METHODS.get(name)
         if op is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-        from graphkernel.ops import operations as P
+        P = primitives()
         prim = getattr(P, op)()
 
         def method(*args, **kwargs):
@@ -97,6 +112,11 @@ class TensorOps:
 
 
 _METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}
+
+
+def is_python_scalar(x) -> bool:
+    """A Python or numpy scalar: an operand that becomes a constant of the other operand's dtype."""
+    return isinstance(x, (bool, int, float, np.number, np.bool_))
 
 
 def _operand(o) -> bool:

@@ -1,4 +1,4 @@
-"""How close a result must be to the numpy reference (SPEC §10), and how far it is.
+"""How close a result must be to the numpy reference (the dtype's tolerance), and how far it is.
 
     dtype     agrees when, for every element
     float32   |a - e| <= 1e-5 |e| + 1e-6 s        s = max(1, max |e| over the finite expected values)

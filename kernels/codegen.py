@@ -24,7 +24,7 @@ sequential one); arrays are flat arguments, sizes, block_dim and the tile are ru
 No order depends on block_dim or on the thread count, so every variant is deterministic.
 No model-controlled text becomes code: op names pass kernels.source_text.identifier, the key shown
 in the header passes doc_text, and the whole module passes check_source (see that module).
-The templates live in kernels/template.py (shared pieces, elementwise) and kernels/reduction.py.
+The templates live in kernels/elementwise.py (shared pieces, elementwise) and kernels/reduction.py.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from kernels.columns import Columns
 from kernels.multi_tensor import MultiTensor
 from kernels.reduction import Rows, Split
 from kernels.source_text import check_source, doc_text, identifier
-from kernels.template import Elementwise
+from kernels.elementwise import Elementwise
 
 
 def kernel_stem(spec: KernelSpec) -> str:

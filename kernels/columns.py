@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kernels.emitters import NP_NAME, REDUCERS
 from kernels.reduction import Reduction
-from kernels.template import product
+from kernels.elementwise import product
 
 
 class Columns(Reduction):

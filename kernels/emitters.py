@@ -222,7 +222,7 @@ REDUCERS: dict[str, Reducer] = {
 
 
 def emit(op: str, operands: Operands) -> str:
-    """The result expression, rounded to float16 when the result is float16 (SPEC §6: every
+    """The result expression, rounded to float16 when the result is float16 (every
     primitive's float16 result is rounded, so results match numpy's float16 op by op)."""
     expr = EMITTERS[op](operands)
     if operands.dtypes[0] == DType.float16 and not get(op).float16_exact and not (

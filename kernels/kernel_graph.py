@@ -1,4 +1,4 @@
-"""kernel_graph_dot(program, title) -> str: the `kernel_graph_<id>.dot` dump (SPEC §4).
+"""kernel_graph_dot(program, title) -> str: the `kernel_graph_<id>.dot` dump.
 
 One node per launch, labelled with the name of the node it computes (a composite's `Fused_<ops>_<n>`),
 its op types, the generated kernel it runs, block_dim and the shapes it reads and writes; host

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ir.graph import Graph, Node, Value
 from kernels.fusible import Unsupported
 from kernels.layout import KernelSpec, describe
-from kernels.template import Elementwise
+from kernels.elementwise import Elementwise
 
 
 @dataclass(frozen=True)

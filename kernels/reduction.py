@@ -21,7 +21,7 @@ from ir.ops import Cost, Pattern, get
 from kernels.emitters import NP_NAME, REDUCERS, f16_round
 from kernels.lanes import LANES
 from kernels.layout import KernelSpec
-from kernels.template import KernelTemplate, product
+from kernels.elementwise import KernelTemplate, product
 
 LANES_OP = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}   # kernels.lanes' lanes_<op>, fold_<op>
 SWEEP_CHUNK = 1024   # elements of a computed operand's scratch row: a multiple of LANES, 4 KB of float32

@@ -25,6 +25,7 @@ import keyword
 import re
 
 from ir.errors import GraphKernelError
+from kernels.emitters import HELPERS, kernel_functions
 
 IDENTIFIER_LIMIT = 200
 DOC_LIMIT = 20_000
@@ -145,14 +146,12 @@ def _allowed_from(node) -> bool:
     names = {a.name for a in node.names}
     if any(a.asname for a in node.names) or node.level:
         return False
-    from kernels.emitters import HELPERS
     return (node.module == "numba" and names == {"prange"}) or (
         node.module in HELPERS and names <= set(HELPERS[node.module]))
 
 
 @functools.cache
 def _helper_names() -> frozenset:
-    from kernels.emitters import kernel_functions
     return frozenset(kernel_functions())
 
 

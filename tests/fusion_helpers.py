@@ -14,7 +14,7 @@ from ir.graph import Graph, TensorType, Value
 from ir.interpret import interpret as ir_interpret
 from ir.verify import verify as ir_verify
 from graphkernel.flags import parse_flags
-from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.options import CompileOptions, FusionLog, PassContext
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.fusion_utils import kernel_count
@@ -27,7 +27,12 @@ def options(flags: str = "", opt_level: int | None = None, core_num: int = 32,
     """Fusion on, with these graph_kernel_flags and the fusion_switch_file names turned off."""
     text = flags + (f" --opt_level={opt_level}" if opt_level is not None else "")
     return CompileOptions(enable_graph_kernel=True, flags=parse_flags(text, read_env=False),
-                          core_num=core_num, fusion_switch_off=frozenset(switched_off), log=FusionLog())
+                          core_num=core_num, fusion_switch_off=frozenset(switched_off))
+
+
+def fusion_log() -> FusionLog:
+    """The decisions of the passes this test ran by hand (tests/conftest.py opens a PassContext per test)."""
+    return PassContext.current().log
 
 
 def t(*shape: int, dtype: DType = F32) -> TensorType:

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
-from graphkernel.onnx.registry import supported_ops
+from graphkernel.onnx import supported_ops
 
 F, H, I64, I32, B = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32,
                       TensorProto.BOOL)

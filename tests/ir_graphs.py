@@ -1,7 +1,7 @@
 """Graphs for the IR tests (printer, parser, verifier, .dot, interpreter).
 
     op_graph("Add")        one node of each registered op, on sample inputs
-    seed_graphs()          the seed's nets, unfused and fused, LayerNorm, literals, hostile names
+    seed_graphs()          the fusion example's nets, unfused and fused, LayerNorm, literals, hostile names
     random_graphs()        a hypothesis strategy: random DAGs of primitives, sometimes in a composite
     subgraph(outer, body)  the graph body(f) builds on a GraphBuilder f of outer's types (for composites)
 
@@ -114,7 +114,7 @@ def composite(name: str, outer: list[Value], body) -> Node:
 
 
 def net_basic_fuse() -> Graph:
-    """The seed's NetBasicFuse: x * 2.0 + 1.0."""
+    """The fusion example's NetBasicFuse: x * 2.0 + 1.0."""
     b = GraphBuilder(tt(F32, 4, 4), names=["x"])
     two, one = b.const(2.0), b.const(1.0)
     mul = b.op("Mul", b.inputs[0], two, name="Default/Mul-op0")

@@ -21,7 +21,7 @@ from ir.verify import verify
 from kernels import DeviceConfig, lower
 from kernels.fusible import unsupported_reason
 from graphkernel.flags import parse_flags
-from graphkernel.options import CompileOptions, FusionLog
+from graphkernel.options import CompileOptions
 from graphkernel.pipeline import run_pipeline
 from ir import GraphBuilder
 from tests.kernel_graphs import fused
@@ -31,7 +31,7 @@ from tests.tolerance import assert_close
 
 def compile_ir(graph: Graph, fusion: bool, core_num: int) -> Graph:
     opts = CompileOptions(enable_graph_kernel=fusion, flags=parse_flags("", read_env=False),
-                          core_num=core_num, log=FusionLog())
+                          core_num=core_num)
     out = run_pipeline(graph, opts, lambda stage, g: None)
     verify(out)
     return out

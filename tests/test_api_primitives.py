@@ -1,4 +1,4 @@
-"""Every primitive of SPEC §3, called through P, against direct numpy: eager (PYNATIVE) and traced
+"""Every primitive of the user API, called through P, against direct numpy: eager (PYNATIVE) and traced
 (GRAPH_MODE), several shapes including broadcasts, several dtypes."""
 import math
 

@@ -1,5 +1,5 @@
 """`graphkernel bench` on tiny sizes: the harness runs, verifies every implementation and writes its
-outputs with the fields the README and the report read. No time is asserted (SPEC §11)."""
+outputs with the fields the docs and the report read. No time is asserted."""
 import dataclasses
 import json
 

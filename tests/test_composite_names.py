@@ -1,4 +1,4 @@
-"""A composite has one name everywhere (SPEC §13): its node's `Fused_<ops>_<n>` in the stage dump (the
+"""A composite has one name everywhere: its node's `Fused_<ops>_<n>` in the stage dump (the
 .dot cluster's title), the fusion log, CompiledGraph.kernels, the kernel graph dump, the profiler's
 name and op_type columns, the data dump's files and graphkernel.debug.compare's rows. The compiled
 kernel it runs, shared by every composite of the same structure, is named by its structure hash in a

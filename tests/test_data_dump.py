@@ -1,4 +1,4 @@
-"""Data dump and overflow check (seed 004's enable_dump / dump_* / enable_dump_debug; SPEC §9).
+"""Data dump and overflow check (CANN's enable_dump / dump_* / enable_dump_debug).
 
 A three-op net (Mul, Add, Exp; fusion off: three launches) runs on both targets; the files of
 graph_<id>/step_<n>/ are compared with numpy. Fusion on puts the three into one composite, which is

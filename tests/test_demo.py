@@ -1,5 +1,5 @@
-"""`graphkernel demo`: the seed's two nets with fusion off and on, checked against numpy, with the seed's
-dump files, kernel counts and an interleaved timing summary."""
+"""`graphkernel demo`: the fusion example's two nets with fusion off and on, checked against numpy, with
+MindSpore's dump files, kernel counts and an interleaved timing summary."""
 import os
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from graphkernel.cli import main
 from graphkernel.demo import NetBasicFuse, NetCompositeFuse, reference, run_demo
 
-SEED_DUMPS = {  # seed 003's files, graph 0 of each directory
+SEED_DUMPS = {  # MindSpore's file names, graph 0 of each directory
     False: ["6_validate.dot", "hwopt_d_expand_end_graph_0.dot", "hwopt_d_simplify_end_graph_0.dot"],
     True: ["6_validate.dot", "hwopt_d_expand_end_graph_0.dot", "hwopt_d_simplify_end_graph_0.dot",
            "hwopt_d_fuse_basic_opt_end_graph_0.dot", "hwopt_d_composite_opt_end_graph_0.dot"],

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "model.md",
-         "control_flow.md", "mindspore2.md"]
+PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "mixed_compute.md",
+         "model.md", "control_flow.md", "mindspore2.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -1,7 +1,7 @@
 """Recompute fusion (opt_level >= 2) and parallel fusion (opt_level 3): what they change, what they refuse."""
 
 from ir import GraphBuilder
-from fusion_helpers import (composites, fuse_all, interpret, kernel_count, ops_of, options,
+from fusion_helpers import (fusion_log, composites, fuse_all, interpret, kernel_count, ops_of, options,
                             random_inputs, t, verify)
 from tolerance import assert_close
 from graphkernel.passes.parallel_fusion import parallel_fusion
@@ -41,7 +41,7 @@ def test_recompute_duplicates_a_cheap_producer_when_memory_bound(monkeypatch):
     assert kernel_count(out) == 2
     assert [ops_of(c) for c in composites(out)] == [["Mul", "ReduceSum"], ["Mul", "ReduceSum"]]
     assert all(len(c.outputs) == 1 for c in composites(out))
-    (record,) = [r for r in opts.log if "recompute" in r.reason]
+    (record,) = [r for r in fusion_log() if "recompute" in r.reason]
     assert record.accepted and record.figures["saved_us"] > 0
     same_values(graph, out)
 
@@ -52,7 +52,7 @@ def test_recompute_refuses_an_expensive_slice_and_logs_why():
     _, final = fuse_all(graph, opts)
     out = recompute(final, opts)
     assert out == final
-    (record,) = [r for r in opts.log if "recompute" in r.reason]
+    (record,) = [r for r in fusion_log() if "recompute" in r.reason]
     assert not record.accepted and record.figures["saved_us"] < 0
     assert "costs more than the write and reads it saves" in record.reason
 
@@ -88,7 +88,7 @@ def test_parallel_fusion_merges_independent_small_kernels_reading_one_input():
     assert kernel_count(out) == 1
     (comp,) = composites(out)
     assert len(comp.outputs) == 2
-    assert any(r.accepted and r.reason.startswith("parallel") for r in opts.log)
+    assert any(r.accepted and r.reason.startswith("parallel") for r in fusion_log())
     same_values(graph, out)
 
 
@@ -99,7 +99,7 @@ def test_parallel_fusion_refuses_large_kernels():
     opts = options(opt_level=3)
     out = parallel_fusion(graph, opts)
     assert kernel_count(out) == 2
-    (record,) = opts.log
+    (record,) = fusion_log()
     assert not record.accepted and "is not small" in record.reason
 
 
@@ -123,8 +123,8 @@ def test_parallel_fusion_refuses_kernels_of_different_iteration_shapes():
     opts = options(opt_level=3)
     out = parallel_fusion(graph, opts)
     verify(out)
-    assert any(not r.accepted and "not one kernel" in r.reason for r in opts.log)
-    assert not any(r.accepted for r in opts.log)
+    assert any(not r.accepted and "not one kernel" in r.reason for r in fusion_log())
+    assert not any(r.accepted for r in fusion_log())
     assert kernel_count(out) == 3
     same_values(graph, out)
 
@@ -153,7 +153,7 @@ def test_parallel_fusion_refuses_dependent_kernels():
     opts = options(opt_level=3)
     out = parallel_fusion(graph, opts)
     assert kernel_count(out) == 2
-    assert any("not independent" in r.reason for r in opts.log)
+    assert any("not independent" in r.reason for r in fusion_log())
 
 
 def test_recompute_leaves_values_read_by_dead_nodes_alone():

@@ -1,4 +1,5 @@
-"""The seed's two nets (seed 003) through the user API: what each stage holds, kernel counts, dumps."""
+"""The fusion example's two nets (NetBasicFuse, NetCompositeFuse) through the user API: what each stage
+holds, kernel counts, dumps."""
 import re
 
 import numpy as np

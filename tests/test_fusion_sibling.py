@@ -2,7 +2,8 @@
 kernel (LayerNormGrad's dgamma and dbeta, bias gradients of one width); anything else is left alone."""
 import numpy as np
 
-from fusion_helpers import composites, fuse_all, interpret, kernel_count, options, random_inputs, t, verify
+from fusion_helpers import (composites, fuse_all, fusion_log, interpret, kernel_count, options,
+                            random_inputs, t, verify)
 from tolerance import assert_close
 from graphkernel.passes.sibling_fusion import signature, sibling_fusion
 from ir import GraphBuilder
@@ -36,7 +37,7 @@ def test_sibling_reductions_become_one_multi_output_kernel():
     assert kernel_count(out) == 1
     (comp,) = composites(out)
     assert len(comp.outputs) == 2
-    assert any(r.accepted and r.reason.startswith("sibling") for r in opts.log)
+    assert any(r.accepted and r.reason.startswith("sibling") for r in fusion_log())
     same_values(graph, out)
     assert [k.variant for k in lower(out, DeviceConfig()).kernels] == ["columns"]
 
@@ -50,7 +51,7 @@ def test_different_axes_or_shapes_are_not_siblings():
     graph = g.graph(rows, cols, other)
     opts = options()
     out = sibling_fusion(graph, opts)
-    assert kernel_count(out) == 3 and not opts.log
+    assert kernel_count(out) == 3 and not fusion_log()
     assert signature(rows.node) == ((16, 64), (1,)) and signature(cols.node) == ((16, 64), (0,))
 
 
@@ -63,7 +64,7 @@ def test_dependent_reductions_are_refused():
     opts = options("--disable_pass=composite.composite_fusion")
     out = sibling_fusion(graph, opts)
     verify(out)
-    (record,) = opts.log
+    (record,) = fusion_log()
     assert not record.accepted and "cycle" in record.reason   # first -> Mul -> second: merging would loop
     assert kernel_count(out) == 3
     same_values(graph, out)

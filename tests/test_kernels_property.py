@@ -3,8 +3,8 @@
 A graph is a chain of elementwise ops over a (2, 3, 4) iteration space whose operands broadcast in
 every pattern, optionally ending in a reduction and a reduce-then-broadcast-back (one composite).
 Fused and unfused agree bit for bit unless the graph sums: a fused kernel may not collapse the
-reduced axes an operand broadcasts along, so its sum can split into lanes differently (SPEC §10
-promises the dtype's tolerance there; only `deterministic` promises bits, across core counts).
+reduced axes an operand broadcasts along, so its sum can split into lanes differently (the
+dtype's tolerance is promised there; only `deterministic` promises bits, across core counts).
 """
 import numpy as np
 from hypothesis import given, note, settings, strategies as st

@@ -1,4 +1,4 @@
-"""Mixed compute (SPEC §8, seed 000): PyFunc and host_scope ops on the host, device subgraphs between.
+"""Mixed compute: PyFunc and host_scope ops on the host, device subgraphs between.
 
 Results against numpy on both targets (CPU reference, Ascend numba) for host ops at the start, middle
 and end, several host ops, a host op feeding two device subgraphs; the compile-time error without
@@ -125,7 +125,8 @@ def test_results_match_numpy(target, case, fusion):
 
 
 class SeedScope(Cell):
-    """Seed 000: pred = add(mul(X, 1.), 0.) without device compile; cost = reduce_sum(abs(pred - Y))."""
+    """TF Adapter's mixed compute example: pred = add(mul(X, 1.), 0.) without device compile;
+    cost = reduce_sum(abs(pred - Y))."""
     def construct(self, x, y):
         with graphkernel.host_scope():
             pred = P.Add()(P.Mul()(x, 1.0), 0.0)
@@ -379,7 +380,7 @@ def test_device_regions_never_hold_both_sides_of_a_host_op():
 
 @TARGETS
 def test_a_stateful_function_runs_on_every_call(target):
-    """Seed 002 case 01's point: host state (a table, a counter) lives with the host op across calls."""
+    """The point of mixed compute: host state (a table, a counter) lives with the host op across calls."""
     mixed(target)
     calls = []
 

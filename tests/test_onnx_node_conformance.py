@@ -5,8 +5,8 @@ A case passes when every output has the expected dtype and shape and is within t
 The cases that cannot pass are listed below, each with its reason: a tensor type graphkernel does not
 support, a non-tensor (sequence, optional) graph input, training mode (Dropout, BatchNormalization), or
 an opset older than 13; the test then checks that loading or running it fails with an OnnxImportError
-saying so. The module prints "ONNX node conformance: N passed of M" at the end; README: "passes N of
-the M ONNX node tests whose ops graphkernel supports".
+saying so. The module prints "ONNX node conformance: N passed of M" at the end; docs/onnx.md
+says "passes N of those M cases".
 """
 import os
 import warnings

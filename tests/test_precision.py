@@ -1,4 +1,4 @@
-"""Precision modes, mixlists and customize_dtypes (SPEC §7, seeds 001, 002 case 04, 004).
+"""Precision modes, mixlists and customize_dtypes (CANN's options; the float16 ReduceSum case).
 
 Graphs are built with ir.GraphBuilder and run through the precision pass directly where a test is about
 placement; through a Cell on the CPU target where it is about results, context keys or dumps.
@@ -227,9 +227,9 @@ def test_every_op_has_a_list_and_the_table_renders_it():
     assert rows["Exp"].list == "black" and rows["ReduceSum"].list == "gray"
 
 
-def test_readme_holds_the_current_table():
-    text = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
-    assert render_table() in text, "regenerate the README's table with graphkernel.precision.render_table()"
+def test_precision_page_holds_the_current_table():
+    text = (Path(__file__).parents[1] / "docs" / "precision.md").read_text("utf-8")
+    assert render_table() in text, "regenerate the table of docs/precision.md with graphkernel.precision.render_table()"
 
 
 @pytest.mark.parametrize("cann, ours", [("ReduceSumD", "ReduceSum"), ("Matmul", "MatMul"),
@@ -245,7 +245,7 @@ def test_names_that_are_not_ours_resolve_to_none(name):
     assert resolve(name) is None
 
 
-# ---- modify_mixlist: seed 001 ------------------------------------------------------------------------
+# ---- modify_mixlist: CANN's format ------------------------------------------------------------------------
 
 SEED_001_EXAMPLE = """{
   "black-list": {                  // 黑名单
@@ -280,7 +280,7 @@ def test_seed_001_example_file_comments_aliases_and_unknown_names(tmp_path):
     assert mixlist.lists() == {"MatMul": "black", "Cast": "black"}
 
 
-# Seed 001's three worked examples, with A = MatMul (white by default).
+# CANN's three worked examples, with A = MatMul (white by default).
 @pytest.mark.parametrize("edit, final", [
     ({"black-list": {"to-add": ["MatMul"]}}, "black"),
     ({"black-list": {"to-add": ["MatMul"]}, "white-list": {"to-remove": ["MatMul"]}}, "black"),
@@ -326,7 +326,7 @@ def test_mixlist_is_ignored_with_a_warning_outside_allow_mix_precision(cpu, tmp_
     assert dtype_of(compiled.graph, "MatMul") == [F16 if mode == "force_fp16" else F32]
 
 
-# ---- seed 002 case 04: a float16 ReduceSum and the black list ----------------------------------------
+# ---- the float16 ReduceSum case: a float16 ReduceSum and the black list ----------------------------------------
 
 def reduce_after_matmul(cast_first=False):
     g = GraphBuilder(tt(F32, 8, 32), tt(F32, 32, 64))

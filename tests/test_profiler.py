@@ -1,4 +1,4 @@
-"""Profiler (SPEC §9) and seed 002 case 04: a float16 ReduceSum runs with block_dim 1, the profiler
+"""Profiler, and the float16 ReduceSum case: a float16 ReduceSum runs with block_dim 1, the profiler
 shows it, and a Cast to float32 before it, or black-listing ReduceSumD under allow_mix_precision,
 brings back multi-core."""
 import csv
@@ -34,7 +34,7 @@ class MulAddExp(Cell):
 
 
 class SumHW(Cell):
-    """ReduceSum over H and W of an NHWC tensor, optionally after a Cast to float32 (seed 002 case 04)."""
+    """ReduceSum over H and W of an NHWC tensor, optionally after a Cast to float32 (the float16 ReduceSum case)."""
 
     def __init__(self, cast: bool = False):
         super().__init__()

@@ -110,7 +110,7 @@ def hostile_launches() -> list[Launch]:
 @pytest.mark.parametrize("data", ["tensor", "stats"])
 def test_data_dump_files_stay_inside_and_every_launch_has_its_own(data, tmp_path):
     launches = hostile_launches()
-    dump = DataDump(SimpleNamespace(graph_id=0), launches, str(tmp_path), "all", None, None, data)
+    dump = DataDump(0, {}, launches, str(tmp_path), "all", None, None, data)
     dump.begin_step(None, 0)
     for la in launches:
         dump.kernel(None, 0, la, [np.full(2, la.index, np.float32)], [np.full(2, -la.index, np.float32)], 0.0)

@@ -1,4 +1,4 @@
-"""The one tolerance helper every test uses (SPEC §10).
+"""The one tolerance helper every test uses.
 
 float32: rtol 1e-5, atol 1e-6 scaled by the magnitude of the expected values; float16: rtol 1e-3;
 float64: rtol 1e-12; integers and bools: exact. `bitwise=True` demands identical bits (NaNs equal).

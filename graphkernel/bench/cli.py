@@ -11,9 +11,10 @@ import tempfile
 import time
 
 from ir.errors import GraphKernelError
+from graphkernel import context
 from graphkernel.bench import harness, peers, report, train, workloads
 from graphkernel.bench.timing import Progress
-from graphkernel.cli import positive_int
+from graphkernel.cli_args import positive_int
 
 
 class BenchError(GraphKernelError, ValueError):
@@ -41,7 +42,6 @@ def workload_list(settings: harness.Settings, only: str | None = None) -> list:
 
 def run(settings: harness.Settings, only: str | None = None, log=print) -> dict:
     """Measure every workload (in this process) and return the results."""
-    from graphkernel import context
     chosen = workload_list(settings, only)
     results = {"mode": settings.mode, "only": only, "settings": dataclasses.asdict(settings),
                "environment": harness.environment(), "workloads": []}

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernels import CACHE_STATS
+from kernels.cache import clear_memory
 from graphkernel import Tensor, context
 from graphkernel.bench import peers, timing
 from graphkernel.bench.timing import Impl
@@ -109,8 +111,6 @@ def first_call(call):
 
 def _compile(workload, tensors, ctx: dict, cold_dir: str | None) -> tuple[dict, object, object]:
     """Compile figures, and the Cell and CompiledGraph the timing uses."""
-    from kernels import CACHE_STATS
-    from kernels.cache import clear_memory
     context.set_context(**ctx)
     figures = {}
     kinds = ("cold", "cached") if cold_dir is not None else ("first",)

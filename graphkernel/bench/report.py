@@ -1,4 +1,4 @@
-"""The benchmark's outputs: the results as JSON, a markdown table for the README, a PNG chart.
+"""The benchmark's outputs: the results as JSON, a markdown table to quote in the docs, a PNG chart.
 
     write(results, out_dir) -> {"json": path, "markdown": path, "png": path or None}
 

@@ -21,6 +21,7 @@ from graphkernel.bench.workloads import COLS, SOFTMAX_ROW, Workload
 from graphkernel.cell import Cell
 from graphkernel.gradients import GradOperation, value_and_grad
 from graphkernel.nn import AdamWeightDecay, TrainOneStepCell
+from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
 
@@ -130,7 +131,6 @@ def train_suite(rows: int) -> list[Workload]:
 
 
 def bert_step(hidden: int = 1024, heads: int = 16, seq: int = 128, batch: int = 2) -> list[Workload]:
-    from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
     model = bert_layer_model(hidden=hidden, heads=heads, seq=seq, batch=batch, gelu="tanh")
     weights = weights_of(model)
     feeds = bert_layer_inputs(model)

@@ -1,7 +1,7 @@
 """The benchmark's workloads: each one computation as a Cell, as array code, and (for ONNX Runtime) as an
 ONNX model, with its inputs.
 
-    seed nets   NetBasicFuse x*2+1, NetCompositeFuse (x*2+1)**3 (graphkernel/demo.py)
+    demo nets   NetBasicFuse x*2+1, NetCompositeFuse (x*2+1)**3 (graphkernel/demo.py)
     W1..W6      x*2+1, (x*2+1)**3, bias + tanh-GeLU, LayerNorm(1024), Softmax(128), sum of squares:
                 rows x 1024 (Softmax: rows*8 rows of 128), written with primitives
     BERT        one BERT-large encoder layer (bert.py), primitives or composite ops, and the same layer
@@ -26,6 +26,8 @@ from graphkernel.bench import onnx_models
 from graphkernel.bench.bert import BertLayer, bert_arrays, weights_of
 from graphkernel.demo import NetBasicFuse, NetCompositeFuse
 from graphkernel.nn import Cell
+from graphkernel.onnx import load
+from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
 from graphkernel.ops import operations as P
 
 COLS = 1024
@@ -195,8 +197,6 @@ def seed_nets(shape: tuple[int, int]) -> list[Workload]:
 
 def bert(hidden: int = 1024, heads: int = 16, seq: int = 128, batch: int = 2) -> list[Workload]:
     """The layer as primitives, as composite ops, and as the ONNX model: one set of weights."""
-    from graphkernel.onnx import load
-    from graphkernel.onnx.examples import bert_layer_inputs, bert_layer_model
     model = bert_layer_model(hidden=hidden, heads=heads, seq=seq, batch=batch, gelu="tanh")
     weights = weights_of(model)
     feeds = bert_layer_inputs(model)

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import os
 import re
 
 import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.limits import ResourceLimitError, check_shape
-from graphkernel.limits import max_device_memory
+from graphkernel.context import max_device_memory
 from graphkernel.cell import Cell
 from graphkernel.onnx.builder import Builder, NodeInfo
-from graphkernel.onnx.loader import InputSpec, ModelSpec
+from graphkernel.onnx.loader import (InputSpec, ModelSpec, check_fields, check_model, model_spec,
+                                     read_model)
 from graphkernel.onnx.types import OnnxImportError, OnnxInputError
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.trace import SymbolicTensor, active_trace
@@ -263,3 +265,24 @@ def _random(rng, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
     if spec.dtype.value == "bool":
         return rng.random(shape) < 0.5
     return rng.integers(0, 4, shape).astype(spec.dtype.np)
+
+
+def load(source):
+    """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto).
+
+    What can be raised (all GraphKernelErrors; tests/test_fuzz_onnx.py holds mutated models to this):
+      by load:            OnnxImportError     unreadable, truncated or non-ONNX data, text that is not
+                                              UTF-8, an onnx.checker failure, an opset, op, type or
+                                              declared dim graphkernel does not take (names the file,
+                                              field, node, op or tensor)
+                          ResourceLimitError  an initializer larger than max_device_memory
+      by the first call   OnnxInputError      inputs unlike the declared ones (count, dtype, dims)
+      at a new signature  OnnxImportError     a node that cannot be converted at these shapes and
+      (conversion):                           values, naming op type, node and op version
+                          ResourceLimitError  a tensor larger than max_device_memory, naming it
+      by a run:           ExecutionError      a node failing on the data (a Gather index out of range)
+    """
+    model, base_dir = read_model(source)
+    check_fields(model, from_file=base_dir is not None)
+    check_model(model, os.fspath(source) if base_dir is not None else None)
+    return OnnxCell(model_spec(model, base_dir))

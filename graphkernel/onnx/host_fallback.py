@@ -24,7 +24,8 @@ from ir.dtypes import DType
 from ir.graph import TensorType
 from graphkernel import context
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, is_const, shape_of
-from graphkernel.onnx.registry import Converter, lookup
+from graphkernel.onnx.converters import lookup
+from graphkernel.onnx.registry import Converter
 from graphkernel.onnx.types import OnnxImportError, to_dtype, to_onnx_type
 
 

@@ -1,4 +1,4 @@
-"""load(): an ONNX model (path, bytes or ModelProto) -> a checked ModelSpec -> an OnnxCell.
+"""An ONNX model (path, bytes or ModelProto) -> a checked ModelSpec, which cell.load() makes an OnnxCell.
 
 Everything that can be wrong with the model itself is found here, before any call:
 
@@ -212,25 +212,3 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
         if vi.type.tensor_type.elem_type:
             to_dtype(vi.type.tensor_type.elem_type, f"graph output {vi.name!r}")
     return spec
-
-
-def load(source):
-    """An OnnxCell running the model `source` (a path, bytes or an onnx.ModelProto).
-
-    What can be raised (all GraphKernelErrors; tests/test_fuzz_onnx.py holds mutated models to this):
-      by load:            OnnxImportError     unreadable, truncated or non-ONNX data, text that is not
-                                              UTF-8, an onnx.checker failure, an opset, op, type or
-                                              declared dim graphkernel does not take (names the file,
-                                              field, node, op or tensor)
-                          ResourceLimitError  an initializer larger than max_device_memory
-      by the first call   OnnxInputError      inputs unlike the declared ones (count, dtype, dims)
-      at a new signature  OnnxImportError     a node that cannot be converted at these shapes and
-      (conversion):                           values, naming op type, node and op version
-                          ResourceLimitError  a tensor larger than max_device_memory, naming it
-      by a run:           ExecutionError      a node failing on the data (a Gather index out of range)
-    """
-    from graphkernel.onnx.cell import OnnxCell
-    model, base_dir = read_model(source)
-    check_fields(model, from_file=base_dir is not None)
-    check_model(model, os.fspath(source) if base_dir is not None else None)
-    return OnnxCell(model_spec(model, base_dir))

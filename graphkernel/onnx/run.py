@@ -24,9 +24,14 @@ import time
 
 import numpy as np
 
-from graphkernel.cli import non_negative_int, positive_int
-from graphkernel.onnx.types import OnnxInputError
+import graphkernel.onnx as gx
 from ir.printer import printable
+from graphkernel import context
+from graphkernel.cli_args import non_negative_int, positive_int
+from graphkernel.debug import CompareError, compare
+from graphkernel.onnx.types import OnnxInputError
+from graphkernel.profiler import Profiler
+from graphkernel.tensor import Tensor
 
 
 def add_run_parser(sub) -> None:
@@ -67,7 +72,6 @@ def _dims(pairs: list[str]) -> dict[str, int]:
 
 def read_inputs(path: str, cell) -> list:
     """Tensors for the model's inputs from an .npz file: by input name, else arr_0, arr_1, ... in order."""
-    from graphkernel.tensor import Tensor
     try:
         with np.load(path, allow_pickle=False) as data:
             if not hasattr(data, "files"):   # a bare .npy array, not an archive of named arrays
@@ -100,12 +104,9 @@ def _shape(types) -> str:
 
 
 def run_command(args) -> int:
-    import graphkernel.onnx as gx
-    from graphkernel import context
     if args.inputs and args.dim:
         raise OnnxInputError("--dim sizes dynamic dims of --random inputs; with --inputs the arrays give them")
     if args.check and args.device_target != "Ascend":
-        from graphkernel.debug import CompareError
         raise CompareError("--check compares the emulated AI Core's kernels with the numpy reference; with "
                            "--device-target CPU every kernel is the reference")
     context.set_context(device_target=args.device_target, enable_graph_kernel=not args.no_graph_kernel,
@@ -148,7 +149,6 @@ def run_command(args) -> int:
     print(f"step time: median {statistics.median(steps) * 1e3:.3f} ms over {args.repeat} calls "
           f"(first call, with compile: {compile_s:.2f} s)")
     if args.profile:
-        from graphkernel.profiler import Profiler
         profiler = Profiler(output_path=args.profile)
         for _ in range(args.repeat):
             cell(*inputs)
@@ -157,7 +157,6 @@ def run_command(args) -> int:
     if compiled.dump_files:
         print(f"dumps: {len(compiled.dump_files)} files in {args.save_graphs}")
     if args.check:
-        from graphkernel.debug import compare
         result = compare(cell, *inputs)
         print(result.table())
         if result.first_bad is not None:

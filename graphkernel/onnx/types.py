@@ -13,6 +13,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.errors import GraphKernelError
 from ir.limits import check_shape
+from graphkernel.context import max_device_memory
 
 
 class OnnxImportError(GraphKernelError, ValueError):
@@ -55,7 +56,6 @@ def to_onnx_type(dtype: DType) -> int:
 def to_array(tensor, what: str, base_dir: str | None = None) -> np.ndarray:
     """A TensorProto's values as a numpy array of one of our dtypes."""
     from onnx import numpy_helper
-    from graphkernel.limits import max_device_memory
     dtype = to_dtype(tensor.data_type, what)
     check_shape(tensor.dims, dtype, max_device_memory(), what)  # before its data is read or expanded
     try:

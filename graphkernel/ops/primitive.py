@@ -14,7 +14,8 @@ from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.registry import REQUIRED
-from graphkernel.tensor import Parameter, Tensor, TensorOps
+from graphkernel.compiler import run_eager
+from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tape import active_tape
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
@@ -43,10 +44,6 @@ def _scalar_const(value, dtype: DType, op: str) -> np.ndarray:
     elif arr.item() != value:
         raise DTypeError(f"{op}: scalar {value!r} cannot be represented as {dtype}")
     return arr
-
-
-def _is_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float, np.number, np.bool_))
 
 
 class Primitive:
@@ -140,7 +137,7 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             values.append(trace.parameter(x))
         elif isinstance(x, Tensor):
             values.append(trace.constant(x.asnumpy()))
-        elif _is_scalar(x):
+        elif is_python_scalar(x):
             values.append(trace.constant(_scalar_const(x, like.dtype, op)))
         else:
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
@@ -150,7 +147,6 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
 
 def _run_eager(prim: Primitive, operands, attrs):
     """Run one primitive on concrete Tensors through a cached one-op graph."""
-    from graphkernel.compiler import run_eager
     tensors = [x for x in operands if isinstance(x, Tensor)]
     with Trace() as trace:
         symbolic = []

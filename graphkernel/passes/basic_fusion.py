@@ -1,7 +1,7 @@
 """Basic fusion (stage `fuse_basic`, dump `hwopt_d_fuse_basic_opt_end_graph_<id>.dot`).
 
 Clusters connected simple elementwise primitives into composites, as MindSpore's basic op fusion does
-for the seed's NetBasicFuse (x*2.0+1.0 -> one composite {Mul, Add}):
+for the fusion example's NetBasicFuse (x*2.0+1.0 -> one composite {Mul, Add}):
 
     the ops whose row says `basic_fusion` (Add Sub Mul RealDiv Neg Abs Maximum Minimum Cast Select
     Greater Less Equal ...; the scalar Consts they read are copied into the composite)

@@ -12,7 +12,7 @@ Rsqrt, Tanh, Erf, reductions, BroadcastTo), driven by the cost model:
                                                   row once per phase, and the cost model counts it
 
 Every producer/consumer pair is decided by `fusion_rules.can_fuse` (legality, then the cycle check,
-then the cost model's score), to a fixpoint (`fusion_driver`). The seed's NetCompositeFuse: {Mul, Add} and
+then the cost model's score), to a fixpoint (`fusion_driver`). The fusion example's NetCompositeFuse: {Mul, Add} and
 Pow -> one composite {Mul, Add, Pow}.
 """
 from __future__ import annotations

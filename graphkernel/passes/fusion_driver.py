@@ -34,7 +34,7 @@ from functools import partial
 from typing import Callable
 
 from ir.graph import Graph, Node
-from graphkernel.options import CompileOptions, FusionRecord
+from graphkernel.options import CompileOptions, FusionRecord, PassContext
 from graphkernel.passes.clusters import Clusters
 from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat
@@ -120,7 +120,7 @@ class Search:
         graph = self.clusters.graph
         holder: dict[Node, str] = {}
         fused = fuse_groups(graph, self.clusters.groups(), holder)
-        self.opts.log.follow({n.name: (holder[n],) for n in graph.nodes if n.subgraph is not None and n in holder})
+        PassContext.current().log.follow({n.name: (holder[n],) for n in graph.nodes if n.subgraph is not None and n in holder})
         for record, node in self._made:
             record.composites = (holder[node],)
         return fused

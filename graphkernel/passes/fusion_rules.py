@@ -30,7 +30,7 @@ from ir.graph import Graph, Node
 from ir.ops import Pattern, get, pattern_of
 from kernels import aicore
 from kernels.fusible import unsupported_reason
-from graphkernel.options import CompileOptions, FusionRecord
+from graphkernel.options import CompileOptions, FusionRecord, PassContext
 from graphkernel.passes.cost_model import Estimate, estimate, score
 from graphkernel.passes.fusion_utils import build_composite, primitives
 
@@ -71,7 +71,8 @@ def can_fuse(a, b, view: FusionView) -> FusionRecord:
     opts = view.opts
 
     def decide(accepted: bool, reason: str, **figures) -> FusionRecord:
-        return opts.log.add(view.stage, view.names(a, b), accepted, view.prefix + reason, **figures)
+        log = PassContext.current().log
+        return log.add(view.stage, view.names(a, b), accepted, view.prefix + reason, **figures)
 
     # legality
     reason = view.admission(a, b)

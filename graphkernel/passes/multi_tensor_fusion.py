@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ir.autodiff import update_nodes
 from ir.graph import Graph, Node
-from graphkernel.options import CompileOptions
+from graphkernel.options import CompileOptions, PassContext
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_utils import build_composite, fuse_groups
 from kernels.fusible import Unsupported
@@ -43,6 +43,7 @@ def flat_spec(node: Node):
 def multi_tensor_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     """Merge the optimizer phase's composites of one kernel into multi-tensor composites."""
     updates = update_nodes(graph)
+    log = PassContext.current().log
     groups: dict = {}
     for node in graph.nodes:
         if node in updates:
@@ -67,13 +68,13 @@ def multi_tensor_fusion(graph: Graph, opts: CompileOptions) -> Graph:
         group, members = [nodes[0]], bit[nodes[0]]
         for node in nodes[1:]:
             if depends[node] & members:
-                opts.log.add(STAGE, [group[0].name, node.name], False,
+                log.add(STAGE, [group[0].name, node.name], False,
                              "multi-tensor: it depends on a member of the group (one launch would make a cycle)")
                 continue
             group.append(node)
             members |= bit[node]
         if len(group) > 1:
-            record = opts.log.add(STAGE, [n.name for n in group], True,
+            record = log.add(STAGE, [n.name for n in group], True,
                                   f"multi-tensor: {len(group)} updates of one kernel, one launch",
                                   tensors=len(group))
             merged.append((group, record))
@@ -83,5 +84,5 @@ def multi_tensor_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     fused = fuse_groups(graph, [g for g, _ in merged], holders)
     for group, record in merged:
         record.composites = (holders[group[0]],)
-    opts.log.follow({n.name: (holders[n],) for n in graph.nodes if n.subgraph is not None and n in holders})
+    log.follow({n.name: (holders[n],) for n in graph.nodes if n.subgraph is not None and n in holders})
     return fused

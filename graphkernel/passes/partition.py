@@ -5,8 +5,8 @@
 
 Host ops are PyFunc, HostCall (ops traced inside `graphkernel.host_scope()`) and any op of pattern
 HOST (`ir.ops.is_host`). Without `mix_compile_mode` a graph that mixes host ops with device work is
-refused here, at compile time, naming the host op: the seed's "compute fully sunk to the device"
-default (seed 002 case 01). A graph that runs entirely on the host (a PyFunc called on its own, as
+refused here, at compile time, naming the host op: CANN's "compute fully sunk to the device"
+default. A graph that runs entirely on the host (a PyFunc called on its own, as
 PYNATIVE_MODE does) needs no device and passes.
 
 With mix_compile_mode every value a host op reads from a device op goes through one CopyToHost, and

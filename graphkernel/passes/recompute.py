@@ -20,7 +20,7 @@ from typing import Callable
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions, FusionLog, FusionRecord
+from graphkernel.options import CompileOptions, FusionLog, FusionRecord, PassContext
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.cost_model import Estimate
@@ -45,7 +45,7 @@ def recompute(graph: Graph, opts: CompileOptions) -> Graph:
         for producer in graph.nodes:
             accepted = ask.first_accepted(producer) if producer in live else None
             if accepted is not None:
-                graph = _rebuild(graph, accepted, opts.log)
+                graph = _rebuild(graph, accepted, PassContext.current().log)
                 break
         else:
             return graph

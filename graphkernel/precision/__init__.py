@@ -1,5 +1,6 @@
-"""Precision (SPEC §7, seeds 001 and 004): precision modes, the black/white/gray lists and the user's
-files that edit them (modify_mixlist) or override single ops (customize_dtypes).
+"""Precision (CANN's precision_mode, modify_mixlist, customize_dtypes): precision modes, the
+black/white/gray lists and the user's files that edit them (modify_mixlist) or override single ops
+(customize_dtypes).
 
     modes.py             precision_mode / precision_mode_v2 and what each does
     lists.py             default lists + CANN alias table, from the op table (ir/ops)

@@ -1,4 +1,4 @@
-"""customize_dtypes (seed 004): per-op dtypes that override the precision mode for single ops.
+"""customize_dtypes (CANN's format): per-op dtypes that override the precision mode for single ops.
 
     # by node name (our MindSpore-style scope names)
     Default/net/ReLU-op3::InputDtype:float16,OutputDtype:float16
@@ -8,9 +8,9 @@
 One op per line; `#` starts a comment line; blank lines are skipped. Dtypes are positional (input i
 takes the i-th InputDtype; a list shorter than the op's inputs repeats its last entry, extra entries are
 ignored). Only float16 and float32 act on float16/float32 values: the emulated AI Core computes float ops
-in those two, so other CANN dtypes (the seed's int8) are accepted and ignored. A name entry wins over a
+in those two, so other CANN dtypes (int8 in CANN's example) are accepted and ignored. A name entry wins over a
 type entry; an entry naming a composite op (by name or type) also governs the primitives expanded from
-it. Ignored under must_keep_origin_dtype, as the seed says. A missing file, a line that does not parse, an
+it. Ignored under must_keep_origin_dtype, as in CANN. A missing file, a line that does not parse, an
 unknown dtype or a second entry for the same name or type is a PrecisionConfigError naming file and line.
 """
 from __future__ import annotations

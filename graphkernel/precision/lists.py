@@ -3,7 +3,7 @@
 
     resolve("ReduceSumD") -> "ReduceSum"   resolve("Conv2D") -> None (neither ours nor a known alias)
     default_list("Exp") -> "black"         lacks_fp32("MatMul") -> True (allow_fp32_to_fp16 lowers it)
-    render_table()  -> the README's table of per-op defaults, generated from the op table
+    render_table()  -> the table of per-op defaults in docs/precision.md, generated from the op table
 
 white: runs in float16 under allow_mix_precision; black: stays float32; gray: follows its inputs.
 """
@@ -54,7 +54,7 @@ def default_lists() -> dict[str, str]:
 
 
 def render_table() -> str:
-    """A Markdown table of every op's defaults (the README's), generated from the op table."""
+    """A Markdown table of every op's defaults (docs/precision.md's), generated from the op table."""
     t = table()
     names: dict[str, list[str]] = {}
     for alias, op in sorted(t.aliases.items()):

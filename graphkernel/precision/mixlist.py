@@ -1,4 +1,4 @@
-"""modify_mixlist (seed 001): a JSON file that edits the default black/white/gray lists.
+"""modify_mixlist (CANN's format): a JSON file that edits the default black/white/gray lists.
 
     {
       "black-list": {                 // black: stays float32
@@ -11,14 +11,14 @@
       }
     }
 
-Rules (seed 001's worked examples, op A white by default):
+Rules (CANN's worked examples, op A white by default):
     {"black-list": {"to-add": ["A"]}}                                   -> A black (leaves white)
     {"black-list": {"to-add": ["A"]}, "white-list": {"to-remove": ["A"]}} -> A black
     {"white-list": {"to-remove": ["A"]}}                                -> A gray
 i.e. removals apply first (an op removed from the list it is on goes gray), then additions (an op added
 to a list leaves the other one). `//` line comments are accepted, and so is one string naming several
-ops separated by commas ("Matmul, Cast"), as seed 004 words it. Op names are ours or CANN's (through
-the alias table of lists.py); a name that is neither warns and is ignored, as the seed's Conv2D, Bias and
+ops separated by commas ("Matmul, Cast"), as CANN's options allow. Op names are ours or CANN's (through
+the alias table of lists.py); a name that is neither warns and is ignored, as CANN's example's Conv2D, Bias and
 Xlog1py do. A missing file, bad JSON, an unknown key, a non-string name or a contradiction (one op added
 to both lists, or added to and removed from one) is a PrecisionConfigError naming the file, line or key.
 """

@@ -1,4 +1,4 @@
-"""precision_mode and precision_mode_v2 (seed 004): what each mode makes the precision pass do.
+"""precision_mode and precision_mode_v2 (CANN's session options): what each mode makes the precision pass do.
 
     | precision_mode          | precision_mode_v2 | float32 ops of the graph                                  |
     |-------------------------|-------------------|-----------------------------------------------------------|
@@ -14,7 +14,7 @@
 In every mode the graph's interface keeps its dtypes: Casts convert float32 inputs to float16 before an
 op that runs in float16 and convert back where a float32 consumer or a graph output needs the value.
 customize_dtypes overrides single ops in every mode but must_keep_origin_dtype. precision_mode_v2, when
-set, wins over precision_mode (the seed offers it as the newer spelling of the same choice).
+set, wins over precision_mode (CANN offers it as the newer spelling of the same choice).
 """
 from __future__ import annotations
 

@@ -72,8 +72,8 @@ def _extremum_grad(b, node, douts):
 REDUCE_API = Api(call_attrs=("axis",))
 register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, grad=_sum_grad,
                cann=("ReduceSumD",),
-               precision=Precision("gray", True, "follows its input, as in seed 002 case 04 (a float16 ReduceSum "
-                                   "runs with block_dim 1; black-list it to keep it float32)"), api=REDUCE_API))
+               precision=Precision("gray", True, "follows its input, as in the float16 ReduceSum case (a "
+                                   "float16 ReduceSum runs with block_dim 1; black-list it to keep it float32)"), api=REDUCE_API))
 register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes,
                grad=_extremum_grad, cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"),
                api=REDUCE_API))

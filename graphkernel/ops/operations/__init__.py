@@ -11,11 +11,15 @@ MindSpore's explicit gradient primitives are in the submodule `_grad_ops`, as th
 """
 from __future__ import annotations
 
+import difflib
+import sys
+
 from ir.ops import ALIASES, OPS, OpDef
 from ir.ops.registry import REQUIRED
-from graphkernel.ops.primitive import Primitive, PrimitiveCallError
+from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrimitiveError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
+from graphkernel.tensor import use_primitives
 
 
 def signature(d: OpDef) -> str:
@@ -47,7 +51,7 @@ for _alias, _name in ALIASES.items():   # MindSpore's other spellings: P.TensorA
 class PyFunc(Primitive):
     """PyFunc(fn, in_types, in_shapes, out_types, out_shapes, stateful=True)(*inputs): MindSpore's PyFunc.
 
-    fn runs on the host (SPEC §8, graphkernel/host.py) on one read-only numpy array per input and
+    fn runs on the host (mixed compute, graphkernel/host.py) on one read-only numpy array per input and
     returns one array per declared output (a tuple or list for several); results are checked against
     the declaration on every call. Several outputs come back as a tuple.
     """
@@ -66,10 +70,10 @@ __all__ = [name for name, obj in list(globals().items())
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
 __all__ += ["Dropout"]   # graphkernel/ops/dropout.py
 
+use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
+
 
 def __getattr__(name: str):
-    import difflib
-    from graphkernel.ops.primitive import UnknownPrimitiveError
     if name.startswith("_"):   # dunders, and submodules not imported yet (_grad_ops)
         raise AttributeError(name)
     near = difflib.get_close_matches(name, __all__, n=1)

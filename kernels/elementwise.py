@@ -1,4 +1,4 @@
-"""The kernel template: the pieces every generated kernel shares, and the elementwise kernel.
+"""The elementwise kernel, and the template pieces every generated kernel shares.
 
     KernelTemplate  buffer names and strides, offsets and multi-indices of the collapsed axes, the
                     grid of blocks (block_range), and the per-element body built from the emitters

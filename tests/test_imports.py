@@ -1,0 +1,242 @@
+"""The import graph of the three packages, read from the sources (ast), keeps its layers:
+
+- `ir` imports neither `kernels` nor `graphkernel`; `kernels` does not import `graphkernel`;
+- inside `graphkernel/` a module imports only from its own layer or the layers below (LAYERS, bottom
+  first; docs/architecture.md draws them);
+- no import cycle between project modules, counting imports inside functions too;
+- no import inside a function between project modules, except the CLI's subcommands, which load on
+  demand to keep `graphkernel --help` fast (LAZY_ALLOWED).
+
+A module is named by its dotted path; `from graphkernel.ops import operations` is an import of the module
+graphkernel.ops.operations, `from graphkernel.ops import Primitive` one of the package graphkernel.ops.
+Importing a module also runs its parent packages' __init__ (below the three roots): the cycle check
+counts those implicit imports too.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("ir", "kernels", "graphkernel")   # each may import the ones before it
+
+# graphkernel/'s layers, bottom first: (layer, module prefixes). A module belongs to the layer of its
+# longest matching prefix.
+LAYERS = [
+    ("settings", ["graphkernel.dtype", "graphkernel.seed", "graphkernel.config_file", "graphkernel.flags",
+                  "graphkernel.limits", "graphkernel.tolerance", "graphkernel.fusion_switch",
+                  "graphkernel.dump_settings", "graphkernel.precision", "graphkernel.options",
+                  "graphkernel.observe", "graphkernel.jit_config"]),
+    ("passes", ["graphkernel.expanders", "graphkernel.passes", "graphkernel.pipeline"]),
+    ("context", ["graphkernel.context"]),
+    ("observation", ["graphkernel.dump", "graphkernel.datadump", "graphkernel.overflow",
+                     "graphkernel.profiler"]),
+    ("values", ["graphkernel.tensor", "graphkernel.trace", "graphkernel.tape", "graphkernel.branching",
+                "graphkernel.arguments"]),
+    ("compile", ["graphkernel.device", "graphkernel.compiler"]),
+    ("api", ["graphkernel.ops", "graphkernel.assign", "graphkernel.bprop", "graphkernel.cell",
+             "graphkernel.host", "graphkernel.gradients", "graphkernel.nn", "graphkernel.common",
+             "graphkernel.checkpoint", "graphkernel.train"]),
+    ("frontends", ["graphkernel.onnx"]),
+    ("tools", ["graphkernel", "graphkernel.__main__", "graphkernel.cli", "graphkernel.cli_args",
+               "graphkernel.demo", "graphkernel.debug", "graphkernel.bench", "graphkernel.op_table",
+               "graphkernel.onnx.run"]),
+]
+
+# (importer, imported) pairs allowed inside a function: the CLI's subcommands.
+LAZY_ALLOWED = {("graphkernel.cli", "graphkernel.demo"), ("graphkernel.cli", "graphkernel.dump"),
+                ("graphkernel.cli", "graphkernel.onnx.run"), ("graphkernel.cli", "graphkernel.bench.cli")}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            mods[".".join(parts)] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The project module a dotted name is, or is inside of (None: not ours)."""
+    parts = name.split(".")
+    while parts:
+        if ".".join(parts) in MODULES:
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def imports_of(module: str, source: str) -> list[tuple[str, int, bool]]:
+    """(imported project module, line, inside a function) for every import statement of `module`."""
+    package = module if MODULES.get(module, Path()).name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+
+    def targets(node) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            base = ".".join(anchor + ([node.module] if node.module else []))
+        out = []
+        for alias in node.names:
+            sub = _resolve(f"{base}.{alias.name}")
+            out.append(f"{base}.{alias.name}" if sub and sub != _resolve(base) else base)
+        return out
+
+    def walk(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for name in targets(child):
+                    target = _resolve(name)
+                    if target and target != module:
+                        found.append((target, child.lineno, in_function))
+            walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    walk(ast.parse(source), False)
+    return found
+
+
+def import_graph() -> dict[str, list[tuple[str, int, bool]]]:
+    return {m: imports_of(m, p.read_text("utf-8")) for m, p in MODULES.items()}
+
+
+def layer_of(module: str) -> int | None:
+    best, layer = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, layer = len(prefix), i
+    return layer
+
+
+def cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]; counter[0] += 1
+        stack.append(root); on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = counter[0]; counter[0] += 1
+                    stack.append(w); on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop(); on_stack.discard(w); component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+GRAPH = import_graph()
+
+
+def test_the_reader_sees_imports_of_every_kind():
+    src = ("import ir.graph\nfrom kernels import lower\nfrom graphkernel.ops import operations as P\n"
+           "from . import trace\nfrom .passes import cse\n"
+           "def f():\n    from graphkernel import context\n")
+    got = imports_of("graphkernel.cell", src)
+    assert got == [("ir.graph", 1, False), ("kernels.lower", 2, False), ("graphkernel.ops.operations", 3, False),
+                   ("graphkernel.trace", 4, False), ("graphkernel.passes.cse", 5, False),
+                   ("graphkernel.context", 7, True)]
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    assert cycles({"a": ["b"], "b": []}) == []
+
+
+def test_packages_import_one_way():
+    wrong = [f"{m}:{line} imports {t}" for m, edges in GRAPH.items() for t, line, _ in edges
+             if PACKAGES.index(t.split(".")[0]) > PACKAGES.index(m.split(".")[0])]
+    assert not wrong, "imports flow graphkernel -> kernels -> ir:\n" + "\n".join(wrong)
+
+
+def test_every_graphkernel_module_has_a_layer():
+    missing = sorted(m for m in MODULES if m.startswith("graphkernel") and layer_of(m) is None)
+    assert not missing, f"give these modules a layer in tests/test_imports.py and docs/architecture.md: {missing}"
+
+
+def test_no_upward_import():
+    wrong = []
+    for m, edges in GRAPH.items():
+        if not m.startswith("graphkernel"):
+            continue
+        for t, line, _ in edges:
+            if t.startswith("graphkernel") and layer_of(t) > layer_of(m):
+                wrong.append(f"{m}:{line} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})")
+    assert not wrong, "an import reaches up a layer:\n" + "\n".join(wrong)
+
+
+def test_no_function_level_import_between_project_modules():
+    wrong = [f"{m}:{line} imports {t} inside a function" for m, edges in GRAPH.items()
+             for t, line, lazy in edges if lazy and (m, t) not in LAZY_ALLOWED]
+    assert not wrong, "import project modules at the top of the module:\n" + "\n".join(wrong)
+
+
+def test_lazy_imports_that_remain_say_why():
+    for m, t in sorted(LAZY_ALLOWED):
+        lines = MODULES[m].read_text("utf-8").splitlines()
+        at = [line for t2, line, lazy in GRAPH[m] if t2 == t and lazy]
+        assert at, f"{m} no longer imports {t} in a function: drop it from LAZY_ALLOWED"
+        for line in at:
+            near = " ".join(lines[max(0, line - 3): line])
+            assert "#" in near, f"{m}:{line}: say in a comment why {t} is imported here"
+
+
+def with_parent_packages(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Importing a.b.c runs a.b's __init__ first: an edge to every package above the imported module
+    (below the three roots, which are imported first) that does not hold the importer already."""
+    out = {}
+    for m, targets in graph.items():
+        edges = set(targets)
+        for t in targets:
+            parts = t.split(".")
+            for k in range(2, len(parts)):
+                parent = ".".join(parts[:k])
+                if parent in MODULES and not (m == parent or m.startswith(parent + ".")):
+                    edges.add(parent)
+        out[m] = sorted(edges)
+    return out
+
+
+def test_parent_packages_count():
+    graph = with_parent_packages({"graphkernel.cell": ["graphkernel.ops.primitive"],
+                                  "graphkernel.ops.functional": ["graphkernel.ops.operations"]})
+    assert graph == {"graphkernel.cell": ["graphkernel.ops", "graphkernel.ops.primitive"],
+                     "graphkernel.ops.functional": ["graphkernel.ops.operations"]}
+
+
+def test_no_import_cycle():
+    graph = {m: sorted({t for t, _, _ in edges}) for m, edges in GRAPH.items()}
+    found = cycles(with_parent_packages(graph))
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
+def test_the_architecture_page_draws_every_layer(layer):
+    assert f"**{layer}**" in (ROOT / "docs" / "architecture.md").read_text("utf-8")
