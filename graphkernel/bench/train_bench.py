@@ -11,7 +11,9 @@ compile competes with another, then kept alive and driven over a pipe:
               step then `per_round` timed steps; medians per step
     profile   graphkernel's per-kernel times per phase: forward+backward, optimizer, inside and outside
               MatMul/BatchMatMul; torch eager's forward+backward and optimizer step timed apart
-    memory    each process's peak resident size (getrusage ru_maxrss), and the same before the step was built
+    memory    each process's peak resident size: getrusage's ru_maxrss, and Linux's VmHWM of the worker's
+              own image (ru_maxrss survives exec, so a worker's starts at its parent's peak), the latter also
+              before the step was built
 
 A peer's time outside MatMul is its step minus the time graphkernel's own MatMuls take on numpy's BLAS in the
 same run (the same GEMMs, from the fused profile).
@@ -105,11 +107,12 @@ class Worker:
             raise TrainBenchError(f"{self.impl} {cmd}: {answer['error']}\n{answer.get('traceback', '')}")
         return answer
 
-    def quit(self) -> int:
-        rss = self.ask("quit")["maxrss_bytes"]
+    def quit(self) -> dict:
+        """The worker's peak memory: {"maxrss_bytes": getrusage's, "peak_bytes": its own image's}."""
+        answer = self.ask("quit")
         self.proc.wait(timeout=60)
         self.log.close()
-        return rss
+        return {k: answer[k] for k in ("maxrss_bytes", "peak_bytes")}
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -153,8 +156,8 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
     if s.reference:
         ref = _start("reference", data_path, shape, scratch, log)
         losses["reference"] = ref.ask("losses", n=s.check_steps)["losses"]
-        entry["impls"]["reference"] = {"compile_s": ref.ready["compile_s"], "maxrss_bytes": ref.quit(),
-                                       "losses": losses["reference"]}
+        entry["impls"]["reference"] = {"compile_s": ref.ready["compile_s"], "losses": losses["reference"],
+                                       **ref.quit()}
     workers: dict[str, Worker] = {}
     names = ["unfused", "fused"] + list(s.peers)
     try:
@@ -170,14 +173,14 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
             if not s.together:
                 _time([w], s, entry, log)
                 _profile({impl: w}, s, entry)
-                entry["impls"][impl]["maxrss_bytes"] = w.quit()
+                entry["impls"][impl].update(w.quit())
                 del workers[impl]
         _check(losses, entry, n_equal)
         if s.together:
             _time(list(workers.values()), s, entry, log)
             _profile(workers, s, entry)
             for impl, w in list(workers.items()):
-                entry["impls"][impl]["maxrss_bytes"] = w.quit()
+                entry["impls"][impl].update(w.quit())
                 del workers[impl]
     finally:
         for w in workers.values():

@@ -56,8 +56,9 @@ def markdown(results: dict) -> str:
              f"threads), numpy {env['numpy']}, torch {env.get('torch')}, jax {env.get('jax')}; load average at start "
              f"{env['loadavg_start'][0]:.1f}, at end {results['loadavg_end'][0]:.1f}; numpy GEMM "
              f"[256,1024]x[1024,4096] {results['gemm_gflops']:.0f} GFLOPS. Every implementation in its own process, "
-             "interleaved; medians per step; memory: peak resident size (getrusage), before the step was built "
-             "→ at the end.", ""]
+             "interleaved; medians per step. Peak MB: the worker's peak resident size (Linux VmHWM) before the "
+             "step was built → at the end (getrusage's ru_maxrss in brackets: Linux carries it across exec, so it "
+             "is at least the parent's).", ""]
     lines += ["| network | implementation | step ms (q25–q75) | fwd+bwd ms | optimizer ms | outside MatMul ms | "
               "fwd+bwd outside MatMul ms | kernels fwd/bwd/opt | compile s | peak MB |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in results["configs"]:
@@ -79,7 +80,7 @@ def markdown(results: dict) -> str:
             lines.append(f"| {c['name']} | {impl} | {_ms(t.get('median_s'))} ({_ms(t.get('q25_s'))}–{_ms(t.get('q75_s'))}) "
                          f"| {_ms(prof.get('fwd_bwd_s'))} | {_ms(prof.get('optimizer_s'))} | {_ms(outside)} "
                          f"| {_ms(ours.get('fwd_bwd_outside_matmul_s'))} | {counts} | {d.get('compile_s', 0):.1f} "
-                         f"| {_mb(d.get('maxrss_before_bytes'))} → {_mb(d.get('maxrss_bytes'))} |")
+                         f"| {_mb(d.get('peak_before_bytes'))} → {_mb(d.get('peak_bytes'))} ({_mb(d.get('maxrss_bytes'))}) |")
     lines += ["", "fwd+bwd and optimizer of graphkernel: sums of kernel times per phase (profiled steps); of torch "
               "eager: the two halves of a step timed apart. Outside MatMul: step minus the MatMul/BatchMatMul "
               "kernels' time; for the fastest peer, its step minus graphkernel's MatMul time (the same GEMMs on "

@@ -9,7 +9,7 @@ has built the step, then answers each command on its own line:
     {"cmd": "losses", "n": N}    the losses of N steps (the first N steps from the initial weights)
     {"cmd": "time", "n": N}      the seconds of N steps
     {"cmd": "profile", "n": N}   per-phase and per-kernel times (graphkernel) or phase times (torch eager)
-    {"cmd": "quit"}              {"maxrss_bytes": ...} and exit
+    {"cmd": "quit"}              {"maxrss_bytes": getrusage's, "peak_bytes": VmHWM's} and exit
 Errors are answered as {"error": "..."}; everything else the process prints goes to stderr.
 """
 from __future__ import annotations
@@ -29,7 +29,20 @@ OURS = ("fused", "unfused", "reference")
 
 
 def maxrss_bytes() -> int:
+    """getrusage's peak resident size. Linux carries it across exec: a worker starts at its parent's peak."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # kilobytes on Linux
+
+
+def peak_bytes() -> int | None:
+    """The peak resident size of this process image alone (Linux's VmHWM, not inherited), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 class OurStep:
@@ -125,13 +138,13 @@ def serve(impl: str, data_path: str, shape_json: str, out) -> None:
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
-    base = maxrss_bytes()
+    base = peak_bytes()
     try:
         step = make_step(impl, shape, weights, inputs)
     except Exception as e:  # noqa: BLE001 - reported to the parent, which decides
         send({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
         return
-    send({"ready": dict(step.info, maxrss_before_bytes=base)})
+    send({"ready": dict(step.info, peak_before_bytes=base)})
     for line in sys.stdin:
         cmd = json.loads(line)
         try:
@@ -147,7 +160,7 @@ def serve(impl: str, data_path: str, shape_json: str, out) -> None:
             elif cmd["cmd"] == "profile":
                 send({"profile": step.profile(cmd["n"])})
             elif cmd["cmd"] == "quit":
-                send({"maxrss_bytes": maxrss_bytes()})
+                send({"maxrss_bytes": maxrss_bytes(), "peak_bytes": peak_bytes()})
                 return
             else:
                 send({"error": f"unknown command {cmd['cmd']!r}"})
