@@ -175,7 +175,7 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
                 _profile({impl: w}, s, entry)
                 entry["impls"][impl].update(w.quit())
                 del workers[impl]
-        _check(losses, entry, n_equal)
+        _check(losses, entry)
         if s.together:
             _time(list(workers.values()), s, entry, log)
             _profile(workers, s, entry)
@@ -190,7 +190,7 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
     return entry
 
 
-def _check(losses: dict, entry: dict, n_equal: int) -> None:
+def _check(losses: dict, entry: dict) -> None:
     base = losses.get("reference")
     checks = {}
     for impl, got in losses.items():

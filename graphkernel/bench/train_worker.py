@@ -144,6 +144,7 @@ def serve(impl: str, data_path: str, shape_json: str, out) -> None:
     except Exception as e:  # noqa: BLE001 - reported to the parent, which decides
         send({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
         return
+    del weights, inputs      # the step holds its own copies (a 24-layer BERT-large's weights are 1.3 GB)
     send({"ready": dict(step.info, peak_before_bytes=base)})
     for line in sys.stdin:
         cmd = json.loads(line)
