@@ -159,7 +159,7 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
         entry["impls"]["reference"] = {"compile_s": ref.ready["compile_s"], "losses": losses["reference"],
                                        **ref.quit()}
     workers: dict[str, Worker] = {}
-    names = ["unfused", "fused"] + list(s.peers)
+    names = (["unfused", "fused"] if s.together else ["fused", "unfused"]) + list(s.peers)
     try:
         for impl in names:
             w = _start(impl, data_path, shape, scratch, log)
@@ -169,6 +169,8 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
             workers[impl] = w
             n = n_equal if impl in ("fused", "unfused") else s.check_steps
             losses[impl] = w.ask("losses", n=n)["losses"]
+            log(f"  {impl}: losses of {n} steps from the initial weights: "
+                + ", ".join(f"{x:.7g}" for x in losses[impl][:3]) + (", ..." if n > 3 else ""))
             entry["impls"][impl] = dict(w.ready, losses=losses[impl])
             if not s.together:
                 _time([w], s, entry, log)
