@@ -129,7 +129,7 @@ class JaxStep:
         jax = _import("jax")
         import jax.numpy as jnp
         self.jax = jax
-        h, c = shape.hidden, math.sqrt(2 / math.pi)
+        c = math.sqrt(2 / math.pi)
         x, mask, target = (jnp.asarray(inputs[k]) for k in ("x", "mask", "target"))
 
         def layer_norm(t, g, b):

@@ -63,7 +63,8 @@ def markdown(results: dict) -> str:
              "step was built → at the end (getrusage's ru_maxrss in brackets: Linux carries it across exec, so it "
              "is at least the parent's).", ""]
     lines += ["| network | implementation | step ms (q25–q75) | fwd+bwd ms | optimizer ms | outside MatMul ms | "
-              "fwd+bwd outside MatMul ms | kernels fwd/bwd/opt | compile s | peak MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "fwd+bwd outside MatMul ms | kernels fwd/bwd/opt | compile s | peak MB |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for c in results["configs"]:
         f = c["figures"]
         for impl in ORDER:
@@ -82,10 +83,12 @@ def markdown(results: dict) -> str:
                 outside = f.get("fastest_peer_outside_matmul_s")
                 if outside is not None and outside <= 0:   # its whole step beats our MatMuls alone
                     outside = None
-            lines.append(f"| {c['name']} | {impl} | {_ms(t.get('median_s'))} ({_ms(t.get('q25_s'))}–{_ms(t.get('q75_s'))}) "
+            spread = f"({_ms(t.get('q25_s'))}–{_ms(t.get('q75_s'))})"
+            lines.append(f"| {c['name']} | {impl} | {_ms(t.get('median_s'))} {spread} "
                          f"| {_ms(prof.get('fwd_bwd_s'))} | {_ms(prof.get('optimizer_s'))} | {_ms(outside)} "
                          f"| {_ms(ours.get('fwd_bwd_outside_matmul_s'))} | {counts} | {d.get('compile_s', 0):.1f} "
-                         f"| {_mb(d.get('peak_before_bytes'))} → {_mb(d.get('peak_bytes'))} ({_mb(d.get('maxrss_bytes'))}) |")
+                         f"| {_mb(d.get('peak_before_bytes'))} → {_mb(d.get('peak_bytes'))} "
+                         f"({_mb(d.get('maxrss_bytes'))}) |")
     lines += ["", "fwd+bwd and optimizer of graphkernel: sums of kernel times per phase (profiled steps); of torch "
               "eager: the two halves of a step timed apart. Outside MatMul: step minus the MatMul/BatchMatMul "
               "kernels' time; for the fastest peer, its step minus graphkernel's MatMul time (the same GEMMs on "
@@ -112,7 +115,8 @@ def markdown(results: dict) -> str:
             for k in prof["top"][:12]:
                 lines.append(f"- {k['name']} [{'+'.join(k['op_types'])}] {1e3 * k['s']:.2f} ms ({k['phase']})")
             if prof.get("optimizer_copy_s"):
-                lines.append(f"- optimizer: {1e3 * prof['optimizer_s']:.1f} ms for {prof['optimizer_bytes'] / 1e6:.0f} MB; "
+                lines.append(f"- optimizer: {1e3 * prof['optimizer_s']:.1f} ms for "
+                             f"{prof['optimizer_bytes'] / 1e6:.0f} MB; "
                              f"a parallel copy of those bytes {1e3 * prof['optimizer_copy_s']:.1f} ms")
     return "\n".join(lines) + "\n"
 
