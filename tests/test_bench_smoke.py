@@ -74,3 +74,70 @@ def test_training_workloads_verify_and_count_kernels_per_phase():
     step = by_name["BERT layer fwd+bwd b2 s8 h64"]
     assert "numpy" not in step["impls"] and "numpy cannot differentiate" in step["no_array_code"]
     assert "outside_opaque fused/unfused" in step["ratios"]
+
+
+# --- graphkernel bench --train at a tiny size (workers in processes of their own; peers left out) -------
+
+@pytest.fixture(scope="module")
+def train_results():
+    from graphkernel.bench import train_bench
+    settings = dataclasses.replace(train_bench.TRAIN_TINY, layers=(1,), equal_steps=4, peers=(), progress=False)
+    return train_bench.run(settings, log=lambda line: None)
+
+
+def test_train_bench_checks_losses_and_measures_every_phase(train_results):
+    (c,) = train_results["configs"]
+    assert c["name"] == "BERT encoder x1 b2 s8 h64"
+    checks = c["loss_checks"]
+    assert set(checks) == {"fused vs reference", "unfused vs reference", "fused vs unfused"}
+    assert checks["fused vs unfused"]["steps"] == 4 and all(v["ok"] for v in checks.values())
+    ref = c["impls"]["reference"]["losses"]
+    assert len(ref) == 3 and ref[2] < ref[0]          # AdamW lowers the MSE loss
+    for impl in ("fused", "unfused"):
+        d = c["impls"][impl]
+        assert set(d["phases"]) == {"forward", "backward", "optimizer"}
+        assert d["time"]["calls"] == 1 and d["compile_s"] > 0
+        assert d["peak_bytes"] >= d["peak_before_bytes"] > 0 and d["maxrss_bytes"] > 0
+        f = c["figures"][impl]
+        assert 0 < f["matmul_s"] and 0 < f["fwd_bwd_outside_matmul_s"] < f["fwd_bwd_s"]
+        assert d["profile"]["optimizer_bytes"] > 0 and f["optimizer_fraction_of_bound"] > 0
+    fused, unfused = c["impls"]["fused"]["phases"], c["impls"]["unfused"]["phases"]
+    assert all(fused[p] < unfused[p] for p in fused)
+    assert {"step fused/unfused", "fwd+bwd outside MatMul fused/unfused"} <= set(c["ratios"])
+
+
+def test_train_bench_report(train_results, tmp_path):
+    from graphkernel.bench import train_report
+    names = [t["target"] for t in train_results["targets"]]
+    assert "1 layers: step fused/unfused" in names
+    paths = train_report.write(train_results, str(tmp_path), "train_tiny")
+    text = open(paths["markdown"]).read()
+    assert "| BERT encoder x1 b2 s8 h64 | fused |" in text and "fused vs unfused" in text
+    assert json.loads(open(paths["json"]).read())["configs"][0]["shape"]["hidden"] == 64
+
+
+def test_train_bench_full_model_with_embeddings():
+    from graphkernel.bench import train_bench
+    settings = dataclasses.replace(train_bench.BERT_LARGE_TINY, layers=(1,), rounds=1, progress=False)
+    (c,) = train_bench.run(settings, log=lambda line: None)["configs"]
+    assert c["shape"]["vocab"] == 100 and "reference" not in c["impls"]
+    assert c["loss_checks"]["fused vs unfused"]["ok"]
+    assert c["impls"]["fused"]["time"]["calls"] == 1
+
+
+def test_train_bench_disagreeing_losses_stop_the_run():
+    from graphkernel.bench.train_bench import TrainBenchError, _check
+    losses = {"reference": [1.0, 0.9, 0.8], "fused": [1.0, 0.9, 0.8], "unfused": [1.0, 0.9, 0.8],
+              "torch": [1.0, 0.9, 0.8001]}
+    _check(dict(losses, torch=[1.0, 0.9, 0.800001]), {"name": "n"})
+    with pytest.raises(TrainBenchError, match=r"torch vs reference: max relative difference 0.000125 > 2e-05"):
+        _check(losses, {"name": "n"})
+
+
+def test_train_peers_missing_or_unknown():
+    from graphkernel.bench import train_peers
+    from graphkernel.bench.train_model import Shape
+    with pytest.raises(ValueError, match="unknown peer 'nonesuch'"):
+        train_peers.make("nonesuch", Shape(64, 4, 256, 8, 2), {}, {})
+    with pytest.raises(train_peers.PeerMissing, match="encoder stack only"):
+        train_peers.make("torch", Shape(64, 4, 256, 8, 2, vocab=100), {}, {})

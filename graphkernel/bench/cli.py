@@ -82,7 +82,30 @@ def _line(e: dict) -> str:
     return "  ".join(parts)
 
 
+def _train(args) -> int:
+    from graphkernel.bench import train_bench, train_report
+    if args.train == "bert-large":
+        settings = train_bench.BERT_LARGE_TINY if args.tiny else train_bench.BERT_LARGE
+    else:
+        settings = train_bench.TRAIN_TINY if args.tiny else train_bench.TRAIN_QUICK if args.quick \
+            else train_bench.TRAIN_FULL
+    if args.no_peers:
+        settings = dataclasses.replace(settings, peers=())
+    results = train_bench.run(settings)
+    stem = "train_" + settings.mode.replace("-", "_")
+    paths = train_report.write(results, args.out, stem)
+    for t in results["targets"]:
+        print(f"{t['target']}: {t['value'] if t['value'] is None else round(t['value'], 3)} "
+              f"(target {'<=' if t['below'] else '>='} {t['limit']:g})")
+    if paths["png"] is None:
+        print("matplotlib is not installed: no chart (pip install matplotlib, or graphkernel[bench])")
+    print(f"wrote {', '.join(p for p in paths.values() if p)} in {results['wall_s']:.0f} s")
+    return 0
+
+
 def _main(args) -> int:
+    if args.train:
+        return _train(args)
     settings = harness.TINY if args.tiny else harness.QUICK if args.quick else harness.FULL
     if args.no_peers:
         settings = dataclasses.replace(settings, peers=False)
@@ -112,7 +135,12 @@ def add_bench_parser(sub) -> None:
                    "alternatives, case-insensitive), e.g. W3, BERT, 4096x1024")
     p.add_argument("--out", default=os.path.join("bench", "results"), metavar="DIR",
                    help="where the JSON, the chart and the table go (default bench/results)")
-    p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime")
+    p.add_argument("--train", nargs="?", const="stack", choices=("stack", "bert-large"),
+                   help="the BERT-large training step with nn.AdamW, fusion on and off, beside torch eager, "
+                   "torch.compile and jax.jit when installed (pip install torch==2.13.0; pip install jax "
+                   "jaxlib): 'stack' (default) the encoder at 1 and 4 layers; 'bert-large' the 24-layer model "
+                   "with embeddings and the MLM projection, fused and unfused")
+    p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime (with --train: torch and jax)")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
     p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads of graphkernel's kernels (numba), ONNX "
