@@ -12,7 +12,7 @@ import time
 
 from ir.errors import GraphKernelError
 from graphkernel import context
-from graphkernel.bench import harness, peers, report, train, workloads
+from graphkernel.bench import harness, peers, report, train, train_bench, train_report, workloads
 from graphkernel.bench.timing import Progress
 from graphkernel.cli_args import positive_int
 
@@ -83,7 +83,6 @@ def _line(e: dict) -> str:
 
 
 def _train(args) -> int:
-    from graphkernel.bench import train_bench, train_report
     if args.train == "bert-large":
         settings = train_bench.BERT_LARGE_TINY if args.tiny else train_bench.BERT_LARGE
     else:

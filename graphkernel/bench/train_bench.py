@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from graphkernel.bench import train_peers
+from graphkernel.bench.harness import environment
+from graphkernel.bench.train_report import targets
 from graphkernel.bench.train_model import Shape, make_inputs, make_weights
 from ir.errors import GraphKernelError
 
@@ -286,7 +288,6 @@ def gemm_gflops(repeats: int = 7) -> float:
 
 
 def run(s: TrainSettings, log=print) -> dict:
-    from graphkernel.bench.harness import environment
     results = {"kind": "train", "mode": s.mode, "settings": asdict(s), "environment": environment(),
                "configs": []}
     for name in ("torch", "jax"):
@@ -303,6 +304,5 @@ def run(s: TrainSettings, log=print) -> dict:
     results["gemm_gflops"] = gemm_gflops()
     results["wall_s"] = time.perf_counter() - t0
     results["loadavg_end"] = list(os.getloadavg())
-    from graphkernel.bench.train_report import targets
     results["targets"] = targets(results)
     return results

@@ -25,6 +25,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from graphkernel import Tensor, context
+from graphkernel.bench import train_peers
+from graphkernel.bench.timing import StepProfile, copy_impl, estimate_call, is_opaque
+from graphkernel.bench.train_model import Shape, train_step
+
 OURS = ("fused", "unfused", "reference")
 
 
@@ -49,8 +54,6 @@ class OurStep:
     """graphkernel's TrainOneStepCell on the emulated AI Core (fusion on or off) or the numpy reference."""
 
     def __init__(self, impl: str, shape, weights: dict, inputs: dict):
-        from graphkernel import Tensor, context
-        from graphkernel.bench.train_model import train_step
         if impl == "reference":
             context.set_context(device_target="CPU", enable_graph_kernel=False)
         else:
@@ -68,7 +71,6 @@ class OurStep:
         return float(self.cell(*self.tensors).asnumpy())
 
     def profile(self, n: int) -> dict:
-        from graphkernel.bench.timing import StepProfile, copy_impl, estimate_call, is_opaque
         program = self.compiled.program
         if program is None:
             return {}
@@ -123,12 +125,10 @@ class OurStep:
 def make_step(impl: str, shape, weights: dict, inputs: dict):
     if impl in OURS:
         return OurStep(impl, shape, weights, inputs)
-    from graphkernel.bench import train_peers
     return train_peers.make(impl, shape, weights, inputs)
 
 
 def serve(impl: str, data_path: str, shape_json: str, out) -> None:
-    from graphkernel.bench.train_model import Shape
     shape = Shape(**json.loads(shape_json))
     with np.load(data_path) as data:
         weights = {k[2:]: data[k] for k in data.files if k.startswith("w:")}
