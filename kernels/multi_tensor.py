@@ -143,7 +143,6 @@ def launcher(fn, parts: list[Part], mspec: MultiTensorSpec, counts, num_inputs: 
     def launch(*arrays):
         args = [arrays[g] if isinstance(g, int) else tuple([arrays[j] for j in g]) for g in layout]
         fn(*args, counts, *arrays[-3:])
-    launch.kernel = fn
     return launch
 
 
