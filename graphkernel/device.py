@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from kernels import DeviceConfig, kernel_graph_dot, lower
+from kernels import DeviceConfig, kernel_graph_dot, kernels_to_build, lower
 from graphkernel import context
+from graphkernel.progress import CompileProgress
 
 
 def device_config(opts, source_dir: str | None = None):
@@ -17,11 +18,13 @@ def device_config(opts, source_dir: str | None = None):
 
 def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
     """The kernels.Program that runs `graph` on the emulated device (its buffers planned against the
-    memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources."""
+    memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources. On a
+    terminal a long build shows its progress (graphkernel/progress.py; not for a PYNATIVE one-op run)."""
     source_dir = None
     if dumper.directory is not None and opts.flags.dump_as_text:
         source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")
-    program = lower(graph, device_config(opts, source_dir))
+    with CompileProgress(0 if eager else kernels_to_build(graph), f"graph {graph_id} kernels") as progress:
+        program = lower(graph, device_config(opts, source_dir), progress)
     if not eager:
         stem = f"kernel_graph_{graph_id}"
         dumper.write(stem, kernel_graph_dot(program, stem))

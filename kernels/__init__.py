@@ -10,7 +10,7 @@
 from kernels.cache import STATS as CACHE_STATS, CacheWarning
 from kernels.executor import InputMismatchError, KernelInfo, Program
 from kernels.kernel_graph import kernel_graph_dot
-from kernels.lower import DeviceConfig, KernelBuildWarning, lower
+from kernels.lower import DeviceConfig, KernelBuildWarning, kernels_to_build, lower
 
 __all__ = ["CACHE_STATS", "CacheWarning", "DeviceConfig", "InputMismatchError", "KernelBuildWarning",
-           "KernelInfo", "Program", "kernel_graph_dot", "lower"]
+           "KernelInfo", "Program", "kernel_graph_dot", "kernels_to_build", "lower"]

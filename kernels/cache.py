@@ -294,12 +294,19 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
 def get_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
                cache_dir: str | None = None):
     """The compiled dispatcher for `key`, from memory, disk or a fresh build."""
+    return fetch_kernel(key, name, source, parallel, sig, mode, cache_dir)[0]
+
+
+def fetch_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
+                 cache_dir: str | None = None):
+    """(dispatcher, where it came from: "memory", "disk" or "compiled"): get_kernel, saying whether the
+    cache supplied it (a compile's progress counts cache hits)."""
     if not _KERNEL_NAME.fullmatch(name):
         raise ValueError(f"kernel name {name!r} is not an identifier; it cannot name a cache file")
     with _LOCK:
         if mode != "force" and key in _MEMORY:
             STATS["memory"] += 1
-            return _MEMORY[key]
+            return _MEMORY[key], "memory"
         directory = usable_dir(cache_dir or default_cache_dir()) if mode != "disable" else None
         built = _from_disk(name, source, parallel, sig, directory, mode == "force") if directory else None
         if built is None:
@@ -307,9 +314,10 @@ def get_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mod
             kc.compile_for(dispatcher, sig)
             built = dispatcher, False
         dispatcher, from_cache = built
-        STATS["disk" if from_cache else "compiled"] += 1
+        origin = "disk" if from_cache else "compiled"
+        STATS[origin] += 1
         _MEMORY[key] = dispatcher
-        return dispatcher
+        return dispatcher, origin
 
 
 def clear_memory() -> None:

@@ -55,6 +55,8 @@ class KernelInfo:
     variant: str = ""           # elementwise | rows | split | columns | numpy | reference | copy ...
     kernel: str = ""
     phase: str = "forward"      # forward | backward (ir.autodiff.phase_of)
+    tile: int = 0               # a generated kernel's tile: elements, or rows (rows, columns variants)
+    ub_bytes: int = 0           # the UB bytes one tile keeps live (kernels.lower.ub_bytes), 0: no tiles
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
-from kernels.cache import get_kernel
+from kernels.cache import fetch_kernel
 from kernels.codegen import render
 from kernels.reduction import split_supported
 from kernels.random import dropout_fn
@@ -82,9 +82,21 @@ def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tu
     return variant, block_dim, tile, _lanes(variant)
 
 
+def _live_bytes(spec: KernelSpec) -> int:
+    """UB bytes one element of a tile keeps live: its inputs, outputs and one temporary per op."""
+    return sum(d.itemsize for d, _ in spec.inputs + spec.outputs) + 4 * len(spec.op_names)
+
+
+def ub_bytes(spec: KernelSpec, sizes: tuple[int, ...], variant: str, tile: int) -> int:
+    """The UB bytes one tile of a launch budgets (what choose_launch fits into aicore.UB_BYTES; a single
+    reduced row larger than the UB goes over it)."""
+    reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
+    elements = {"rows": tile * reduced, "columns": tile * reduced * COLUMN_LANES}.get(variant, tile)
+    return elements * _live_bytes(spec)
+
+
 def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int]:
-    itemsizes = [d.itemsize for d, _ in spec.inputs + spec.outputs]
-    live = sum(itemsizes) + 4 * len(spec.op_names)
+    live = _live_bytes(spec)
     if not spec.has_reduce:
         total = math.prod(sizes)
         return "elementwise", aicore.block_dim_for(total, core_num), aicore.tile_elements(live)
@@ -145,8 +157,8 @@ def _kernel_op(node: Node) -> bool:
 
 
 class _Builder:
-    def __init__(self, graph: Graph, cfg: DeviceConfig):
-        self.graph, self.cfg = graph, cfg
+    def __init__(self, graph: Graph, cfg: DeviceConfig, progress=None):
+        self.graph, self.cfg, self.progress = graph, cfg, progress
         self.storages: list[Storage] = []
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
@@ -209,7 +221,7 @@ class _Builder:
             self.numpy_step(node, _reference_fn(node), "reference")
 
     def conditional(self, node: Node) -> None:
-        then, else_ = (_Builder(g, self.cfg).build() for g in branches(node))
+        then, else_ = (_Builder(g, self.cfg, self.progress).build() for g in branches(node))
         fn = Conditional(then, else_, tuple(v.shape for v in node.inputs[1:]))
         info = KernelInfo(printable(node.name or node.op, 200), (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, "device", None, "branch", phase=phase_of(node, self.updates_only))
@@ -240,10 +252,12 @@ class _Builder:
                 self.inline(node)
             else:
                 self.numpy_step(node, _reference_fn(node), "reference")
+            self._advance("reference")
             return
         try:
-            step = self.build_kernel(node, sub, ext)
+            step, origin = self.build_kernel(node, sub, ext)
         except Exception as e:  # noqa: BLE001 - any build failure must leave the run alive
+            self._advance("failed")
             ops = [n.op for n in sub.nodes if n.op != "Const"]
             if node.subgraph is not None and len(ops) > 1 and not in_place:
                 warnings.warn(f"kernel of {label} ({_ops_text(ops)}) failed to build "
@@ -255,17 +269,29 @@ class _Builder:
                               "computed by the numpy reference", KernelBuildWarning, stacklevel=4)
                 self.numpy_step(node, _reference_fn(node), "reference")
             return
+        self._advance(origin)
         self.steps.append(step)
 
+    def _advance(self, origin: str) -> None:
+        if self.progress is not None:
+            self.progress.update(origin)
+
     def inline(self, node: Node) -> None:
+        """The composite's primitives as launches of their own (counted as one kernel of the progress)."""
         for v_sub, v_ext in zip(node.subgraph.inputs, node.inputs):
             self.where[v_sub] = self.where[v_ext]
-        for inner in node.subgraph.nodes:
-            self.lower_node(inner)
+        progress, self.progress = self.progress, None
+        try:
+            for inner in node.subgraph.nodes:
+                self.lower_node(inner)
+        finally:
+            self.progress = progress
         for v, v_sub in zip(node.outputs, node.subgraph.outputs):
             self.where[v] = self.where[v_sub]
 
-    def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> Step:
+    def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> tuple[Step, str]:
+        """The step launching the kernel of `node`, and where the kernel came from ("compiled", "disk",
+        "memory": the kernel cache's answer, or this program's own earlier kernel of that structure)."""
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
         ins = tuple(self.where[v] for v in ext)
         # result k updates the Parameter the kernel reads as input i: stored through that input's slice
@@ -276,15 +302,17 @@ class _Builder:
             return self.multi_tensor_step(node, parts, ext, ins, homes)
         aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
         key = (sub.key(), aliases)
+        origin = "memory"
         if key not in self.kernels:
-            self.kernels[key] = self.compile_kernel(sub, aliases)
+            info, fn, extra, parallel, origin = self.compile_kernel(sub, aliases)
+            self.kernels[key] = info, fn, extra, parallel
         info, fn, extra, parallel = self.kernels[key]
         info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
         return Step(info, fn, ins, self.outputs_of(node), extra=extra, parallel=parallel, values_in=tuple(ext),
-                    values_out=node.outputs, in_place=aliases)
+                    values_out=node.outputs, in_place=aliases), origin
 
     def compile_kernel(self, sub: Graph, aliases: tuple = ()) -> tuple:
-        """(KernelInfo, dispatcher, extra arguments, parallel) of the kernel computing `sub`, result k
+        """(KernelInfo, dispatcher, extra arguments, parallel, cache origin) of the kernel computing `sub`, result k
         stored into input i for each (k, i) of `aliases`. Names take no part in it, so `build_kernel`
         asks once per structure (a long chain of one op: once) and names each launch after its node."""
         spec, sizes = describe(sub)
@@ -293,13 +321,14 @@ class _Builder:
         dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs) if k not in spec.aliased]
         parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements) > 1
         name, source = render(spec, variant, parallel)
-        fn = get_kernel(name, name, source, parallel,
-                        signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
+        fn, origin = fetch_kernel(name, name, source, parallel,
+                                  signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
         info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
-                          tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name)
-        return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel
+                          tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name, tile=tile,
+                          ub_bytes=ub_bytes(spec, sizes, variant, tile))
+        return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel, origin
 
     def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> Step:
         """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""
@@ -313,8 +342,8 @@ class _Builder:
         variant, block_dim, tile, lanes = choose_launch(mspec.spec, (total,), self.cfg.core_num)
         parallel = aicore.launch_threads(block_dim, total, self.cfg.parallel_min_elements) > 1
         name, source = render(mspec, "multi_tensor", parallel)
-        fn = get_kernel(name, name, source, parallel, multi_tensor_signature(mspec), self.cfg.cache_mode,
-                        self.cfg.cache_dir)
+        fn, origin = fetch_kernel(name, name, source, parallel, multi_tensor_signature(mspec),
+                                  self.cfg.cache_mode, self.cfg.cache_dir)
         if self.cfg.source_dir:
             _write_source(self.cfg.source_dir, name, source)
         pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
@@ -323,9 +352,10 @@ class _Builder:
         launch = launcher(fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
         info = KernelInfo(node.name or node.op, mspec.op_names, block_dim, tuple(v.type for v in ext),
                           node.types, "device", source, "multi_tensor", kernel=name,
-                          phase=phase_of(node, self.updates_only))
+                          phase=phase_of(node, self.updates_only), tile=tile,
+                          ub_bytes=ub_bytes(mspec.spec, (total,), variant, tile))
         return Step(info, launch, ins, self.outputs_of(node), extra=(block_dim, tile, lanes), parallel=parallel,
-                    values_in=tuple(ext), values_out=node.outputs, in_place=pairs)
+                    values_in=tuple(ext), values_out=node.outputs, in_place=pairs), origin
 
     # --- Parameter updates ---------------------------------------------------------------
     def lower_assigns(self, assigns: list[Node]) -> None:
@@ -441,6 +471,20 @@ def _reference_fn(node: Node, run=evaluate):
     return reference
 
 
-def lower(graph: Graph, cfg: DeviceConfig | None = None) -> Program:
-    """The Program that runs `graph` on generated kernels (see the module docstring)."""
-    return _Builder(graph, cfg or DeviceConfig()).build()
+def kernels_to_build(graph: Graph) -> int:
+    """How many launches of `graph` (its branches' too) run a generated kernel: a compile's progress total."""
+    count = 0
+    for node in graph.nodes:
+        if branches(node):
+            count += sum(kernels_to_build(g) for g in branches(node))
+        elif node.op not in ("Const", "Reshape") and _Builder.kernel_graph(node) is not None:
+            count += 1
+    return count
+
+
+def lower(graph: Graph, cfg: DeviceConfig | None = None, progress=None) -> Program:
+    """The Program that runs `graph` on generated kernels (see the module docstring). `progress`, when
+    given, is told of each generated kernel as it is ready: `progress.update(origin)`, origin one of
+    "compiled", "disk", "memory" (a cache hit), "failed" (run otherwise, with a KernelBuildWarning) or
+    "reference" (float16 without a kernel: run otherwise, no warning)."""
+    return _Builder(graph, cfg or DeviceConfig(), progress).build()

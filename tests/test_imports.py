@@ -32,7 +32,7 @@ LAYERS = [
     ("passes", ["graphkernel.expanders", "graphkernel.passes", "graphkernel.pipeline"]),
     ("context", ["graphkernel.context"]),
     ("observation", ["graphkernel.dump", "graphkernel.datadump", "graphkernel.overflow",
-                     "graphkernel.profiler"]),
+                     "graphkernel.profiler", "graphkernel.progress", "graphkernel.report"]),
     ("values", ["graphkernel.tensor", "graphkernel.trace", "graphkernel.tape", "graphkernel.branching",
                 "graphkernel.arguments"]),
     ("compile", ["graphkernel.device", "graphkernel.compiler"]),
