@@ -15,6 +15,7 @@ through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from graphkernel import context, observe
 from graphkernel.context import max_device_memory
+from graphkernel.compile_record import compile_record, dumps as record_text, record_stem
 from graphkernel.datadump import DataDump, DumpError
 from graphkernel.device import lower_for_device
 from graphkernel.dump import StageDumper
@@ -39,6 +41,7 @@ from graphkernel.observe import NOT_LAUNCHED, GraphObservation, launches_of
 from graphkernel.options import CompileOptions, FusionLog, PassContext
 from graphkernel.overflow import OverflowCheck
 from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
+from graphkernel.report import write_page, write_report
 from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
 from graphkernel.tape import active_tape
 from graphkernel.tensor import Tensor
@@ -263,8 +266,21 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         check_reference_peak(final, opts.max_device_memory)
     kernels = list(program.kernels) if program is not None else summarize_kernels(final)
     observation = None if eager else data_dump_observation(graph_id, stages, program, final)
-    return CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
-                         program=program, observation=observation, checks=list(checks), log=passes.log)
+    compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
+                             program=program, observation=observation, checks=list(checks), log=passes.log)
+    if dumper.directory is not None:
+        write_record(compiled, dumper)
+    return compiled
+
+
+def write_record(compiled: CompiledGraph, dumper: StageDumper) -> None:
+    """The compile record beside the stage dumps; with --dump_as_html the graph's report page and the
+    index of the pages in the directory too (graphkernel/report.py)."""
+    stage_files = [os.path.basename(f) for f in dumper.files if f.endswith(".dot")]
+    dumper.write(record_stem(compiled.graph_id), record=record_text(compile_record(compiled, stage_files)))
+    if compiled.options.flags.dump_as_html:
+        dumper.files.append(write_page(dumper.directory, compiled.graph_id))
+        dumper.files.append(write_report(dumper.directory, pages=False)[-1])
 
 
 def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) -> GraphObservation | None:

@@ -1,5 +1,5 @@
-"""Stage dumps (`save_graphs`): a `.dot` per stage, and with --dump_as_text the IR text and the fusion
-log. Files are written whole or not at all (a temporary file renamed into place), into a directory
+"""Stage dumps (`save_graphs`): a `.dot` per stage and the compile record (`compile_<id>.json`,
+graphkernel/compile_record.py); with --dump_as_text the IR text and the fusion log. Files are written whole or not at all (a temporary file renamed into place), into a directory
 that is created if missing; a path that cannot be written is an error naming it. File names go
 through ir.filenames (safe_filename, path_in): whatever the stem, the file stays in the directory.
 """
@@ -59,10 +59,10 @@ class StageDumper:
         self.graph_id, self.as_text, self.patterns = graph_id, as_text, patterns
         self.files: list[str] = []
 
-    def write(self, stem: str, dot: str | None = None, text: str | None = None) -> None:
+    def write(self, stem: str, dot: str | None = None, text: str | None = None, record: str | None = None) -> None:
         if self.directory is None:
             return
-        for suffix, content in ((".dot", dot), (".ir", text if self.as_text else None)):
+        for suffix, content in ((".dot", dot), (".ir", text if self.as_text else None), (".json", record)):
             if content is not None:
                 try:
                     path = path_in(self.directory, safe_filename(stem) + suffix)

@@ -78,6 +78,7 @@ class GraphKernelFlags:
     enable_recompute_fusion: bool = False
     enable_stitch_fusion: bool = False
     dump_as_text: bool = False
+    dump_as_html: bool = False                # the report page of each graph, with the dumps (graphkernel/report.py)
     verify: bool = False                      # run ir.verify after every pass (tests turn it on)
 
 
