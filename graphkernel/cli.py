@@ -1,4 +1,5 @@
-"""The `graphkernel` command line: `graphkernel demo`, `graphkernel run MODEL.onnx`, `graphkernel bench`."""
+"""The `graphkernel` command line: `graphkernel demo`, `graphkernel run MODEL.onnx`, `graphkernel report DIR`,
+`graphkernel bench`."""
 from __future__ import annotations
 
 import argparse
@@ -12,13 +13,23 @@ from graphkernel.cli_args import positive_int
 def _demo(args) -> int:
     # each subcommand loads what it runs on demand, so `graphkernel --help` starts fast
     from graphkernel.demo import run_demo
-    from graphkernel.dump import render
+    from graphkernel.dump import check_dot, render
+    if args.render:
+        check_dot("--render")   # before the demo runs, not after
     results = run_demo(save_graphs_path=args.save_graphs, device_target=args.device_target,
                        repeat=args.repeat)
     if args.render:
         pictures = [render(path, "png") for r in results.values() for path in r.get("dump_files", ())
                     if path.endswith(".dot")]
         print(f"rendered {len(pictures)} PNG files next to the dumps")
+    return 0
+
+
+def _report(args) -> int:
+    from graphkernel.report import read_profile, write_report
+    profile = read_profile(args.profile) if args.profile else None
+    written = write_report(args.directory, profile)
+    print(f"wrote {len(written) - 1} report pages and {written[-1]}")
     return 0
 
 
@@ -33,8 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--repeat", type=positive_int, default=200,
                       help="calls timed per net and side at 4x4 (median reported)")
     demo.add_argument("--render", action="store_true", help="also render every .dot dump to PNG "
-                      "(needs Graphviz's dot)")
+                      "(needs Graphviz's dot, an OS package: apt-get install graphviz)")
     demo.set_defaults(run=_demo)
+    report = sub.add_parser("report", help="the stage dumps as HTML pages: one per compiled graph, and an index",
+                            description="Make report_<id>.html beside the dumps of every compiled graph found in "
+                            "DIR and its subdirectories (stages drawn by Graphviz's dot, composites that open to "
+                            "their primitives, kernel table, fusion log), and DIR/index.html.")
+    report.add_argument("directory", metavar="DIR", help="a save_graphs_path (the .dot dumps, compile_<id>.json)")
+    report.add_argument("--profile", metavar="PROFILE_DIR", help="a Profiler's output_path: per-kernel times of "
+                        "the same run in the kernel tables")
+    report.set_defaults(run=_report)
     # the subcommands' modules load here, not at import: `graphkernel` alone need not import onnx
     from graphkernel.onnx.run import add_run_parser
     add_run_parser(sub)

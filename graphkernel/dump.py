@@ -6,6 +6,7 @@ through ir.filenames (safe_filename, path_in): whatever the stem, the file stays
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 from ir.dot import to_dot
@@ -76,6 +77,13 @@ class StageDumper:
             return
         stem = stage_filename(self.patterns[stage], self.graph_id)
         self.write(stem, to_dot(graph, title=stem), print_graph(graph))
+
+
+def check_dot(needed_by: str) -> None:
+    """DumpError unless Graphviz's `dot` program can be run (what `needed_by` needs)."""
+    if shutil.which("dot") is None:
+        raise DumpError(f"{needed_by} needs Graphviz's `dot` program, which is not installed "
+                        "(it is an OS package, not a Python one; Debian: apt-get install graphviz)")
 
 
 def render(path: str, fmt: str = "png") -> str:

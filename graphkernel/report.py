@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from ir.errors import GraphKernelError
 from ir.printer import printable
 from graphkernel.compile_record import RecordError, load as load_record, record_stem
-from graphkernel.dump import DumpError, write_atomic
+from graphkernel.dump import DumpError, check_dot, write_atomic
 from graphkernel.pipeline import STAGE_DUMPS
 
 STAGES = [*STAGE_DUMPS, "kernel_graph"]
@@ -81,8 +81,8 @@ def svg_of(dot_text: str, what: str) -> str:
     try:
         return graphviz.pipe("dot", "svg", dot_text.encode("utf-8", "backslashreplace")).decode("utf-8")
     except graphviz.ExecutableNotFound:
-        raise ReportError("the report draws the stages with Graphviz's `dot` program, which is not installed "
-                          "(Debian: apt-get install graphviz)") from None
+        raise ReportError("the report needs Graphviz's `dot` program, which cannot be run (it is an OS package; "
+                          "Debian: apt-get install graphviz)") from None
     except graphviz.CalledProcessError as e:
         err = e.stderr.decode(errors="replace") if e.stderr else str(e)
         raise ReportError(f"dot failed on {what}: {printable(err, 500)}") from None
@@ -479,6 +479,7 @@ def write_page(directory: str, graph_id: int, profile: list[dict] | None = None)
     stage_files = find_graphs(directory, recursive=False).get((".", graph_id))
     if not stage_files:
         raise ReportError(f"no stage dumps of graph {graph_id} in {directory!r}")
+    check_dot("--dump_as_html")
     path = os.path.join(directory, page_name(graph_id))
     write_atomic(path, graph_page(graph_id, stage_files, directory, _record_in(directory, graph_id), profile))
     return path
@@ -492,6 +493,8 @@ def write_report(directory: str, profile: list[dict] | None = None, pages: bool 
     graphs = find_graphs(directory)
     if not graphs:
         raise ReportError(f"no stage dumps (6_validate.dot, hwopt_d_*.dot, kernel_graph_<id>.dot) in {directory!r}")
+    if pages:
+        check_dot("graphkernel report")
     written, rows = [], []
     try:
         for (rel, graph_id), stage_files in graphs.items():

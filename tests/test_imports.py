@@ -47,7 +47,8 @@ LAYERS = [
 
 # (importer, imported) pairs allowed inside a function: the CLI's subcommands.
 LAZY_ALLOWED = {("graphkernel.cli", "graphkernel.demo"), ("graphkernel.cli", "graphkernel.dump"),
-                ("graphkernel.cli", "graphkernel.onnx.run"), ("graphkernel.cli", "graphkernel.bench.cli")}
+                ("graphkernel.cli", "graphkernel.onnx.run"), ("graphkernel.cli", "graphkernel.bench.cli"),
+                ("graphkernel.cli", "graphkernel.report")}
 
 
 def _modules() -> dict[str, Path]:
