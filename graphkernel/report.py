@@ -210,6 +210,7 @@ main { display: flex; gap: 1em; padding: 0 1em; align-items: flex-start; }
 .drawing svg { max-width: 100%; height: auto; display: block; }
 #detail { flex: 2; min-width: 18em; max-height: 80vh; overflow: auto; }
 .clickable { cursor: pointer; }
+g.edge { pointer-events: none; }
 .selected > polygon, .selected > a > polygon, .selected > g > a > polygon { stroke: #c00; stroke-width: 3; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
