@@ -34,7 +34,7 @@ import numpy as np
 from ir.errors import ExecutionError
 from ir.graph import Graph, Node, TensorType
 from ir.interpret import interpret
-from ir.ops import branches, evaluate
+from ir.ops import branches, evaluate, placement
 from ir.printer import describe
 
 profiler = None     # the active graphkernel.Profiler, if one is collecting
@@ -66,6 +66,7 @@ class Launch:
     variant: str = ""               # elementwise | rows | split | numpy | reference (Ascend)
     members: tuple[str, ...] = ()   # names of the primitives inside a composite
     composite: bool = False         # it computes a composite
+    target: str = "device"          # device | host | copy (a host<->device copy)
 
     @property
     def op_type(self) -> str:
@@ -98,7 +99,7 @@ def _device_launches(program) -> list[Launch]:
             node = None
         out.append(Launch(k, info.kernel, info.name, info.op_types, info.block_dim, info.inputs, info.outputs,
                           info.variant, () if node is None else _members(node),
-                          node is not None and node.subgraph is not None))
+                          node is not None and node.subgraph is not None, info.target))
     return out
 
 
@@ -115,7 +116,7 @@ def _reference_launches(graph: Graph, skipped: tuple[str, ...], out: dict | None
             continue
         ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const") if node.subgraph else (node.op,)
         out[node] = Launch(len(out), "", node.name or node.op, ops, None, tuple(v.type for v in node.inputs),
-                           node.types, "", _members(node), node.subgraph is not None)
+                           node.types, "", _members(node), node.subgraph is not None, placement(node))
     return out
 
 

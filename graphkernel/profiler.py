@@ -10,6 +10,8 @@
         kernel, name, calls, total_time_us, avg_time_us, graph_id
     DIR/profiler/step_trace.csv       one row per step (a top-level call of a compiled graph):
         step, start (us since the profiler started), duration_us, kernels, graph_id
+    DIR/profiler/trace.json           the timeline in Chrome's trace-event format, for Perfetto: one event per
+                                      launch, steps marked (graphkernel/chrome_trace.py)
 
 op_type is the primitive of a single-op kernel and the composite's name (`Fused_<ops>_<n>`, as the
 dumps and the fusion log call it) for a composite; block_dim is the launch's (empty on the CPU
@@ -31,12 +33,13 @@ from ir.dtypes import DType
 from ir.errors import GraphKernelError
 from ir.filenames import path_in
 from ir.printer import printable
-from graphkernel import observe
+from graphkernel import chrome_trace, observe
 from graphkernel.datadump import csv_bytes, format_shape, write_atomic
 
 KERNEL_COLUMNS = ("op_type", "block_dim", "input_shape", "input_data_type", "input_formats", "kernel", "name",
                   "calls", "total_time_us", "avg_time_us", "graph_id")
 STEP_COLUMNS = ("step", "start", "duration_us", "kernels", "graph_id")
+TRACE_EVENT_LIMIT = 1_000_000   # launch events kept for trace.json (about 300 bytes each); later ones are counted
 
 
 class ProfilerError(GraphKernelError, RuntimeError):
@@ -73,6 +76,8 @@ class Profiler:
         self._steps: list[tuple] = []
         self._origin = time.perf_counter()
         self._step_start: dict[int, float] = {}
+        self._events: list[dict] = []    # trace events (chrome_trace)
+        self._dropped = 0
         self._lock = threading.Lock()     # graphs run in several threads record into one profile
         self.collecting = False
         if start_profile:
@@ -94,6 +99,7 @@ class Profiler:
         self._step_start[id(compiled)] = time.perf_counter()
 
     def kernel(self, compiled, step, launch, inputs, outputs, seconds) -> None:
+        end = time.perf_counter()
         key = (id(compiled), launch.index)
         with self._lock:
             stat = self._kernels.get(key)
@@ -103,6 +109,11 @@ class Profiler:
                 self._graphs.append(compiled)
             stat.calls += 1
             stat.seconds += seconds
+            if len(self._events) < TRACE_EVENT_LIMIT:
+                self._events.append(chrome_trace.launch_event(
+                    stat.graph_id, step, launch, (end - seconds - self._origin) * 1e6, seconds * 1e6))
+            else:
+                self._dropped += 1
 
     def end_step(self, compiled, step, seconds, count) -> None:
         start = self._step_start.pop(id(compiled), None)
@@ -111,6 +122,8 @@ class Profiler:
         with self._lock:
             self._steps.append((len(self._steps), round((start - self._origin) * 1e6, 3),
                                 round(seconds * 1e6, 3), count, compiled.graph_id))
+            self._events += chrome_trace.step_events(compiled.graph_id, step, (start - self._origin) * 1e6,
+                                                     seconds * 1e6, count)
 
     # --- results -----------------------------------------------------------------------------
     def kernel_rows(self) -> list[dict]:
@@ -130,18 +143,20 @@ class Profiler:
         return [dict(zip(STEP_COLUMNS, s)) for s in self._steps]
 
     def analyse(self, print_table: bool = True) -> list[dict]:
-        """Stop if collecting, write the two CSVs, print the kernel table; the kernel rows."""
+        """Stop if collecting, write the two CSVs and the trace, print the kernel table; the kernel rows."""
         self.stop()
         rows, steps = self.kernel_rows(), self.step_rows()
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as e:
+            raise ProfilerError(f"Profiler output path {self.directory!r} cannot be created: "
+                                f"{e.strerror or type(e).__name__}") from None
         for name, columns, data in (("kernel_details.csv", KERNEL_COLUMNS, rows),
                                     ("step_trace.csv", STEP_COLUMNS, steps)):
-            path = path_in(self.directory, name)
-            try:
-                os.makedirs(self.directory, exist_ok=True)
-            except OSError as e:
-                raise ProfilerError(f"Profiler output path {self.directory!r} cannot be created: "
-                                    f"{e.strerror or type(e).__name__}") from None
-            write_atomic(path, csv_bytes(columns, [[r[c] for c in columns] for r in data]))
+            write_atomic(path_in(self.directory, name), csv_bytes(columns, [[r[c] for c in columns] for r in data]))
+        with self._lock:
+            trace = chrome_trace.document(self._events, self._dropped)
+        write_atomic(path_in(self.directory, "trace.json"), trace.encode("ascii"))
         if print_table:
             print(format_table(rows, len(steps)))
         return rows

@@ -1,0 +1,66 @@
+"""The Profiler's timeline as a Chrome trace-event file (`profiler/trace.json`), which Perfetto
+(ui.perfetto.dev) and chrome://tracing open.
+
+    one process per compiled graph ("graph 0", ...; PYNATIVE one-op runs are "pynative"), four tracks:
+      steps                   one complete event ("X") per step and an instant marker ("i") at its start
+      AI Core kernels         one complete event per device launch: the launch's name (a composite's
+                              Fused_<ops>_<n> or a scope name), args: ops, kernel, block_dim, input and
+                              output shapes, bytes read and written, step, launch index
+      host ops                host launches (mixed compute), the same args
+      host<->device copies    CopyToHost / CopyToDevice launches, the same args
+
+Timestamps and durations are microseconds since the Profiler started; on each track the events are in
+time order. The JSON is ASCII: a name is escaped, never able to break the file.
+"""
+from __future__ import annotations
+
+import json
+
+from ir.printer import format_type
+
+STEP_TID = 0
+TRACKS = {"device": (1, "AI Core kernels"), "host": (2, "host ops"), "copy": (3, "host<->device copies")}
+PYNATIVE_PID = 0
+
+
+def pid_of(graph_id) -> int:
+    """A graph's process id in the trace: its id + 1 (0 holds the PYNATIVE one-op runs)."""
+    return PYNATIVE_PID if graph_id == "pynative" else int(graph_id) + 1
+
+
+def launch_event(graph_id, step: int, launch, start_us: float, dur_us: float) -> dict:
+    tid, _ = TRACKS.get(launch.target, TRACKS["device"])
+    return {"name": launch.name, "cat": launch.target, "ph": "X", "pid": pid_of(graph_id), "tid": tid,
+            "ts": round(start_us, 3), "dur": round(dur_us, 3),
+            "args": {"ops": list(launch.op_types), "kernel": launch.kernel, "block_dim": launch.block_dim,
+                     "inputs": [format_type(t) for t in launch.inputs],
+                     "outputs": [format_type(t) for t in launch.outputs],
+                     "bytes": sum(t.nbytes for t in launch.inputs + launch.outputs),
+                     "step": step, "launch": launch.index}}
+
+
+def step_events(graph_id, step: int, start_us: float, dur_us: float, launches: int) -> list[dict]:
+    pid, name = pid_of(graph_id), f"step {step}"
+    return [{"name": name, "cat": "step", "ph": "i", "s": "p", "pid": pid, "tid": STEP_TID, "ts": round(start_us, 3)},
+            {"name": name, "cat": "step", "ph": "X", "pid": pid, "tid": STEP_TID, "ts": round(start_us, 3),
+             "dur": round(dur_us, 3), "args": {"step": step, "graph_id": graph_id, "launches": launches}}]
+
+
+def _metadata(pids: list[int]) -> list[dict]:
+    out = []
+    for pid in pids:
+        name = "pynative" if pid == PYNATIVE_PID else f"graph {pid - 1}"
+        out += [{"name": "process_name", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"name": name}},
+                {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"sort_index": pid}},
+                {"name": "thread_name", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"name": "steps"}}]
+        out += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": track}}
+                for tid, track in TRACKS.values()]
+    return out
+
+
+def document(events: list[dict], dropped: int = 0) -> str:
+    """The trace file's text: metadata, then the events sorted by track and time."""
+    timed = sorted(events, key=lambda e: (e["pid"], e["tid"], e["ts"], e["ph"] != "i", -e.get("dur", 0)))
+    body = {"traceEvents": _metadata(sorted({e["pid"] for e in events})) + timed, "displayTimeUnit": "ms",
+            "otherData": {"producer": "graphkernel Profiler", "dropped_launch_events": dropped}}
+    return json.dumps(body, ensure_ascii=True, separators=(",", ":")) + "\n"
