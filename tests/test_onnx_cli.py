@@ -73,7 +73,10 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "missing.onnx"], "missing.onnx"),
-    (["run", "{dynamic}", "--random"], "dim 0 is dynamic"),
+    (["run", "{dynamic}", "--random"], "dim 0 is dynamic ('batch' in 'x': float32[batch, 4]); give its size "
+                                       "(e.g. --dim batch=N; the model's dynamic dims: batch)"),
+    (["run", "{dynamic}", "--dim", "btch=4"], "dim 'btch': the model has no dynamic dim of that name (did you mean "
+                                              "'batch'?); its dynamic dims: 'batch'"),
     (["run", "{dynamic}", "--inputs", "{bad_npz}"], "no array for input"),
     (["run", "{not_onnx}"], "not an ONNX model"),
     (["run", "{dynamic}", "--dim", "batch=two"], "NAME=SIZE"),
@@ -99,6 +102,22 @@ def test_errors_exit_2_with_one_line(dynamic_path, tmp_path, args, message):
     assert message in res.stderr
     assert "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 or res.stderr.startswith("usage:")
+
+
+def test_opt_level_0_says_fusion_is_off_and_outputs_print_under_headings(dynamic_path):
+    res = graphkernel("run", dynamic_path, "--dim", "batch=2", "--flags=--opt_level=0", "--print-outputs",
+                      "--device-target", "CPU", "--repeat", "1", "--seed", "3")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    assert out[0].endswith("target CPU, graph kernel off (opt_level 0)")
+    (line,) = [ln for ln in out if ln.startswith("  y  float32[2, 4]")]
+    assert "mean_abs=" in line and "|x|" not in line    # the output is y: no name in the figure's label
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    printed = out[out.index(line) + 1] + out[out.index(line) + 2]
+    assert np.allclose(eval(printed), np.tanh(x), atol=1e-7)   # noqa: S307 - numpy's own text of an array
+    heading = out[out.index("kernels (1):") + 1].split()
+    assert heading == ["#", "name", "op", "types", "block_dim", "inputs", "->", "outputs", "kernel"]
+    assert out[out.index("kernels (1):") + 2].split()[:3] == ["0", "Default/Tanh_0/Tanh-op0", "Tanh"]
 
 
 def test_a_reader_that_leaves_early_ends_the_run_quietly(dynamic_path):

@@ -200,6 +200,16 @@ def test_onnx_node_names_are_kept_in_scope_names(cpu):
     assert any(name.startswith(f"Default/{hostile}/ReLU-op") for name in names)
 
 
+def test_onnx_node_names_with_slashes_give_scope_names_without_empty_parts(cpu):
+    """Exporters name nodes `/matmul_2/MatMul`: the scope name is Default/matmul_2/MatMul/..., not Default//..."""
+    m = model([helper.make_node("Relu", ["x"], ["h"], name="/relu_1/Relu"),
+               helper.make_node("Neg", ["h"], ["y"], name="//neg//")], [vi("x", [3])], [vi("y", [3])])
+    cell = gx.load(m)
+    x = Tensor(np.array([-1, 0, 2], np.float32))
+    names = [n.name for n in cell.compile(x).stages["validate"].nodes if n.op != "Const"]
+    assert names == ["Default/relu_1/Relu/ReLU-op0", "Default/neg/Neg-op1"]
+
+
 def test_pynative_mode_runs_the_model_compiled(cpu):
     context.set_context(mode=context.PYNATIVE_MODE)
     m = model([helper.make_node("Sigmoid", ["x"], ["y"])], [vi("x", [3])], [vi("y", [3])])

@@ -11,7 +11,8 @@ what stays here is folding, the ONNX node's context in errors, and the values wh
     y = b.op("Mul", [x, np.float32(2)])     # an IR Value, or an array when x is constant
     s = b.static(node_input, "shape")       # the array, or OnnxImportError if only known at run time
 
-Scope names keep the ONNX node's name: `Default/<onnx node name>/<Op>-op<N>`.
+Scope names keep the ONNX node's name: `Default/<onnx node name>/<Op>-op<N>`, empty parts dropped
+(`/matmul_2/MatMul` gives `Default/matmul_2/MatMul/MatMul-op1`; an unnamed node's scope is its op type).
 """
 from __future__ import annotations
 

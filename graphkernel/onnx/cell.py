@@ -14,6 +14,7 @@ Large initializers are Parameters (`cell.parameters_and_names()`), named as in t
 """
 from __future__ import annotations
 
+import difflib
 import inspect
 import keyword
 import os
@@ -162,10 +163,22 @@ class OnnxCell(Cell):
                         raise OnnxInputError(f"input {spec.name!r}: dim {axis} ({want!r}) is {got}, but "
                                              f"input {first[1]!r} gave {want!r} = {first[0]}")
 
+    @property
+    def dim_names(self) -> list[str]:
+        """The names of the model's dynamic input dims (ONNX dim_params), sorted."""
+        return sorted({d for spec in self.spec.inputs for d in spec.dims or () if isinstance(d, str) and d})
+
     def random_inputs(self, seed: int = 0, dims: dict[str, int] | None = None) -> list[Tensor]:
-        """Random Tensors matching the declared inputs; `dims` sizes named dynamic dims."""
+        """Random Tensors matching the declared inputs; `dims` sizes named dynamic dims (each must be one
+        of `dim_names`: a misspelt name is an error, not a size silently unused)."""
         rng = np.random.default_rng(seed)
         dims = dims or {}
+        names = self.dim_names
+        for name in sorted(set(dims) - set(names)):
+            near = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise OnnxInputError(f"dim {name!r}: the model has no dynamic dim of that name{hint}; its dynamic dims: "
+                                 f"{', '.join(map(repr, names)) or 'none'}")
         limit = max_device_memory()
         out = []
         for spec in self.spec.inputs:
@@ -179,8 +192,11 @@ class OnnxCell(Cell):
                 if isinstance(d, str) and d in dims:
                     d = dims[d]
                 if not isinstance(d, int):
-                    raise OnnxInputError(f"input {spec.name!r}: dim {axis} is dynamic "
-                                         f"({d!r} in {spec}); give concrete inputs (e.g. --inputs FILE.npz)")
+                    size = (f"give its size (e.g. --dim {d}=N; the model's dynamic dims: "
+                            f"{', '.join(names)}) or concrete inputs" if d else "it has no name to size it by: "
+                            "give concrete inputs")
+                    raise OnnxInputError(f"input {spec.name!r}: dim {axis} is dynamic ({d!r} in {spec}); {size} "
+                                         "(e.g. --inputs FILE.npz)")
                 shape.append(d)
             check_shape(shape, spec.dtype, limit, f"input {spec.name!r}")
             out.append(Tensor(_random(rng, spec, tuple(shape))))
@@ -228,7 +244,8 @@ def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, 
         info = NodeInfo(node.op_type, node.name, node.version, node.attrs,
                         [lookup(n, where) for n in node.inputs], len(node.outputs))
         b.node = info
-        trace.scope.append(node.name)
+        # a scope of the node's name without empty parts: `/matmul_2/MatMul` gives Default/matmul_2/MatMul/...
+        trace.scope.append("/".join(part for part in node.name.split("/") if part) or node.op_type)
         try:
             outs = node.converter.fn(b, info)
         except OnnxImportError:

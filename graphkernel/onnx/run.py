@@ -1,4 +1,5 @@
-"""`graphkernel run MODEL.onnx`: compile an ONNX model, run it, print outputs, kernels and step time.
+"""`graphkernel run MODEL.onnx`: compile an ONNX model, run it, print output checksums (or the outputs), the
+kernels and the step time.
 
     graphkernel run model.onnx --random                 random inputs of the declared shapes
     graphkernel run model.onnx --inputs in.npz          inputs by name (or arr_0, arr_1, ... in order)
@@ -6,9 +7,12 @@
     graphkernel run model.onnx --dim batch=4            a size for a dynamic dim, for --random
     graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile DIR
     graphkernel run model.onnx --check                  every kernel against the numpy reference
+    graphkernel run model.onnx --print-outputs          the output arrays too, not only their checksums
 
-Prints each output's name, dtype, shape and checksum (the float64 sum and the mean of |x|), the kernel
-table (name, op types, block_dim, shapes, the generated kernel it runs) and the median step time of
+Prints whether graph-kernel fusion ran (on at opt_level 1 and up: `--flags=--opt_level=0` turns it off),
+each output's name, dtype, shape and checksum (the float64 sum and the mean of the absolute values), with
+--print-outputs the arrays, the kernel table under its column headings (launch, name, op types, block_dim,
+input and output shapes, the generated kernel it runs) and the median step time of
 --repeat calls after a warm-up call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
 and DIR/profiler/kernel_details.csv and step_trace.csv. --check then runs every kernel alone on the
 reference's values of its inputs (graphkernel.debug.compare, the same inputs) and prints a row per kernel
@@ -35,7 +39,7 @@ from graphkernel.tensor import Tensor
 
 
 def add_run_parser(sub) -> None:
-    p = sub.add_parser("run", help="compile and run an ONNX model: outputs, kernel table, step time",
+    p = sub.add_parser("run", help="compile and run an ONNX model: output checksums, kernel table, step time",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
     source = p.add_mutually_exclusive_group()
@@ -54,6 +58,8 @@ def add_run_parser(sub) -> None:
     p.add_argument("--device-target", default="Ascend", choices=("Ascend", "CPU"))
     p.add_argument("--mix-compile-mode", action="store_true",
                    help="run ops graphkernel does not convert on the host through onnx.reference")
+    p.add_argument("--print-outputs", action="store_true",
+                   help="print the output arrays as well as their checksums (numpy's summary of a large array)")
     p.add_argument("--check", action="store_true",
                    help="run each kernel alone on the reference's values of its inputs and compare it with the "
                         "numpy reference: a row per kernel; exit 1 naming the first beyond tolerance")
@@ -103,6 +109,21 @@ def _shape(types) -> str:
     return ", ".join(str(t) for t in types)
 
 
+KERNEL_HEADINGS = ("#", "name", "op types", "block_dim", "inputs -> outputs", "kernel")
+
+
+def kernel_table(kernels) -> str:
+    """The kernel table, its columns aligned under their headings."""
+    rows = [[str(k), printable(info.name, 120), " ".join(info.op_types),
+             "-" if info.block_dim is None else str(info.block_dim),
+             f"({_shape(info.inputs)}) -> ({_shape(info.outputs)})", printable(info.kernel) or "-"]
+            for k, info in enumerate(kernels)]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(KERNEL_HEADINGS)]
+    lines = [KERNEL_HEADINGS] + rows
+    return "\n".join("  " + "  ".join(c.rjust(w) if i == 0 else c.ljust(w) for i, (c, w) in
+                                      enumerate(zip(line, widths))).rstrip() for line in lines)
+
+
 def run_command(args) -> int:
     if args.inputs and args.dim:
         raise OnnxInputError("--dim sizes dynamic dims of --random inputs; with --inputs the arrays give them")
@@ -122,8 +143,11 @@ def run_command(args) -> int:
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
 
     spec = cell.spec
+    opts = compiled.options
+    fusion = f"on (opt_level {opts.opt_level})" if opts.opt_level >= 1 else (
+        "off (opt_level 0)" if opts.enable_graph_kernel else "off")
     print(f"model {args.model}: graph {spec.name!r}, opset {spec.opset}, {len(spec.nodes)} nodes; "
-          f"target {args.device_target}, graph kernel {'off' if args.no_graph_kernel else 'on'}")
+          f"target {args.device_target}, graph kernel {fusion}")
     print("inputs:" if inputs else "inputs: (none)")
     for name, t in zip(cell.input_names, inputs):
         print(f"  {printable(name)}  {t.dtype.value}{list(t.shape)}")
@@ -133,13 +157,11 @@ def run_command(args) -> int:
         mean_abs = float(np.mean(np.abs(a.astype(np.float64)))) if a.size else 0.0
         checksum = float(np.sum(a, dtype=np.float64))
         print(f"  {printable(name)}  {a.dtype}{list(a.shape)}  checksum sum={checksum:.9g} "
-              f"mean|x|={mean_abs:.9g}")
+              f"mean_abs={mean_abs:.9g}")
+        if args.print_outputs:
+            print("    " + np.array2string(a, threshold=200, separator=", ").replace("\n", "\n    "))
     print(f"kernels ({len(compiled.kernels)}):")
-    for k, info in enumerate(compiled.kernels):
-        block = "-" if info.block_dim is None else info.block_dim
-        kernel = f"  kernel {printable(info.kernel)}" if info.kernel else ""
-        print(f"  {k:3d}  {printable(info.name)}  [{' '.join(info.op_types)}]  block_dim={block}  "
-              f"({_shape(info.inputs)}) -> ({_shape(info.outputs)}){kernel}")
+    print(kernel_table(compiled.kernels))
 
     steps = []
     for _ in range(args.repeat):
