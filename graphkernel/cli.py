@@ -22,6 +22,7 @@ def _demo(args) -> int:
         pictures = [render(path, "png") for r in results.values() for path in r.get("dump_files", ())
                     if path.endswith(".dot")]
         print(f"rendered {len(pictures)} PNG files next to the dumps")
+    print(f"see every stage in a browser: graphkernel report {args.save_graphs}")
     return 0
 
 

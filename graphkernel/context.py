@@ -37,6 +37,13 @@ def _choice(*choices):
     return check
 
 
+def _mode(v):
+    if isinstance(v, bool) or v not in (GRAPH_MODE, PYNATIVE_MODE):
+        raise ContextError(f"got {v!r}; accepted: context.GRAPH_MODE ({GRAPH_MODE}) or context.PYNATIVE_MODE "
+                           f"({PYNATIVE_MODE})")
+    return v
+
+
 def _bool(v):
     if not isinstance(v, bool):
         raise ContextError(f"got {v!r}; accepted: True or False")
@@ -111,7 +118,7 @@ class Key:
 
 
 KEYS: dict[str, Key] = {
-    "mode": Key(GRAPH_MODE, _choice(GRAPH_MODE, PYNATIVE_MODE), compile=False),
+    "mode": Key(GRAPH_MODE, _mode, compile=False),
     "device_target": Key("Ascend", _choice("Ascend", "CPU")),
     "enable_graph_kernel": Key(False, _bool),
     # MindSpore 2.x's switch of fusion (graphkernel/jit_config.py: which one decides)

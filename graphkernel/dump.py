@@ -21,6 +21,8 @@ class DumpError(GraphKernelError, OSError):
 
 
 def ensure_dir(path: str, what: str = "save_graphs_path") -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise DumpError(f"{what} {path!r} is not a directory (a file of that name exists)")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:

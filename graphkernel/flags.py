@@ -132,7 +132,8 @@ def parse_flags(text: str, *, read_env: bool = True, check_names=None) -> GraphK
             if key not in KNOWN_FLAGS:
                 near = difflib.get_close_matches(key, KNOWN_FLAGS, n=1)
                 hint = f"; did you mean --{near[0]}?" if near else ""
-                raise FlagError(f"{source}: unknown flag --{key}{hint}")
+                raise FlagError(f"{source}: unknown flag --{key}{hint}; accepted: "
+                                f"{', '.join('--' + k for k in KNOWN_FLAGS)}")
             values[key] = _value(key, raw if eq else None)
             if key in _LIST and check_names is not None:
                 values[key] = check_names(source, key, values[key])

@@ -1,7 +1,9 @@
 """set_context/get_context: validation, accepted values listed."""
+import numpy as np
 import pytest
 
-from graphkernel import GraphKernelError, context
+from graphkernel import GraphKernelError, Tensor, context
+from graphkernel.demo import NetBasicFuse
 
 
 def test_defaults_and_round_trip():
@@ -24,7 +26,8 @@ def test_unknown_key_suggests_and_lists():
 
 @pytest.mark.parametrize("key,value,accepted", [
     ("device_target", "GPU", "'Ascend', 'CPU'"),
-    ("mode", 5, "0, 1"),
+    ("mode", 5, r"context.GRAPH_MODE \(0\) or context.PYNATIVE_MODE \(1\)"),
+    ("mode", "graph", r"context.GRAPH_MODE \(0\) or context.PYNATIVE_MODE \(1\)"),
     ("enable_graph_kernel", "yes", "True or False"),
     ("core_num", 0, "1..1024"),
     ("op_compiler_cache_mode", "on", "'enable', 'disable', 'force'"),
@@ -45,6 +48,20 @@ def test_misspelt_flag_suggests_nearest():
         context.set_context(graph_kernel_flags="--opt_levle=2")
     with pytest.raises(GraphKernelError, match=r"--opt_level=9: expected an integer in 0..3"):
         context.set_context(graph_kernel_flags="--opt_level=9")
+
+
+def test_unknown_flag_lists_the_accepted_flags():
+    with pytest.raises(GraphKernelError, match=r"unknown flag --dump_as_pdf; did you mean --dump_as_text\?; accepted: "
+                                               r"--opt_level, --enable_expand_ops, .*--dump_as_html, --verify$"):
+        context.set_context(graph_kernel_flags="--dump_as_pdf")
+
+
+def test_a_save_graphs_path_that_is_a_file_is_not_a_directory(tmp_path):
+    (tmp_path / "dumps").write_text("a file")
+    context.set_context(device_target="CPU", save_graphs=True, save_graphs_path=str(tmp_path / "dumps"))
+    with pytest.raises(GraphKernelError, match=r"save_graphs_path '.*dumps' is not a directory \(a file of that "
+                                               r"name exists\)"):
+        NetBasicFuse().compile(Tensor(np.ones(3, np.float32)))
 
 
 def test_reset_graph_id_exists():

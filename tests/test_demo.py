@@ -30,7 +30,8 @@ def test_demo_runs_both_nets_fused_and_unfused(tmp_path, target):
         np.testing.assert_array_equal(off["result"], on["result"])
         for fusion in (False, True):
             directory = tmp_path / name / ("fusion_on" if fusion else "fusion_off")
-            expected = SEED_DUMPS[fusion] + (["kernel_graph_0.dot"] if target == "Ascend" else [])
+            expected = SEED_DUMPS[fusion] + (["kernel_graph_0.dot"] if target == "Ascend" else []) + \
+                ["compile_0.json"]   # the compile record, for graphkernel report
             assert sorted(os.listdir(directory)) == sorted(expected)
             assert [os.path.basename(p) for p in results[(name, fusion)]["dump_files"]] == expected
         for size in ("small", "large"):
@@ -45,6 +46,14 @@ def test_reference_is_the_seed_arithmetic():
     x = np.array([[-1.0, 0.5]], np.float32)
     np.testing.assert_array_equal(reference(NetBasicFuse, x), [[-1.0, 2.0]])
     np.testing.assert_array_equal(reference(NetCompositeFuse, x), [[-1.0, 8.0]])
+
+
+def test_demo_render_without_graphviz_fails_before_the_demo_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert main(["demo", "--render", "--save-graphs", str(tmp_path / "dumps"), "--repeat", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--render needs Graphviz's `dot` program" in err and "apt-get install graphviz" in err
+    assert not (tmp_path / "dumps").exists()     # nothing ran
 
 
 def test_demo_command_rejects_a_bad_repeat(capsys):

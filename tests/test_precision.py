@@ -280,6 +280,16 @@ def test_seed_001_example_file_comments_aliases_and_unknown_names(tmp_path):
     assert mixlist.lists() == {"MatMul": "black", "Cast": "black"}
 
 
+def test_a_misspelt_op_name_suggests_the_nearest(tmp_path):
+    path = write(tmp_path, "ops_info.json", '{"black-list": {"to-add": ["Mull"]}}')
+    with pytest.warns(UserWarning, match=r"'Mull' is neither a graphkernel op nor a known CANN alias \(did you "
+                                         r"mean 'Mul'\?\) \(ignored\)"):
+        read_mixlist(path)
+    path = write(tmp_path, "dtypes.cfg", "OpType::Mull:InputDtype:float32,OutputDtype:float32\n")
+    with pytest.warns(UserWarning, match=r"op type 'Mull' is neither .* \(did you mean 'Mul'\?\)"):
+        read_customize_dtypes(path)
+
+
 # CANN's three worked examples, with A = MatMul (white by default).
 @pytest.mark.parametrize("edit, final", [
     ({"black-list": {"to-add": ["MatMul"]}}, "black"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ir.dtypes import DType
 from graphkernel.config_file import PrecisionConfigError, parsed_once, read_text
-from graphkernel.precision.lists import resolve
+from graphkernel.precision.lists import resolve, unknown_name
 
 KEY = "customize_dtypes"
 BY_TYPE = "OpType"
@@ -109,8 +109,8 @@ def read_customize_dtypes(path: str) -> CustomizeDtypes:
                 raise PrecisionConfigError(f"{KEY} file {path!r}, line {lineno}: {line!r}: {FORMAT}")
             table, key = by_type, resolve(type_name.strip())
             if key is None:
-                warnings.warn(f"{KEY} file {path!r}, line {lineno}: op type {type_name.strip()!r} is neither "
-                              "a graphkernel op nor a known CANN alias (ignored)", UserWarning, stacklevel=2)
+                warnings.warn(f"{KEY} file {path!r}, line {lineno}: op type {unknown_name(type_name.strip())} "
+                              "(ignored)", UserWarning, stacklevel=2)
                 continue
         if key in table:
             raise PrecisionConfigError(f"{KEY} file {path!r}, line {lineno}: a second entry for {key!r} "

@@ -2,6 +2,7 @@
 `precision` and `cann` facts, ir/ops).
 
     resolve("ReduceSumD") -> "ReduceSum"   resolve("Conv2D") -> None (neither ours nor a known alias)
+    unknown_name("Mull") -> "'Mull' is neither a graphkernel op nor a known CANN alias (did you mean 'Mul'?)"
     default_list("Exp") -> "black"         lacks_fp32("MatMul") -> True (allow_fp32_to_fp16 lowers it)
     render_table()  -> the table of per-op defaults in docs/precision.md, generated from the op table
 
@@ -9,6 +10,7 @@ white: runs in float16 under allow_mix_precision; black: stays float32; gray: fo
 """
 from __future__ import annotations
 
+import difflib
 import functools
 from dataclasses import dataclass
 
@@ -37,6 +39,13 @@ def resolve(name: str) -> str | None:
     if ours in OPS and ours != "Const":
         return ours
     return table().aliases.get(name)
+
+
+def unknown_name(name: str) -> str:
+    """What a warning says of a name `resolve` does not know, with the nearest known name if one is close."""
+    near = difflib.get_close_matches(name, sorted(set(table().ops) | set(table().aliases)), n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"{name!r} is neither a graphkernel op nor a known CANN alias{hint}"
 
 
 def default_list(op: str) -> str:

@@ -28,7 +28,7 @@ import warnings
 from dataclasses import dataclass
 
 from graphkernel.config_file import PrecisionConfigError, load_json, parsed_once, read_text
-from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, resolve
+from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, resolve, unknown_name
 
 KEY = "modify_mixlist"
 SECTIONS = {"black-list": BLACK, "white-list": WHITE}
@@ -78,8 +78,8 @@ def _entries(path: str, doc: dict) -> dict[tuple[str, str], dict[str, str]]:
                 for one in filter(None, (n.strip() for n in name.split(","))):  # "Matmul, Cast" too
                     op = resolve(one)
                     if op is None:
-                        warnings.warn(f"{KEY} file {path!r}: {where}[{i}] {one!r} is neither a graphkernel op "
-                                      "nor a known CANN alias (ignored)", UserWarning, stacklevel=2)
+                        warnings.warn(f"{KEY} file {path!r}: {where}[{i}] {unknown_name(one)} (ignored)", UserWarning,
+                                      stacklevel=2)
                         continue
                     ops[op] = f"{where}[{i}] {one!r}"
     return entries
