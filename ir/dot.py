@@ -127,13 +127,18 @@ class _Writer:
             self.edge(self.tail(inner, v, indent), ident)
 
 
+def style_lines(title: str = "") -> list[str]:
+    """The drawing style every dump shares (stage dumps, kernels.kernel_graph): top to bottom, one sans
+    font for nodes, edges and clusters, the title on top."""
+    lines = ["  rankdir=TB;", f"  graph [{_ATTRS}];", f'  node [shape=box, style="rounded,filled", {_ATTRS}];',
+             f"  edge [{_ATTRS}];"]
+    return lines + ([f"  label={dot_string(title)}; labelloc=t;"] if title else [])
+
+
 def to_dot(graph: Graph, title: str = "") -> str:
     """Graphviz text for the graph; identical graphs (names included) give identical bytes."""
     w = _Writer()
-    w.lines += ["digraph G {", "  rankdir=TB;", f"  graph [{_ATTRS}];",
-                f'  node [shape=box, style="rounded,filled", {_ATTRS}];', f"  edge [{_ATTRS}];"]
-    if title:
-        w.lines.append(f"  label={dot_string(title)}; labelloc=t;")
+    w.lines += ["digraph G {", *style_lines(title)]
     env: dict[Value, tuple[str, int, int]] = {}
     for i, v in enumerate(graph.inputs):
         w.lines.append(f'  in{i} [shape=ellipse, fillcolor="#e0e0e0", '

@@ -10,7 +10,7 @@ program gives the same bytes.
 """
 from __future__ import annotations
 
-from ir.dot import dot_string
+from ir.dot import dot_string, style_lines
 from ir.ops.host import device_regions
 from kernels.executor import Conditional
 
@@ -28,17 +28,16 @@ def _shapes(types) -> str:
 
 
 def kernel_graph_dot(program, title: str) -> str:
-    lines = [f"digraph {_quote(title)} {{", "  rankdir=TB;", f"  label={_quote(title)};",
-             '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
+    lines = [f"digraph {_quote(title)} {{", *style_lines(title)]   # the stage dumps' style
     producer: dict = {}
     for k, v in enumerate(program.graph.inputs):
-        lines.append(f"  in{k} [label={_quote('input %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
+        lines.append(f"  in{k} [label={_quote('input %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=\"#e0e0e0\"];")
         producer[v] = f"in{k}"
     _launches(program, "k", producer, lines, "  ")
     aliases = {n.out: n.inputs[0] for n in _all_nodes(program.graph) if n.op == "Reshape"}
     lines += _device_clusters(program)
     for k, v in enumerate(program.graph.outputs):
-        lines.append(f"  out{k} [label={_quote('output %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=white];")
+        lines.append(f"  out{k} [label={_quote('output %d%s%s' % (k, NL, v.type))}, shape=ellipse, fillcolor=\"#e0e0e0\"];")
         src = _source(v, producer, aliases)
         if src is not None:
             lines.append(f"  {src} -> out{k} [label={_quote(str(v.type))}];")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kernels
+from ir.dot import to_dot
 from kernels import DeviceConfig, InputMismatchError, KernelBuildWarning, kernel_graph_dot, lower
 from ir import GraphBuilder
 from tests.kernel_graphs import fused, random_array, reference
@@ -211,6 +212,16 @@ def test_kernel_graph_dot_and_sources(chain, tmp_path):
     written = sorted(os.listdir(tmp_path))
     assert written == sorted({f"{k.kernel}.py" for k in program.kernels if k.source})
     assert "def " in (tmp_path / written[0]).read_text()
+
+
+def test_kernel_graph_is_drawn_in_the_stage_dumps_style(chain):
+    """Same fonts for nodes, edges and the title, the title on top: the kernel graph sits beside the stage
+    dumps (and in one report page) without looking like another tool's."""
+    g, _ = chain
+    kernel_graph = kernel_graph_dot(lower(g, DeviceConfig()), "kernel_graph_0").splitlines()
+    stage = to_dot(g, "kernel_graph_0").splitlines()
+    assert kernel_graph[1:6] == stage[1:6]
+    assert '  edge [fontname="Helvetica", fontsize=10];' in kernel_graph and any("labelloc=t" in ln for ln in kernel_graph)
 
 
 def test_profiler_records_each_kernel(chain):
