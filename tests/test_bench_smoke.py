@@ -1,11 +1,13 @@
 """`graphkernel bench` on tiny sizes: the harness runs, verifies every implementation and writes its
 outputs with the fields the docs and the report read. No time is asserted."""
+import configparser
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
-from graphkernel.bench import harness, report
+from graphkernel.bench import harness, peers, report
 from graphkernel.bench.cli import BenchError, run, workload_list
 from graphkernel.cli import main
 
@@ -50,6 +52,32 @@ def test_verify_fails_outside_the_tolerance():
     e = np.ones(4, np.float32)
     assert harness.verify([e * (1 + 1e-6)], [e])["ok"]
     assert not harness.verify([e * (1 + 1e-4)], [e])["ok"]
+
+
+def test_a_peer_not_installed_is_announced_once(monkeypatch, capsys):
+    def not_installed(name):
+        def make(workload, arrays, threads=None):
+            raise peers.NotInstalled(f"{name}: ModuleNotFoundError: No module named {name!r}")
+        return make
+    monkeypatch.setattr(peers, "jax_impl", not_installed("jax"))
+    monkeypatch.setattr(peers, "ort_impl", not_installed("onnxruntime"))
+    lines = []
+    settings = dataclasses.replace(harness.TINY, peers=True, progress=True)
+    results = run(settings, only="NetBasicFuse,W1", log=lines.append)
+    assert len(results["workloads"]) == 2
+    for name in ("jax", "onnxruntime"):
+        assert sum(line.startswith(f"{name}: not installed, skipped (pip install") for line in lines) == 1
+        assert all("not installed" in e["impls"][name]["unavailable"] for e in results["workloads"])
+    progress = capsys.readouterr().err
+    assert progress.count("set up jax") == 1 and progress.count("set up onnxruntime") == 1
+
+
+def test_the_bench_extra_installs_every_peer_the_bench_compares_against():
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[1] / "setup.cfg")
+    extra = {line.split("#")[0].strip().split("=")[0].split(">")[0] for line in
+             cfg["options.extras_require"]["bench"].splitlines()} - {""}
+    assert set(peers.INSTALL) <= extra and "matplotlib" in extra
 
 
 def test_only_that_names_nothing_is_an_error(capsys):

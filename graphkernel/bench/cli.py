@@ -52,7 +52,7 @@ def run(settings: harness.Settings, only: str | None = None, log=print) -> dict:
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="graphkernel-bench-") as scratch:
-            runner = harness.Runner(settings, scratch, progress)
+            runner = harness.Runner(settings, scratch, progress, log)
             for workload in chosen:
                 progress.begin(workload.name)
                 entry = runner.measure(workload)

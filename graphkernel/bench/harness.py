@@ -129,9 +129,10 @@ def _compile(workload, tensors, ctx: dict, cold_dir: str | None) -> tuple[dict, 
 class Runner:
     """Runs workloads one after another in this process; remembers which families were compiled cold."""
 
-    def __init__(self, settings: Settings, scratch_dir: str, progress: timing.Progress):
-        self.settings, self.scratch_dir, self.progress = settings, scratch_dir, progress
+    def __init__(self, settings: Settings, scratch_dir: str, progress: timing.Progress, log=print):
+        self.settings, self.scratch_dir, self.progress, self.log = settings, scratch_dir, progress, log
         self.cold_families: set[str] = set()
+        self.missing: dict[str, str] = {}   # peers not installed: announced once, then skipped quietly
 
     def measure(self, workload) -> dict:
         s, show = self.settings, self.progress.show
@@ -192,9 +193,17 @@ class Runner:
     def _peers(self, workload, arrays, reference, entry) -> list[Impl]:
         out = []
         for name, make in (("jax", peers.jax_impl), ("onnxruntime", peers.ort_impl)):
+            if name in self.missing:
+                entry["impls"][name] = {"unavailable": self.missing[name]}
+                continue
             self.progress.show(f"set up {name}")
             try:
                 impl, setup_s = make(workload, arrays, self.settings.threads)
+            except peers.NotInstalled as e:
+                self.missing[name] = f"not installed ({e})"
+                self.log(f"{name}: not installed, skipped ({peers.INSTALL[name]}, or the [bench] extra)")
+                entry["impls"][name] = {"unavailable": self.missing[name]}
+                continue
             except peers.Unavailable as e:
                 entry["impls"][name] = {"unavailable": str(e)}
                 continue

@@ -1,6 +1,7 @@
 """The peers run in the same process as graphkernel, on the same computation: jax.jit on the workload's
-array code, ONNX Runtime on its ONNX model. Both are optional imports: a missing one is reported as
-unavailable (with the import error), never installed or required.
+array code, ONNX Runtime on its ONNX model. Both are optional imports (the `bench` extra installs them): a
+missing one raises NotInstalled, which the harness announces once and then skips quietly; never
+installed or required.
 
     jax_impl(workload, arrays)  -> (Impl, compile seconds) | raises Unavailable
     ort_impl(workload, arrays)  -> (Impl, session seconds) | raises Unavailable
@@ -20,6 +21,13 @@ ORT_MAX_IR_VERSION = 10    # opsets 17 and 20 need no newer IR
 
 class Unavailable(Exception):
     """A peer that is not installed or cannot run this workload."""
+
+
+class NotInstalled(Unavailable):
+    """A peer whose package cannot be imported: unavailable for every workload of the run."""
+
+
+INSTALL = {"jax": "pip install jax", "onnxruntime": "pip install onnxruntime"}
 
 
 def versions() -> dict:
@@ -44,7 +52,9 @@ def jax_impl(workload, arrays: list[np.ndarray], threads: int | None = None) -> 
     try:
         import jax
         import jax.numpy as jnp
-    except Exception as e:  # noqa: BLE001
+    except ImportError as e:
+        raise NotInstalled(f"jax: {type(e).__name__}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - installed but broken: unavailable, said per workload
         raise Unavailable(f"jax: {type(e).__name__}: {e}") from None
     fn = jax.jit(lambda consts, *xs: workload.arrays(jnp, consts, *xs))
     consts = {k: jax.device_put(v) for k, v in workload.consts.items()}
@@ -63,7 +73,9 @@ def ort_impl(workload, arrays: list[np.ndarray], threads: int | None = None) -> 
         raise Unavailable("no ONNX model for this workload")
     try:
         import onnxruntime as ort
-    except Exception as e:  # noqa: BLE001
+    except ImportError as e:
+        raise NotInstalled(f"onnxruntime: {type(e).__name__}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - installed but broken: unavailable, said per workload
         raise Unavailable(f"onnxruntime: {type(e).__name__}: {e}") from None
     model = workload.onnx_model()
     if model.ir_version > ORT_MAX_IR_VERSION:  # the onnx package writes a newer IR than ORT reads
