@@ -104,13 +104,30 @@ def test_training_workloads_verify_and_count_kernels_per_phase():
     assert "outside_opaque fused/unfused" in step["ratios"]
 
 
-# --- graphkernel bench --train at a tiny size (workers in processes of their own; peers left out) -------
+# --- graphkernel bench --train at a tiny size (workers in processes of their own; the peers' frameworks
+# taken as not installed, so none runs) ------------------------------------------------------------------
+
+TRAIN_LOG = []
+
 
 @pytest.fixture(scope="module")
 def train_results():
-    from graphkernel.bench import train_bench
-    settings = dataclasses.replace(train_bench.TRAIN_TINY, layers=(1,), equal_steps=4, peers=(), progress=False)
-    return train_bench.run(settings, log=lambda line: None)
+    from graphkernel.bench import train_bench, train_peers
+    settings = dataclasses.replace(train_bench.TRAIN_TINY, layers=(1,), equal_steps=4, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(train_peers, "installed", lambda name: False)
+        return train_bench.run(settings, log=TRAIN_LOG.append)
+
+
+def test_train_bench_announces_a_missing_framework_once(train_results):
+    from graphkernel.bench import train_peers
+    frameworks = sorted({p.split(".")[0] for p in train_peers.PEERS})
+    assert [line for line in TRAIN_LOG if "not installed" in line] == [
+        f"{name}: not installed, skipped ({train_peers.INSTALL[name]})" for name in frameworks]
+    started = [line.strip().split(":")[0] for line in TRAIN_LOG if line.endswith(": starting")]
+    assert sorted(started) == ["fused", "reference", "unfused"]   # no worker of a peer
+    (c,) = train_results["configs"]
+    assert all(c["impls"][p]["skipped"].startswith("not installed") for p in train_peers.PEERS)
 
 
 def test_train_bench_checks_losses_and_measures_every_phase(train_results):

@@ -144,8 +144,9 @@ def _start(impl, data_path, shape, scratch, log) -> Worker | None:
     return w
 
 
-def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
-    """Everything measured for one network."""
+def run_config(shape: Shape, s: TrainSettings, scratch: str, log, missing: frozenset = frozenset()) -> dict:
+    """Everything measured for one network; the peers of a framework in `missing` (not installed, said
+    once by `run`) are skipped without a word."""
     entry = {"name": shape.label(), "shape": shape.asdict(), "matmul_gflop": shape.matmul_gflop(),
              "loadavg_start": list(os.getloadavg()), "impls": {}}
     data_path = os.path.join(scratch, f"data_{shape.layers}.npz")
@@ -164,7 +165,8 @@ def run_config(shape: Shape, s: TrainSettings, scratch: str, log) -> dict:
     names = (["unfused", "fused"] if s.together else ["fused", "unfused"]) + list(s.peers)
     try:
         for impl in names:
-            w = _start(impl, data_path, shape, scratch, log)
+            framework = impl.split(".")[0]
+            w = None if framework in missing else _start(impl, data_path, shape, scratch, log)
             if w is None:
                 entry["impls"][impl] = {"skipped": "not installed: " + train_peers.INSTALL[impl.split(".")[0]]}
                 continue
@@ -290,17 +292,18 @@ def gemm_gflops(repeats: int = 7) -> float:
 def run(s: TrainSettings, log=print) -> dict:
     results = {"kind": "train", "mode": s.mode, "settings": asdict(s), "environment": environment(),
                "configs": []}
+    missing = {name for name in ("torch", "jax") if not train_peers.installed(name)}
     for name in ("torch", "jax"):
-        try:
-            results["environment"][name] = __import__(name).__version__
-        except ImportError:
-            results["environment"][name] = "unavailable: " + train_peers.INSTALL[name]
+        results["environment"][name] = ("unavailable: " + train_peers.INSTALL[name] if name in missing
+                                        else __import__(name).__version__)
+    for name in sorted(missing & {p.split(".")[0] for p in s.peers}):
+        log(f"{name}: not installed, skipped ({train_peers.INSTALL[name]})")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="graphkernel-train-bench-") as scratch:
         for layers in s.layers:
             shape = replace(s.shape, layers=layers)
             log(f"{shape.label()}:")
-            results["configs"].append(run_config(shape, s, scratch, log))
+            results["configs"].append(run_config(shape, s, scratch, log, frozenset(missing)))
     results["gemm_gflops"] = gemm_gflops()
     results["wall_s"] = time.perf_counter() - t0
     results["loadavg_end"] = list(os.getloadavg())

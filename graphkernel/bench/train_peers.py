@@ -30,6 +30,15 @@ class PeerMissing(Exception):
     """The framework of a peer is not installed."""
 
 
+def installed(name: str) -> bool:
+    """Whether the framework `name` (torch, jax) can be imported."""
+    try:
+        __import__(name)
+    except ImportError:
+        return False
+    return True
+
+
 def _import(name: str):
     try:
         return __import__(name)
