@@ -27,7 +27,7 @@ def _demo(args) -> int:
 
 
 def _report(args) -> int:
-    from graphkernel.report import read_profile, write_report
+    from graphkernel.report import read_profile, write_report   # on demand, as every subcommand
     profile = read_profile(args.profile) if args.profile else None
     written = write_report(args.directory, profile)
     print(f"wrote {len(written) - 1} report pages and {written[-1]}")
