@@ -71,7 +71,7 @@ def compile_record(compiled, stage_files: list[str]) -> dict:
         "sources": sources,
         "fusion_log": [{"stage": r.stage, "candidates": list(r.candidates), "accepted": r.accepted,
                         "reason": r.reason, "figures": {k: _figure(v) for k, v in sorted(r.figures.items())},
-                        "composites": list(r.composites)} for r in compiled.log],
+                        "composites": list(r.composites), "earlier": list(r.earlier)} for r in compiled.log],
     }
 
 

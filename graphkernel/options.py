@@ -24,6 +24,7 @@ class FusionRecord:
     reason: str
     figures: dict = field(default_factory=dict)
     composites: tuple[str, ...] = ()
+    earlier: tuple[str, ...] = ()      # names those composites had before a later pass renamed or merged them
 
     def __str__(self) -> str:
         figs = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
@@ -52,6 +53,8 @@ class FusionLog(list):
             return
         for record in self:
             if record.composites:
+                moved = tuple(old for old in record.composites if renamed.get(old, (old,)) != (old,))
+                record.earlier = tuple(dict.fromkeys(record.earlier + moved))
                 record.composites = tuple(dict.fromkeys(
                     new for old in record.composites for new in renamed.get(old, (old,))))
 

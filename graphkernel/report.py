@@ -350,8 +350,10 @@ def _composite_panel(c: dict, record: dict | None) -> list[str]:
                        f"{_e(la['variant'])}, block_dim {la['block_dim']}, tile {la['tile']}, "
                        f"UB {la['ub_bytes']} bytes</p>")
             out += _source(record, la["kernel"])
-        entries = [r for r in record["fusion_log"] if name in r["composites"] or name in r["candidates"]]
-        out.append(f"<h4>fusion log: {len(entries)} entries naming it</h4>")
+        entries = [r for r in record["fusion_log"]
+                   if name in r["composites"] or name in r.get("earlier", ()) or name in r["candidates"]]
+        out.append(f"<h4>fusion log: {len(entries)} {'entry' if len(entries) == 1 else 'entries'} naming it "
+                   "(by this name or a later one)</h4>")
         if entries:
             out += _log_rows(entries)
     out.append("</section>")
