@@ -280,7 +280,7 @@ def write_record(compiled: CompiledGraph, dumper: StageDumper) -> None:
     dumper.write(record_stem(compiled.graph_id), record=record_text(compile_record(compiled, stage_files)))
     if compiled.options.flags.dump_as_html:
         dumper.files.append(write_page(dumper.directory, compiled.graph_id))
-        dumper.files.append(write_report(dumper.directory, pages=False)[-1])
+        dumper.files.append(write_report(dumper.directory, pages=False, recursive=False)[-1])
 
 
 def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) -> GraphObservation | None:

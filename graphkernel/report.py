@@ -23,6 +23,7 @@ import hashlib
 import html
 import os
 import re
+import urllib.parse
 import xml.etree.ElementTree as ET
 
 from ir.errors import GraphKernelError
@@ -130,14 +131,17 @@ def annotate(svg: str, stage_index: int, launch_of: dict[str, int]) -> tuple[str
             element.set("id", f"s{stage_index}-{element.get('id')}")
     groups = list(root.iter(f"{{{SVG_NS}}}g"))
     nodes = {_title(g): g for g in groups if g.get("class") == "node"}
+    inside: dict[str, list[tuple[int, ET.Element]]] = {}   # ir.dot names cluster K's primitives cK_n<i>
+    for title, g in nodes.items():
+        m = re.fullmatch(r"c(\d+)_n(\d+)", title)
+        if m:
+            inside.setdefault(m.group(1), []).append((int(m.group(2)), g))
     composites = []
     for g in groups:
-        if g.get("class") != "cluster":
-            continue
-        m = re.fullmatch(r"cluster_(\d+)", _title(g))
-        members = [nodes[t] for t in sorted(nodes, key=_natural) if m and re.fullmatch(rf"c{m.group(1)}_n\d+", t)]
-        if not members:
+        m = re.fullmatch(r"cluster_(\d+)", _title(g)) if g.get("class") == "cluster" else None
+        if m is None or m.group(1) not in inside:
             continue   # a branch of an If, a device subgraph: no composite
+        members = [node for _, node in sorted(inside[m.group(1)], key=lambda item: item[0])]
         panel = f"s{stage_index}-c{m.group(1)}"
         texts = _texts(g)
         composites.append({"panel": panel, "name": _tooltip(g) or (texts[0] if texts else ""),
@@ -155,10 +159,6 @@ def annotate(svg: str, stage_index: int, launch_of: dict[str, int]) -> tuple[str
             g.set("tabindex", "0")
             g.set("role", "button")
     return ET.tostring(root, encoding="unicode"), composites
-
-
-def _natural(title: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", title))
 
 
 def _member(g: ET.Element) -> tuple[str, str, str]:
@@ -471,7 +471,7 @@ def index_page(rows: list[tuple[str, int, dict | None, int]]) -> str:
             facts = (f"{_cell(record['target'])}<td>{'on' if record['enable_graph_kernel'] else 'off'}</td>"
                      f'<td class="num">{stages}</td><td class="num">{len(record["launches"])}</td>'
                      f'<td class="num">{accepted}</td><td class="num">{len(record["fusion_log"]) - accepted}</td>')
-        href = html.escape("/".join(page.split(os.sep)), quote=True)
+        href = html.escape(urllib.parse.quote("/".join(page.split(os.sep))), quote=True)
         lines.append(f'<tr><td><a href="{href}">{_e(page)}</a></td><td class="num">{graph_id}</td>{facts}</tr>')
     lines += ["</table>", "</section>", "</body>", "</html>"]
     return "\n".join(lines) + "\n"
@@ -488,12 +488,13 @@ def write_page(directory: str, graph_id: int, profile: list[dict] | None = None)
     return path
 
 
-def write_report(directory: str, profile: list[dict] | None = None, pages: bool = True) -> list[str]:
-    """Pages for every graph dumped under `directory` (pages=False: the index alone, from the pages the
-    directory holds) and the index; the paths written, the index last."""
+def write_report(directory: str, profile: list[dict] | None = None, pages: bool = True,
+                 recursive: bool = True) -> list[str]:
+    """Pages for every graph dumped in `directory` and (recursive) below it, and the index; pages=False:
+    the index alone, of the pages already there. The paths written, the index last."""
     if not os.path.isdir(directory):
         raise ReportError(f"{directory!r} is not a directory of dumps")
-    graphs = find_graphs(directory)
+    graphs = find_graphs(directory, recursive)
     if not graphs:
         raise ReportError(f"no stage dumps (6_validate.dot, hwopt_d_*.dot, kernel_graph_<id>.dot) in {directory!r}")
     if pages:

@@ -67,7 +67,8 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("y  float32[3, 4]"))
     checksum = float(line.split("checksum sum=")[1].split()[0])
     assert checksum == pytest.approx(float(np.tanh(x).sum(dtype=np.float64)), rel=1e-5)
-    assert "block_dim=" in res.stdout and "Profiler: 1 kernels, 2 steps" in res.stdout
+    assert "block_dim" in res.stdout and "Profiler: 1 kernels, 2 steps" in res.stdout
+    assert "step_trace.csv, trace.json" in res.stdout
     assert (tmp_path / "prof" / "profiler" / "kernel_details.csv").exists()
 
 

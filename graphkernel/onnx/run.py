@@ -14,7 +14,7 @@ each output's name, dtype, shape and checksum (the float64 sum and the mean of t
 --print-outputs the arrays, the kernel table under its column headings (launch, name, op types, block_dim,
 input and output shapes, the generated kernel it runs) and the median step time of
 --repeat calls after a warm-up call that compiles. --profile runs the calls once more under graphkernel's Profiler: its per-kernel table,
-and DIR/profiler/kernel_details.csv and step_trace.csv. --check then runs every kernel alone on the
+and DIR/profiler/kernel_details.csv, step_trace.csv and trace.json. --check then runs every kernel alone on the
 reference's values of its inputs (graphkernel.debug.compare, the same inputs) and prints a row per kernel
 (max abs / rel error, max ulp, within the dtype's tolerance or not); when one disagrees it exits with
 status 1 and one line on stderr naming the first. Errors a user can cause exit with status 2 and one
@@ -175,7 +175,7 @@ def run_command(args) -> int:
         for _ in range(args.repeat):
             cell(*inputs)
         profiler.analyse()
-        print(f"profile: {profiler.directory}/kernel_details.csv, step_trace.csv")
+        print(f"profile: {profiler.directory}/kernel_details.csv, step_trace.csv, trace.json")
     if compiled.dump_files:
         print(f"dumps: {len(compiled.dump_files)} files in {args.save_graphs}")
     if args.check:
