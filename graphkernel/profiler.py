@@ -76,7 +76,8 @@ class Profiler:
         self._steps: list[tuple] = []
         self._origin = time.perf_counter()
         self._step_start: dict[int, float] = {}
-        self._events: list[dict] = []    # trace events (chrome_trace)
+        self._launches: list[tuple] = []   # (graph id, step, Launch, start us, us): trace.json's events
+        self._step_events: list[dict] = []
         self._dropped = 0
         self._lock = threading.Lock()     # graphs run in several threads record into one profile
         self.collecting = False
@@ -109,21 +110,23 @@ class Profiler:
                 self._graphs.append(compiled)
             stat.calls += 1
             stat.seconds += seconds
-            if len(self._events) < TRACE_EVENT_LIMIT:
-                self._events.append(chrome_trace.launch_event(
-                    stat.graph_id, step, launch, (end - seconds - self._origin) * 1e6, seconds * 1e6))
+            if len(self._launches) < TRACE_EVENT_LIMIT:   # made into events by analyse(): little work here
+                self._launches.append((stat.graph_id, step, launch, (end - seconds - self._origin) * 1e6,
+                                       seconds * 1e6))
             else:
                 self._dropped += 1
 
     def end_step(self, compiled, step, seconds, count) -> None:
+        end = time.perf_counter()
         start = self._step_start.pop(id(compiled), None)
         if compiled.graph_id is None or start is None:
             return      # a PYNATIVE one-op run: its kernel counts, it is no step
         with self._lock:
             self._steps.append((len(self._steps), round((start - self._origin) * 1e6, 3),
                                 round(seconds * 1e6, 3), count, compiled.graph_id))
-            self._events += chrome_trace.step_events(compiled.graph_id, step, (start - self._origin) * 1e6,
-                                                     seconds * 1e6, count)
+            # the trace's step spans its launches' events: from begin_step to now
+            self._step_events += chrome_trace.step_events(compiled.graph_id, step, (start - self._origin) * 1e6,
+                                                          (end - start) * 1e6, count)
 
     # --- results -----------------------------------------------------------------------------
     def kernel_rows(self) -> list[dict]:
@@ -155,7 +158,8 @@ class Profiler:
                                     ("step_trace.csv", STEP_COLUMNS, steps)):
             write_atomic(path_in(self.directory, name), csv_bytes(columns, [[r[c] for c in columns] for r in data]))
         with self._lock:
-            trace = chrome_trace.document(self._events, self._dropped)
+            events = [chrome_trace.launch_event(*la) for la in self._launches] + self._step_events
+            trace = chrome_trace.document(events, self._dropped)
         write_atomic(path_in(self.directory, "trace.json"), trace.encode("ascii"))
         if print_table:
             print(format_table(rows, len(steps)))
