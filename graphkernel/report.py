@@ -205,9 +205,9 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
 header, section.wide { padding: 0.5em 1em; }
 header h1 { font-size: 1.3em; margin: 0.2em 0; }
 nav { padding: 0.3em 1em; background: #f0f0f0; position: sticky; top: 0; z-index: 1; }
-main { display: flex; gap: 1em; padding: 0 1em; align-items: flex-start; }
+main { display: flex; gap: 1em; padding: 0 1em; align-items: flex-start; max-width: 100vw; box-sizing: border-box; }
 .drawing { flex: 3; overflow: auto; max-height: 80vh; border: 1px solid #ddd; }
-.drawing svg { max-width: 100%; height: auto; display: block; }
+.drawing svg { display: block; }
 #detail { flex: 2; min-width: 18em; max-height: 80vh; overflow: auto; }
 .clickable { cursor: pointer; }
 g.edge { pointer-events: none; }
