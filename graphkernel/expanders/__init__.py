@@ -49,6 +49,7 @@ from graphkernel.expanders.sparse_softmax_cross_entropy import expand_sparse_sof
 from graphkernel.expanders.square import expand_square
 from graphkernel.expanders.square_sum_all import expand_square_sum_all
 from graphkernel.expanders.squared_difference import expand_squared_difference
+from graphkernel.expanders.strided_slice import expand_strided_slice
 from graphkernel.expanders.tanh_grad import expand_tanh_grad
 from graphkernel.options import CompileOptions
 
@@ -87,6 +88,7 @@ EXPANDERS: dict[str, Expander] = {
     "Softmax": expand_softmax,
     "SoftmaxGrad": expand_softmax_grad,
     "Square": expand_square,
+    "StridedSlice": expand_strided_slice,
 }
 
 MAX_ROUNDS = 8  # expansions nest at most this deep
