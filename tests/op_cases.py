@@ -59,6 +59,17 @@ CASES = [
            lambda x: x[1:6:2, None, 4::-2]),
 ]
 
+CASES += [
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {}, lambda x: x.reshape(2, 3)),
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {"axis": (-1, 0)}, lambda x: x.reshape(2, 1, 3)),   # 0: size 2, stays
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": -1}, lambda x: x[:, :, None]),
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": 0}, lambda x: x[None]),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (2, 1, 1, 2)}, lambda x: np.tile(x, (2, 1, 1, 2))),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (3, 2)}, lambda x: np.concatenate([np.concatenate([x] * 3, 1)] * 2, 2)),
+    OpCase("Tile", [_x(2, 3, dtype=np.int32)], {"multiples": (2, 0)}, lambda x: np.zeros((4, 0), np.int32)),
+    OpCase("Tile", [_x(3)], {"multiples": (1,)}, lambda x: x),
+]
+
 BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
@@ -70,6 +81,12 @@ BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0, 0), (1, 1, 1), (1, 1, 1)), r"slices 3 axes, x \(2, 3\) has 2"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (0,)), r"stride 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0), (1,), (1,)), r"must have one length"),
+]
+
+BAD += [
+    BadCase("Squeeze", [_x(2, 1)], {"axis": 2}, r"axis 2 out of range for \(2, 1\)"),
+    BadCase("ExpandDims", [_x(2, 1)], {"axis": 3}, r"axis 3 out of range for \(2, 1\) \(valid: -3..2\)"),
+    BadCase("Tile", [_x(2, 1)], {"multiples": (1, -1)}, r"multiples \(1, -1\) has a negative entry"),
 ]
 
 # rows without a case above, and where they are tested

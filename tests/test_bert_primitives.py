@@ -69,3 +69,40 @@ def test_strided_slice_trains(cpu):
     want = np.zeros_like(X)
     want[:, 1] = 3.0
     assert_close(ms.grad(f)(Tensor(X)).asnumpy(), want)
+
+
+A = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+F4 = np.array([1, np.inf, -np.inf, np.nan], np.float32)
+
+# (primitive, call arguments after the tensors, tensors) -> the result MindSpore 2.10 printed
+MINDSPORE_2_10 = [
+    ("tile-longer", P.Tile(), ((2, 1, 1, 2),), (A,), np.tile(A, (2, 1, 1, 2))),
+    ("tile-shorter", P.Tile(), ((1, 2),), (A,), np.array([[[0, 1, 2, 0, 1, 2]], [[3, 4, 5, 3, 4, 5]]], np.float32)),
+    ("tile-zero", P.Tile(), ((1, 0, 2),), (A,), np.zeros((2, 0, 6), np.float32)),
+    ("squeeze", P.Squeeze(), (), (A,), A.reshape(2, 3)),
+    ("squeeze-size-2-stays", P.Squeeze(0), (), (A,), A),
+    ("squeeze-negative", P.Squeeze(-2), (), (A,), A.reshape(2, 3)),
+    ("expand-dims", P.ExpandDims(), (-1,), (A,), A.reshape(2, 1, 3, 1)),
+    ("zeros-like", P.ZerosLike(), (), (A,), np.zeros_like(A)),
+    ("is-finite", P.IsFinite(), (), (F4,), np.array([True, False, False, False])),
+    ("is-finite-int", P.IsFinite(), (), (np.array([1, 2], np.int32),), np.array([True, True])),
+    ("less-equal", P.LessEqual(), (), (A, np.float32(2)), np.array([[[True, True, True]], [[False, False, False]]])),
+    ("not-equal", P.NotEqual(), (), (A, np.float32(2)), np.array([[[True, True, False]], [[True, True, True]]])),
+]
+
+
+@pytest.mark.parametrize("prim, args, tensors, want", [c[1:] for c in MINDSPORE_2_10],
+                         ids=[c[0] for c in MINDSPORE_2_10])
+def test_as_mindspore_2_10(setting, prim, args, tensors, want):
+    (got,) = Call(prim, *args)(*(Tensor(np.asarray(t)) for t in tensors))
+    assert got.shape == want.shape and got.dtype == ms.dtype.as_dtype(want.dtype)
+    assert_close(got.asnumpy(), want, bitwise=True)
+
+
+def test_tensor_not_equal_is_one_op(cpu):
+    class Net(Cell):
+        def construct(self, x, y):
+            return x != y
+
+    compiled = Net().compile(Tensor(A), Tensor(A))
+    assert [n.op for n in compiled.stages["validate"].nodes if n.op != "Input"] == ["NotEqual"]

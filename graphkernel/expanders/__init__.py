@@ -36,6 +36,7 @@ from graphkernel.expanders.ones_like import expand_ones_like
 from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
+from graphkernel.expanders.shape_ops import expand_reshape, expand_tile, expand_zeros_like
 from graphkernel.expanders.sigmoid import expand_sigmoid
 from graphkernel.expanders.sigmoid_cross_entropy import expand_sigmoid_cross_entropy
 from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cross_entropy_grad
@@ -88,6 +89,10 @@ EXPANDERS: dict[str, Expander] = {
     "Softmax": expand_softmax,
     "SoftmaxGrad": expand_softmax_grad,
     "Square": expand_square,
+    "Squeeze": expand_reshape,
+    "ExpandDims": expand_reshape,
+    "Tile": expand_tile,
+    "ZerosLike": expand_zeros_like,
     "StridedSlice": expand_strided_slice,
 }
 
