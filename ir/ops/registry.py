@@ -53,6 +53,10 @@ class Api:
     # arguments (x.reshape(2, 3) or x.reshape((2, 3))); None given for one means its default
     method_args: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()          # names of the tensor inputs in docs (default x, y, z)
+    packed: bool = False                  # the tensors come as one tuple or list: P.AddN()((x, y, z))
+    order: tuple[str, ...] = ()           # the call's arguments in MindSpore's order when the tensors do
+                                          # not all come first: names from `inputs` and `call_attrs`
+                                          # (P.OneHot()(indices, depth, on_value, off_value))
 
 
 REQUIRED = object()
