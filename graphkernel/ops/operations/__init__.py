@@ -19,6 +19,8 @@ from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrimitiveError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
+from graphkernel.ops.float_status import (  # noqa: F401  (the sticky overflow status)
+    NPUAllocFloatStatus, NPUClearFloatStatus, NPUClearFloatStatusV2, NPUGetFloatStatus, NPUGetFloatStatusV2)
 from graphkernel.tensor import use_primitives
 
 
@@ -73,6 +75,8 @@ __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
 __all__ += ["Dropout"]   # graphkernel/ops/dropout.py
+__all__ += ["NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2", "NPUGetFloatStatus",
+            "NPUGetFloatStatusV2"]   # graphkernel/ops/float_status.py
 
 use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
 
