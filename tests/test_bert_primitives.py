@@ -361,3 +361,28 @@ def test_float_status_and_bad_statuses(setting):
     np.testing.assert_array_equal(flag.asnumpy(), [0.0])
     with pytest.raises(GraphKernelError, match=r"NPUGetFloatStatus.*the status must be an \(8,\) float32"):
         Call(P.NPUGetFloatStatus())(Tensor(np.zeros(4, np.float32)))
+
+
+P3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+# (batch_dims, indices, axis) -> what MindSpore 2.10 printed for Gather(batch_dims)(P3, indices, axis)
+GATHER_2_10 = [
+    (0, np.array([1, 0], np.int32), 1, [4, 5, 6, 7, 0, 1, 2, 3, 16, 17, 18, 19, 12, 13, 14, 15], (2, 2, 4)),
+    (0, np.array([-1], np.int32), 1, [8, 9, 10, 11, 20, 21, 22, 23], (2, 1, 4)),
+    (1, np.array([[2, 0], [1, 1]], np.int32), 1, [8, 9, 10, 11, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19], (2, 2, 4)),
+    (1, np.array([[2, 0], [1, 3]], np.int32), 2, [2, 0, 6, 4, 10, 8, 13, 15, 17, 19, 21, 23], (2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("batch_dims, indices, axis, want, shape", GATHER_2_10, ids=[str(i) for i in range(4)])
+def test_gather_as_mindspore_2_10(setting, batch_dims, indices, axis, want, shape):
+    (got,) = Call(P.Gather(batch_dims=batch_dims), axis)(Tensor(P3), Tensor(indices))
+    assert_close(got.asnumpy(), np.array(want, np.float32).reshape(shape), bitwise=True)
+
+
+def test_gather_needs_its_axis_and_has_no_batch_gradient(cpu):
+    with pytest.raises(GraphKernelError, match=r"P.Gather: missing argument\(s\) axis"):
+        P.Gather()(Tensor(P3), Tensor(np.array([0], np.int32)))
+    with pytest.raises(GraphKernelError, match="Gather.*batch_dims=1 has no gradient rule"):
+        ms.grad(lambda p: P.ReduceSum()(P.Gather(batch_dims=1)(p, Tensor(np.array([[0], [1]], np.int32)), 1)))(
+            Tensor(P3))
