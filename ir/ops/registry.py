@@ -72,6 +72,7 @@ class OpDef:
     # (input types, attrs) -> attrs: resolves values that depend on input ranks (axes, -1 dims)
     canonicalize: Callable[[tuple[TensorType, ...], dict], dict] | None = None
     expandable: bool = False                # a composite op: an expander turns it into primitives
+    expand_by_default: bool = True          # False: expanded only when --enable_expand_ops names it
     doc: str = field(default="", compare=False)
     cost: Cost = Cost.ARITH                 # per element, for the cost model
     basic_fusion: bool = False              # basic fusion clusters it (the simple elementwise ops)
