@@ -38,7 +38,7 @@ def _same_float(types, attrs):
 # --- Identity ---------------------------------------------------------------------------------------
 
 composite("Identity", 1, lambda types, attrs: (types[0],), lambda a, attrs: a[0].copy(),
-          grad=lambda b, node, douts: (douts[0],), why="moves data", domain="any",
+          grad=lambda b, node, douts: (douts[0],), why="moves data", domain="any", storage_dtypes=True,
           doc="x itself", api=Api(functional="identity"))
 
 
