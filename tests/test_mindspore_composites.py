@@ -3,6 +3,8 @@ fused and unfused, against the values MindSpore 2.10 printed for the same inputs
 mindspore==2.10.0`), or against numpy where MindSpore 2.10 has no such primitive (SoftmaxGradExt is its
 graph-kernel composite only). The generated tests (op table, expanders, gradients against float64 finite
 differences) cover the rows too."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,19 @@ def test_bad_inputs_are_named(cpu):
     with pytest.raises(GraphKernelError, match=r"SoftmaxGradExt .*z \(2, 5\) must broadcast to x's shape \(5,\)"):
         G.SoftmaxGradExt()(Tensor(np.ones(5, np.float32)), Tensor(np.ones(5, np.float32)),
                            Tensor(np.ones((2, 5), np.float32)))
+
+
+def test_enable_and_disable_expand_ops_of_softmax_grad_ext():
+    """--enable_expand_ops=SoftmaxGradExt is accepted without a warning (it is expanded already);
+    --disable_expand_ops=SoftmaxGradExt keeps it one op of its own."""
+    args = [Tensor(np.ones((8, 16), np.float32))] * 2 + [Tensor(np.float32(0.5))]
+    net = Call(lambda a, b, c: G.SoftmaxGradExt()(a, b, c))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ms.set_context(mode=ms.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True,
+                       graph_kernel_flags="--enable_expand_ops=SoftmaxGradExt")
+        expanded = net.compile(*args)
+    assert [k.variant for k in expanded.kernels] == ["rows"]
+    ms.set_context(graph_kernel_flags="--disable_expand_ops=SoftmaxGradExt")
+    kept = Call(lambda a, b, c: G.SoftmaxGradExt()(a, b, c)).compile(*args)
+    assert [k.op_types for k in kept.kernels] == [("SoftmaxGradExt",)]
