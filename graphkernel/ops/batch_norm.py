@@ -9,6 +9,7 @@ plain Tensor given there is read and left as it is.
 """
 from __future__ import annotations
 
+from ir.ops import get
 from graphkernel.assign import assign
 from graphkernel.ops.primitive import Primitive
 from graphkernel.tensor import Parameter
@@ -23,8 +24,9 @@ class BatchNorm(Primitive):
 
     def __call__(self, x, scale, bias, mean, variance):
         outs = super().__call__(x, scale, bias, mean, variance)
-        if self.attrs.get("is_training", False):
-            momentum = self.attrs.get("momentum", 0.1)
+        attrs = get(self.op).check_attrs(self.attrs)   # with the row's defaults
+        if attrs["is_training"]:
+            momentum = attrs["momentum"]
             for moving, batch in ((mean, outs[1]), (variance, outs[2])):
                 if isinstance(moving, Parameter):
                     assign(moving, moving * (1.0 - momentum) + batch * momentum)
