@@ -7,9 +7,10 @@ from hypothesis import given, settings, strategies as st
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
+from ir.ops.float_status import STATUS_OPS
 from graphkernel import expanders
 from graphkernel.expanders import EXPANDERS, expand
-from graphkernel.flags import GraphKernelFlags
+from graphkernel.flags import GraphKernelFlags, parse_flags
 from graphkernel.options import CompileOptions
 from ir import GraphBuilder
 from pass_helpers import F16, F32, F64, I32, interpret, ops, random_inputs, tt, verify
@@ -56,7 +57,30 @@ CASES = [
     ("ArgMaxWithValue", [(4, 8)], {}),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=-1, keep_dims=True)),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=1)),
+    ("StridedSlice", [(4, 6, 8)], dict(begin=(1, 0), end=(3, 5), strides=(1, 2), ellipsis_mask=0)),
+    ("Squeeze", [(4, 1, 8, 1)], {}),
+    ("Squeeze", [(4, 1, 8, 1)], dict(axis=(1,))),
+    ("ExpandDims", [(4, 8)], dict(axis=1)),
+    ("Tile", [(4, 1, 3)], dict(multiples=(2, 3, 1))),
+    ("Tile", [(3,)], dict(multiples=(2, 1, 4))),
+    ("ZerosLike", [(3, 5)], {}),
+    ("AddN", [(3, 5), (3, 5), (3, 5)], {}),
+    ("Argmax", [(4, 6, 8)], {}),
+    ("Argmax", [(4, 6, 8)], dict(axis=1, output_type=DType.int64)),
+    ("StridedSlice", [(4, 1, 8)], dict(begin=(0, 0), end=(0, 1), strides=(1, 1), begin_mask=1, end_mask=1,
+                                      shrink_axis_mask=2)),
+    ("StridedSlice", [(4, 6, 8)], dict(begin=(0, 2), end=(0, -1), strides=(1, -1), ellipsis_mask=1,
+                                      new_axis_mask=0)),
+    ("Identity", [(3, 5)], {}),
+    ("FastGeLU", [(4, 8)], {}),
+    ("FastGeLU", [(2, 3, 16)], {}),
+    ("BatchNorm", [(4, 3), (3,), (3,), (3,), (3,)], dict(is_training=True)),
+    ("BatchNorm", [(2, 3, 4, 5), (3,), (3,), (3,), (3,)], dict(is_training=True, momentum=0.5)),
+    ("BatchNorm", [(2, 4, 5, 3), (3,), (3,), (3,), (3,)], dict(is_training=True, data_format="NHWC")),
 ]
+# every composite op expanded, those off by default (BatchNorm) too
+EXPAND_ALL = CompileOptions(flags=parse_flags("--enable_expand_ops=" + ",".join(
+    name for name, d in OPS.items() if d.expandable and not d.expand_by_default), read_env=False))
 
 
 def single_op_graph(op, shapes, attrs, dtype, name="Default/net/Op-op0"):
@@ -77,7 +101,7 @@ def scaled_inputs(graph, seed=0):
 @pytest.mark.parametrize("op,shapes,attrs", CASES, ids=[f"{op}-{i}" for i, (op, _, _) in enumerate(CASES)])
 def test_expansion_matches_the_reference(op, shapes, attrs, dtype):
     graph = single_op_graph(op, shapes, attrs, dtype)
-    expanded = verify(expand(graph, CompileOptions()))
+    expanded = verify(expand(graph, EXPAND_ALL))
     assert not any(get(n.op).expandable for n in expanded.nodes), ops(expanded)
     assert tuple(v.type for v in expanded.outputs) == tuple(v.type for v in graph.outputs)
     arrays = scaled_inputs(graph)
@@ -89,7 +113,9 @@ def test_every_expandable_op_has_an_expander():
     from test_grad_ops import CASES as GRAD_OP_CASES   # the gradient ops' expansions are tested there
     assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
     assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
-        "SparseSoftmaxCrossEntropyWithLogits"} == set(EXPANDERS)   # int labels: its own test below
+        "SparseSoftmaxCrossEntropyWithLogits", "OneHot",   # int inputs: their own tests below
+        "AdamWeightDecay",   # float32 scalars with float16 tensors: tests/op_cases.py
+        *STATUS_OPS, "FloatStatus"} == set(EXPANDERS)   # statuses of fixed dtypes: tests/op_cases.py
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -271,7 +297,57 @@ def reduction_cases(draw):
 def test_random_reductions_expand_to_their_reference(case, dtype):
     op, shapes, attrs = case
     graph = single_op_graph(op, shapes, attrs, dtype)
-    expanded = verify(expand(graph, CompileOptions()))
+    expanded = verify(expand(graph, EXPAND_ALL))
     arrays = scaled_inputs(graph, seed=len(shapes[0]))
     for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
         assert_close(got, want, err_msg=f"{op} {shapes} {attrs} {dtype}")
+
+
+def test_a_strided_slice_that_only_drops_or_inserts_axes_is_a_reshape():
+    g = GraphBuilder(tt(F32, 4, 1, 8))
+    (x,) = g.inputs
+    drop = g.op("StridedSlice", x, begin=(0, 0), end=(0, 1), strides=(1, 1), begin_mask=1, end_mask=1,
+                shrink_axis_mask=2)
+    insert = g.op("StridedSlice", x, begin=(0, 0), end=(1, 1), strides=(1, 1), new_axis_mask=1, ellipsis_mask=2)
+    part = g.op("StridedSlice", x, begin=(1,), end=(3,), strides=(1,))
+    expanded = verify(expand(g.graph(drop, insert, part), CompileOptions()))
+    assert ops(expanded) == ["Reshape", "Reshape", "Slice"]
+    assert [v.shape for v in expanded.outputs] == [(4, 8), (1, 4, 1, 8), (2, 1, 8)]
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", FLOATS + (I32,), ids=str)
+def test_one_hot_expansion(dtype, axis):
+    indices = np.array([[0, 7, 3], [-1, 8, 2]], np.int32)   # -1 and 8: outside [0, 8), a row of off_value
+    g = GraphBuilder(tt(I32, 2, 3), tt(dtype), tt(dtype))
+    graph = g.graph(g.op("OneHot", *g.inputs, depth=8, axis=axis))
+    expanded = verify(expand(graph, CompileOptions()))
+    assert "OneHot" not in ops(expanded)
+    arrays = [indices, np.array(3, dtype.np), np.array(-2, dtype.np)]
+    (got,), (want,) = interpret(expanded, arrays), interpret(graph, arrays)
+    assert_close(got, want, bitwise=True)
+
+
+def test_batch_norm_is_expanded_only_when_asked():
+    graph = single_op_graph("BatchNorm", [(2, 3, 4, 4), (3,), (3,), (3,), (3,)], dict(is_training=True), F32)
+    assert ops(expand(graph, CompileOptions())) == ["BatchNorm"]
+    opts = CompileOptions(flags=parse_flags("--enable_expand_ops=BatchNorm", read_env=False))
+    expanded = verify(expand(graph, opts))
+    assert "BatchNorm" not in ops(expanded)
+    reductions = [n for n in expanded.nodes if n.op == "ReduceSum"]
+    assert len(reductions) == 2 and all(n.attr("axis") == (0, 2, 3) and n.attr("keep_dims") for n in reductions)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_batch_norm_inference_expansion(dtype, data_format):
+    rng = np.random.default_rng(4)
+    shape = (2, 3, 5, 4) if data_format == "NCHW" else (2, 5, 4, 3)
+    graph = single_op_graph("BatchNorm", [shape, (3,), (3,), (3,), (3,)], dict(data_format=data_format), dtype)
+    expanded = verify(expand(graph, EXPAND_ALL))
+    assert "BatchNorm" not in ops(expanded)
+    arrays = [rng.standard_normal(shape), rng.standard_normal(3), rng.standard_normal(3),
+              rng.standard_normal(3), rng.uniform(0.5, 2, 3)]
+    arrays = [a.astype(dtype.np) for a in arrays]
+    for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
+        assert_close(got, want)

@@ -13,7 +13,9 @@ from ir.dtypes import DType
 from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
+from ir.ops.float_status import overflowed
 from ir.ops.registry import REQUIRED
+from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tape import active_tape
@@ -51,6 +53,11 @@ class Primitive:
     num_tensors: int = 1
     call_attrs: tuple[str, ...] = ()     # attributes passed after the tensors, in order
     call_defaults: dict = {}
+    packed: bool = False                 # the tensors come as one tuple or list (P.AddN()((x, y)))
+    order: tuple[str, ...] = ()          # the call's arguments in MindSpore's order (tensor names and
+                                         # call_attrs), when the tensors do not all come first
+    updates: tuple = ()                  # (result k, input i): result k is written into input i, a Parameter
+    inputs: tuple[str, ...] = ()         # the tensor inputs' names, for errors
 
     def __init__(self, *args, **attrs):
         opdef = get(self.op)
@@ -85,7 +92,18 @@ class Primitive:
 
     def _bind(self, args, kwargs):
         name = type(self).__name__
-        n = self.num_tensors
+        if self.packed:
+            if not args or not isinstance(args[0], (tuple, list)):
+                raise PrimitiveCallError(f"P.{name} takes its tensors as one tuple or list, got "
+                                         f"{type(args[0]).__name__ if args else 'nothing'}")
+            n = len(args[0])
+            args = (*args[0], *args[1:])
+        elif self.order:
+            args = self._in_order(args, kwargs)
+            kwargs = {}
+            n = self.num_tensors
+        else:
+            n = self.num_tensors
         unexpected = [k for k in kwargs if k not in self.call_attrs]
         if unexpected:
             accepted = f"; keywords: {', '.join(self.call_attrs)}" if self.call_attrs else ""
@@ -106,14 +124,43 @@ class Primitive:
             raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
         return list(args[:n]), {**self.attrs, **call}
 
+    def _in_order(self, args, kwargs) -> tuple:
+        """The arguments of a call in `order` as tensors first, then call attributes."""
+        name = type(self).__name__
+        if len(args) > len(self.order):
+            raise PrimitiveCallError(f"P.{name} takes {len(self.order)} arguments ({', '.join(self.order)}), "
+                                     f"got {len(args)}")
+        given = dict(zip(self.order, args))
+        for key, value in kwargs.items():
+            if key not in self.order or key in given:
+                raise PrimitiveCallError(f"P.{name}: unexpected or repeated argument {key!r}; it takes "
+                                         f"{', '.join(self.order)}")
+            given[key] = value
+        given = {**self.call_defaults, **given}
+        missing = [k for k in self.order if k not in given]
+        if missing:
+            raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
+        tensors = [k for k in self.order if k not in self.call_attrs]
+        return tuple(given[k] for k in tensors) + tuple(given[k] for k in self.call_attrs)
+
     def __call__(self, *args, **kwargs):
         operands, attrs = self._bind(args, kwargs)
+        for _, i in self.updates:
+            if not isinstance(operands[i], Parameter):
+                what = self.inputs[i] if i < len(self.inputs) else f"input {i}"
+                raise AssignError(f"P.{type(self).__name__}: {what} must be a Parameter (it is updated in place), "
+                                  f"got {type(operands[i]).__name__}")
         trace = active_trace()
         if trace is not None:
-            return self._emit(trace, operands, attrs)
-        if any(isinstance(x, SymbolicTensor) for x in operands):
+            result = self._emit(trace, operands, attrs)
+        elif any(isinstance(x, SymbolicTensor) for x in operands):
             raise PrimitiveCallError(f"P.{type(self).__name__}: called on a traced value outside its trace")
-        return _run_eager(self, operands, attrs)
+        else:
+            result = _run_eager(self, operands, attrs)
+        results = result if isinstance(result, tuple) else (result,)
+        for k, i in self.updates:   # in program order: later reads in construct see the new values
+            assign(operands[i], results[k])
+        return result
 
     def _emit(self, trace: Trace, operands, attrs):
         """Add this op to `trace`; returns SymbolicTensor(s)."""
@@ -125,10 +172,10 @@ class Primitive:
 
 def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
     tensors = [x for x in operands if isinstance(x, TensorOps)]
-    if not tensors:
+    if operands and not tensors:
         raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only Python scalars")
     # scalars take the dtype of the data they meet: the first non-bool tensor (Select's condition is bool)
-    like = next((x for x in tensors if x.dtype != DType.bool), tensors[0])
+    like = next((x for x in tensors if x.dtype != DType.bool), tensors[0] if tensors else None)
     values = []
     for x in operands:
         if isinstance(x, SymbolicTensor):
@@ -143,6 +190,23 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
                                      "nor a Python scalar")
     return values
+
+
+class EagerFloatStatus:
+    """The sticky overflow status of ops run one by one (PYNATIVE_MODE, or outside a trace): armed by
+    an NPUClearFloatStatus, it checks the results of every op after it until the next Clear; unarmed
+    (no status cleared yet) it checks nothing. A traced graph keeps its status in the graph instead
+    (ir/ops/float_status.py)."""
+
+    def __init__(self):
+        self.armed = False
+        self.overflow = False
+
+    def clear(self) -> None:
+        self.armed, self.overflow = True, False
+
+
+EAGER_STATUS = EagerFloatStatus()
 
 
 def _run_eager(prim: Primitive, operands, attrs):
@@ -160,6 +224,8 @@ def _run_eager(prim: Primitive, operands, attrs):
     graph = trace.finish([r.value for r in results])
     arrays = run_eager(graph, [t.asnumpy() for t in tensors] + trace.captured_arrays())
     outs = tuple(Tensor._wrap(a) for a in arrays)
+    if EAGER_STATUS.armed and not EAGER_STATUS.overflow:
+        EAGER_STATUS.overflow = overflowed(arrays)
     tape = active_tape()
     if tape is not None:   # a PYNATIVE gradient is recording (graphkernel/tape.py)
         tape.record(prim, operands, attrs, outs)

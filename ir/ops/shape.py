@@ -45,7 +45,9 @@ register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: a[0].reshape(attrs["shape"]),
                (Attr("shape", check=is_int_tuple),), _reshape_canon, grad=_reshape_grad, cost=Cost.FREE, onnx=(), domain="any",
-               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape")))
+               storage_dtypes=True,
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape", method="reshape",
+                                                                 method_args=("*shape",))))
 
 
 def _transpose_canon(types, attrs):
@@ -62,7 +64,8 @@ register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                                                 types[0].dtype),),
                lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
                (Attr("perm", check=is_int_tuple),), _transpose_canon, grad=_transpose_grad, domain="any", cann=("TransposeD",),
-               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose")))
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose", method="transpose",
+                                                                 method_args=("*perm",))))
 
 
 def _broadcast_canon(types, attrs):
@@ -102,4 +105,4 @@ register(OpDef("Const", Pattern.ELEMWISE, 0,
                lambda types, attrs: (TensorType(attrs["value"].array.shape,
                                                 as_dtype(attrs["value"].array.dtype)),),
                lambda a, attrs: attrs["value"].array,
-               (Attr("value", check=_literal),), cost=Cost.FREE, api=Api(primitive=False)))
+               (Attr("value", check=_literal),), cost=Cost.FREE, storage_dtypes=True, api=Api(primitive=False)))

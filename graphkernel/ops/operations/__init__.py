@@ -19,6 +19,8 @@ from ir.ops.registry import REQUIRED
 from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrimitiveError
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
+from graphkernel.ops.float_status import (  # noqa: F401  (the sticky overflow status)
+    NPUAllocFloatStatus, NPUClearFloatStatus, NPUClearFloatStatusV2, NPUGetFloatStatus, NPUGetFloatStatusV2)
 from graphkernel.tensor import use_primitives
 
 
@@ -28,7 +30,9 @@ def signature(d: OpDef) -> str:
     made = ", ".join(a.name if a.default is REQUIRED else f"{a.name}={a.default!r}"
                      for a in d.attrs if a.name not in d.api.call_attrs)
     tensors = list(d.api.inputs) or (["x", "y", "z"][:d.arity] if d.arity and d.arity <= 3 else ["*xs"])
-    return f"P.{d.name}({made})({', '.join(tensors + list(d.api.call_attrs))})"
+    if d.api.packed:
+        tensors = [f"({', '.join(tensors)}, ...)"]
+    return f"P.{d.name}({made})({', '.join(d.api.order or tensors + list(d.api.call_attrs))})"
 
 
 def _doc(d: OpDef) -> str:
@@ -38,12 +42,18 @@ def _doc(d: OpDef) -> str:
 def _primitive(d: OpDef, module: str = __name__) -> type:
     defaults = {a.name: a.default for a in d.attrs if a.name in d.api.call_attrs and a.default is not REQUIRED}
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
-                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": module})
+                                       "call_defaults": defaults, "packed": d.api.packed, "order": d.api.order,
+                                       "updates": d.api.updates, "inputs": d.api.inputs,
+                                       "__doc__": _doc(d), "__module__": module})
 
 
 for _d in OPS.values():
     if _d.api.primitive:
         globals()[_d.name] = _primitive(_d)
+# classes with MindSpore's signature over a row of another form, after the generated ones so they win
+from graphkernel.ops.batch_norm import BatchNorm  # noqa: E402,F401  (five results; moving statistics)
+from graphkernel.ops.slice import Slice  # noqa: E402,F401  (begin and size, onto the strided Slice row)
+
 for _alias, _name in ALIASES.items():   # MindSpore's other spellings: P.TensorAdd is P.Add
     globals()[_alias] = globals()[_name]
 
@@ -69,6 +79,8 @@ __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, Primitive) and obj is not Primitive]
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
 __all__ += ["Dropout"]   # graphkernel/ops/dropout.py
+__all__ += ["NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2", "NPUGetFloatStatus",
+            "NPUGetFloatStatusV2"]   # graphkernel/ops/float_status.py
 
 use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
 

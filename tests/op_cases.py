@@ -1,0 +1,205 @@
+"""Sample calls of the op rows the elementwise generators (tests/op_samples.py) do not reach: rows with
+attributes, several results or integer inputs. Each case holds the inputs, the attributes and a numpy
+expression of the result written apart from the row's reference; tests/test_op_cases.py checks the
+reference against it, and the device, unfused and fused, against the reference. A new row gets a case
+here, or its line in TESTED_ELSEWHERE saying where it is tested.
+
+    CASES  -> [OpCase(op, arrays, attrs, numpy, id)]
+    BAD    -> [BadCase(op, types, attrs, match)]: an error naming the op and the rule
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+F = np.float32
+
+
+@dataclass
+class OpCase:
+    op: str
+    arrays: list
+    attrs: dict = field(default_factory=dict)
+    numpy: Callable | None = None    # arrays -> the expected result(s)
+    id: str = ""
+
+
+@dataclass
+class BadCase:
+    op: str
+    arrays: list
+    attrs: dict
+    match: str
+
+
+def _x(*shape, dtype=F):
+    return np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) - 3
+
+
+def _ss(begin, end, strides, **masks):
+    return {"begin": begin, "end": end, "strides": strides, **masks}
+
+
+CASES = [
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 1, 0), (2, 3, 4), (1, 1, 1)), lambda x: x[0:2, 1:3, 0:4]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((1,), (2,), (1,), shrink_axis_mask=1), lambda x: x[1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0), (1, 2), (1, 1), ellipsis_mask=1), lambda x: x[..., 0:2]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0, 0), (1, 1, 1), (1, 1, 1), new_axis_mask=2),
+           lambda x: x[0:1, None, 0:1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, -1), (2, -3), (1, -1), end_mask=2), lambda x: x[0:2, ::-1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0, 0), (0, 0, 0), (1, 1, 2), begin_mask=7, end_mask=7),
+           lambda x: x[:, :, ::2]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, -1), (2, 6), (1, 1), shrink_axis_mask=2), lambda x: x[0:2, -1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((5,), (1,), (1,)), lambda x: x[5:1]),
+    OpCase("StridedSlice", [_x(3, 1, 4)], _ss((0, 0, 0), (0, 0, 0), (1, 1, 1), begin_mask=5, end_mask=5,
+                                              shrink_axis_mask=2), lambda x: x[:, 0, :]),   # only a reshape
+    OpCase("StridedSlice", [_x(6, 5)], _ss((1, 0, 4), (6, 0, 0), (2, 1, -2), new_axis_mask=2, end_mask=4),
+           lambda x: x[1:6:2, None, 4::-2]),
+]
+
+CASES += [
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {}, lambda x: x.reshape(2, 3)),
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {"axis": (-1, 0)}, lambda x: x.reshape(2, 1, 3)),   # 0: size 2, stays
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": -1}, lambda x: x[:, :, None]),
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": 0}, lambda x: x[None]),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (2, 1, 1, 2)}, lambda x: np.tile(x, (2, 1, 1, 2))),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (3, 2)}, lambda x: np.concatenate([np.concatenate([x] * 3, 1)] * 2, 2)),
+    OpCase("Tile", [_x(2, 3, dtype=np.int32)], {"multiples": (2, 0)}, lambda x: np.zeros((4, 0), np.int32)),
+    OpCase("Tile", [_x(3)], {"multiples": (1,)}, lambda x: x),
+    OpCase("Argmax", [np.array([[1, 5, 5], [7, 2, 7]], F)], {}, lambda x: np.array([1, 0], np.int32)),
+    OpCase("Argmax", [np.array([[np.nan, 5, 5], [7, np.nan, 4]], F)], {"axis": 0, "output_type": np.int64},
+           lambda x: np.array([0, 1, 0], np.int64)),   # NaN is the maximum, as numpy's argmax
+    OpCase("OneHot", [np.array([0, 2, -1, 3, 1], np.int32), np.array(1, F), np.array(0, F)], {"depth": 3},
+           lambda i, on, off: np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]], F)),
+    OpCase("OneHot", [np.array([[0, 2], [1, 5]], np.int64), np.array(2, np.float16), np.array(-1, np.float16)],
+           {"depth": 3, "axis": 1}, lambda i, on, off: np.where(i[:, None, :] == np.arange(3)[None, :, None], 2, -1)),
+    OpCase("OneHot", [np.array([1, 0], np.int32), np.array([5], np.int32), np.array([7], np.int32)],
+           {"depth": 2, "axis": 0}, lambda i, on, off: np.array([[7, 5], [5, 7]], np.int32)),
+    OpCase("OneHot", [np.array([1, 0], np.int32), np.array(1, F), np.array(0, F)], {"depth": 0},
+           lambda i, on, off: np.zeros((2, 0), F)),
+    OpCase("AddN", [_x(2, 3), _x(2, 3) * 2, _x(2, 3) * -4], {}, lambda a, b, c: (a + b) + c),
+    OpCase("AddN", [_x(4, dtype=np.int32)], {}, lambda a: a),
+]
+
+
+def _adam(var, m, v, lr, beta1, beta2, eps, decay, g):
+    w = np.float32
+    var, m, v, g = (x.astype(w) for x in (var, m, v, g))
+    m2 = beta1 * m + (w(1) - beta1) * g
+    v2 = beta2 * v + (w(1) - beta2) * np.square(g)
+    return var - lr * (m2 / (np.sqrt(v2) + eps) + decay * var), m2, v2
+
+
+_rng = np.random.default_rng(0)
+_W, _G = _rng.standard_normal((2, 3, 5)).astype(F), _rng.standard_normal((2, 3, 5)).astype(F)
+_M, _V = _rng.standard_normal((2, 3, 5)).astype(F), _rng.uniform(0, 2, (2, 3, 5)).astype(F)
+_HYPER = [np.array(v, F) for v in (0.01, 0.9, 0.999, 1e-6, 0.1)]
+CASES += [
+    OpCase("AdamWeightDecay", [_W, _M, _V, *_HYPER, _G], {}, _adam),
+    OpCase("AdamWeightDecay", [_W.astype(np.float16), _M.astype(np.float16), _V.astype(np.float16),
+                               *[h.reshape(1) for h in _HYPER], _G.astype(np.float16)], {},
+           lambda *a: tuple(r.astype(np.float16) for r in _adam(*a))),
+    OpCase("ScatterAdd", [np.zeros((4, 2), F), np.array([[0, 2], [2, 3]], np.int32),
+                          np.arange(8, dtype=F).reshape(2, 2, 2)], {},
+           lambda x, i, u: np.array([[0, 1], [0, 0], [6, 8], [6, 7]], F)),   # MindSpore 2.10's
+    OpCase("ScatterAdd", [_x(3, 2, 2, dtype=np.int32), np.array([1, 1, 1], np.int64),
+                          np.ones((3, 2, 2), np.int32)], {}, lambda x, i, u: x + np.array([0, 3, 0])[:, None, None]),
+]
+
+_P = _x(2, 3, 4)
+CASES += [
+    OpCase("Gather", [_P, np.array([1, -1], np.int32)], {"axis": 1}, lambda p, i: p[:, [1, 2]]),
+    OpCase("Gather", [_P, np.array([[2, 0], [1, 1]], np.int32)], {"axis": 1, "batch_dims": 1},
+           lambda p, i: np.stack([p[0][[2, 0]], p[1][[1, 1]]])),
+    OpCase("Gather", [_P, np.array([[2, 0], [1, 3]], np.int64)], {"axis": 2, "batch_dims": 1},
+           lambda p, i: np.stack([p[0][:, [2, 0]], p[1][:, [1, 3]]])),
+]
+
+_INF = np.array([[1, np.inf], [0, 2]], F)
+_NAN = np.array([np.nan, 1], F)
+_ONE = np.ones((2, 3), F)
+CASES += [
+    OpCase("FloatStatus", [_ONE], {}, lambda x: np.zeros(1, F)),
+    OpCase("FloatStatus", [_INF], {}, lambda x: np.ones(1, F)),
+    OpCase("FloatStatus", [_NAN.astype(np.float16)], {}, lambda x: np.ones(1, F)),
+    OpCase("NPUAllocFloatStatus", [], {}, lambda: np.zeros(8, F)),
+    OpCase("NPUClearFloatStatus", [np.ones(8, F)], {}, lambda s: np.zeros(8, F)),
+    OpCase("NPUClearFloatStatusV2", [np.ones(8, np.int32)], {}, lambda s: np.zeros(8, np.int32)),
+    OpCase("NPUGetFloatStatus", [np.zeros(8, F), _ONE, _INF], {}, lambda s, *w: np.ones(8, F)),
+    OpCase("NPUGetFloatStatus", [np.ones(8, F), _ONE, _ONE], {}, lambda s, *w: np.zeros(8, F)),
+    OpCase("NPUGetFloatStatus", [np.zeros(8, F)], {}, lambda s: np.zeros(8, F)),
+    OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _NAN], {}, lambda s, *w: np.ones(8, np.int32)),
+    OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _ONE.astype(np.float16)], {},
+           lambda s, *w: np.zeros(8, np.int32)),
+]
+
+BAD = [
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
+            r"shrink_axis_mask=-4: must be >= 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0), (1, 1), (1, 1), ellipsis_mask=3),
+            r"ellipsis_mask=3 marks 2 entries as `...`"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 5), (1, 6), (1, 1), shrink_axis_mask=2),
+            r"begin\[1\]=5 of axis 1 \(size 3\)"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0, 0), (1, 1, 1), (1, 1, 1)), r"slices 3 axes, x \(2, 3\) has 2"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (0,)), r"stride 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0), (1,), (1,)), r"must have one length"),
+]
+
+BAD += [
+    BadCase("Squeeze", [_x(2, 1)], {"axis": 2}, r"axis 2 out of range for \(2, 1\)"),
+    BadCase("ExpandDims", [_x(2, 1)], {"axis": 3}, r"axis 3 out of range for \(2, 1\) \(valid: -3..2\)"),
+    BadCase("Tile", [_x(2, 1)], {"multiples": (1, -1)}, r"multiples \(1, -1\) has a negative entry"),
+    BadCase("OneHot", [np.array([0], np.int32), np.array(1, F), np.array(0, F)], {"depth": -1},
+            r"depth -1 must be >= 0"),
+    BadCase("OneHot", [np.array([0], np.int32), np.array(1, F), np.array(0, F)], {"depth": 2, "axis": 2},
+            r"axis 2 out of range for indices \(1,\) \(valid: -1..1\)"),
+    BadCase("OneHot", [np.array([0.0], F), np.array(1, F), np.array(0, F)], {"depth": 2},
+            r"indices must be int32 or int64"),
+    BadCase("OneHot", [np.array([0], np.int32), np.ones(2, F), np.array(0, F)], {"depth": 2},
+            r"on_value \(2,\) and off_value \(\) must be scalars"),
+    BadCase("Argmax", [_x(2, 3)], {"output_type": np.float32}, r"output_type=.*must be int32 or int64"),
+    BadCase("AddN", [_x(2, 3), _x(3)], {}, r"inputs \(2, 3\), \(3,\) must have one shape"),
+    BadCase("AdamWeightDecay", [_W, _M, _V, np.array(0.01, np.float16), *_HYPER[1:], _G], {},
+            r"lr must be a float32 scalar"),
+    BadCase("AdamWeightDecay", [_W, _M[:1], _V, *_HYPER, _G], {}, r"must have one shape"),
+    BadCase("FloatStatus", [np.ones(3, np.int32)], {}, r"x must be float16 or float32"),
+    BadCase("Gather", [_x(2, 3), np.zeros((3, 1), np.int32)], {"axis": 1, "batch_dims": 1},
+            r"batch_dims=1: the leading batch_dims dims of params \(2, 3\) and indices \(3, 1\) must be equal"),
+    BadCase("NPUGetFloatStatus", [np.zeros(4, F)], {}, r"the status must be an \(8,\) float32 tensor"),
+    BadCase("NPUGetFloatStatusV2", [np.zeros(8, F)], {}, r"the status must be an \(8,\) int32 tensor"),
+    BadCase("NPUGetFloatStatus", [np.zeros(8, F), np.ones(2, np.int32)], {}, r"a watched value must be a float"),
+    BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
+            r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
+]
+
+# rows without a case above, and where they are tested
+TESTED_ELSEWHERE = {
+    "Const": "no inputs: every graph with a constant",
+    "Reshape": "tests/test_simplify.py, tests/test_kernels_executor.py (a view)",
+    "Transpose": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "BroadcastTo": "tests/test_sweep.py (every broadcast pattern)",
+    "Cast": "tests/test_kernels_elementwise.py, tests/test_precision.py",
+    "Slice": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "Concat": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "Split": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "UnsortedSegmentSum": "tests/test_grad_ops.py test_unsorted_segment_sum_on_the_device",
+    "MatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "BatchMatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "ReduceSum": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "ReduceMax": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "ReduceMin": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "Select": "tests/test_kernels_elementwise.py, tests/test_gradients.py",
+    "Assign": "tests/test_train_step.py, tests/test_assign_hunt.py",
+    "Dropout": "tests/test_dropout.py",
+    "Gradient": "tests/test_gradients.py",
+    "StopGradient": "tests/test_gradients.py",
+    "Bprop": "tests/test_grad_api.py",
+    "If": "tests/test_control_flow.py",
+    "PyFunc": "tests/test_mixed_compute.py",
+    "HostCall": "tests/test_mixed_compute.py",
+    "CopyToHost": "tests/test_mixed_compute.py",
+    "CopyToDevice": "tests/test_mixed_compute.py",
+}
