@@ -41,6 +41,7 @@ class Settings:
     w_rows: tuple[int, ...]                     # W1..W6 at rows x 1024
     seed_shapes: tuple[tuple[int, int], ...]
     bert: dict | None                           # bert() arguments; None: no BERT layer
+    models: tuple | None = None                 # workloads.onnx_suite() arguments; None: no ONNX models
     warmup: int = 2
     per_round: int = 3
     min_rounds: int = 3
@@ -54,10 +55,12 @@ class Settings:
 
 
 BERT_LARGE = dict(hidden=1024, heads=16, seq=128, batch=2)
-FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE)
-QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, batch=1), warmup=1,
+MODELS = ((2, 16, 128, 128), (2, 1, 1, 128), (256, 1024))   # BERT-large attention scores, its mask; LN rows
+FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE, MODELS)
+QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, batch=1), MODELS, warmup=1,
                  per_round=1, min_rounds=2, max_rounds=6, budget_s=1.0, profile_calls=2, cold_compile=False)
-TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2), warmup=1, per_round=1,
+TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2),
+                ((1, 2, 8, 8), (1, 1, 1, 8), (8, 64)), warmup=1, per_round=1,
                 min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
 MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
 # The copy bound means something where a launch costs little beside the traffic (ANCHORS.md quotes it at
