@@ -41,8 +41,6 @@ MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a block of
 PARALLEL_MIN_ELEMENTS = 1 << 20     # a launch over fewer iteration points runs its blocks in turn on
                                     # one thread: waking the other threads costs microseconds on an idle
                                     # machine and a scheduler tick (4 ms) when they were descheduled
-TRANSCENDENTAL_WEIGHT = 3           # work_weight: an exp/log/tanh/erf per point, in passes
-DIVIDE_WEIGHT = 0.5                 # ... a divide or square root per point
 REDUCE_CHUNK_ELEMENTS = 16 * 1024   # a long reduced row is cut into chunks of this many elements;
                                     # fixed, never derived from block_dim, so results are bitwise stable
 FLOAT16_OP_COST = 3                # a float16 primitive: widen the bits, compute, round back
@@ -59,23 +57,12 @@ def host_threads() -> int:
         return os.cpu_count() or 1
 
 
-def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS,
-                   weight: float = 1.0) -> int:
+def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS) -> int:
     """Host threads a launch of `block_dim` blocks over `elements` iteration points runs on: the
-    blocks are spread over numba's threads (prange) only when there is enough work to share, the
-    points weighed by what one costs (`work_weight`): a Softmax row costs several copies' worth."""
-    if block_dim <= 1 or elements * weight < min_elements:
+    blocks are spread over numba's threads (prange) only when there is enough work to share."""
+    if block_dim <= 1 or elements < min_elements:
         return 1
     return max(1, min(block_dim, host_threads()))
-
-
-def work_weight(passes: int, transcendentals: int, divides: int) -> float:
-    """What one iteration point of a kernel costs, in points of a one-pass elementwise kernel (a copy):
-    a sweep over the data per pass, an exp/tanh/erf/log per point (kernels.mathfn, ~30 vector
-    instructions per 8 lanes) about three, a divide half of one (one thread, rows in cache: a copy
-    0.16 ns per element, exp 0.5, Softmax(128) 1.4). A 256x1024 Softmax is then worth the thread
-    wake-up (~12 us with sleeping workers) and an x*2+1 of that size is not."""
-    return float(passes + TRANSCENDENTAL_WEIGHT * transcendentals + DIVIDE_WEIGHT * divides)
 
 
 def bandwidth(working_set_bytes: int) -> float:
