@@ -164,3 +164,16 @@ def test_onnx_models_run_as_torch_exports_them():
         want = w.arrays(np, w.consts, *arrays)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert workloads.onnx_suite(*harness.MODELS)[0].inputs(np.random.default_rng(0))[1].shape == (2, 1, 1, 128)
+
+
+def test_the_bound_copies_copy():
+    """Both copies the bound is taken from move every element (the bound's bandwidth is only as good as
+    the copy it times), for one thread and several, on sizes that do not split evenly."""
+    import numpy as np
+    from graphkernel.bench import timing
+    for threads in (1, 2, 3):
+        impl = timing.stream_impl(1001, threads)
+        out = impl.call()
+        np.testing.assert_array_equal(out, impl.call.src)
+    copy = timing.copy_impl(999)
+    copy.call()
