@@ -33,7 +33,7 @@ Speed (bench/mathfn_bench.py, 16M elements, one thread, ns per element; a copy i
 All loops are vectorized (8 float32 lanes, AVX2 here); 6-21x faster than libm, 2.6-3.5x than numpy.
 exp's clamp on the bits (integer min, replacing float compares and blends) gives the same result as the
 float clamp for every one of the 2**32 inputs and is 15-30% faster on in-cache rows (262144 elements,
-one thread; 36 -> 30 instructions per 8 lanes); tanh and erf inherit it.
+one thread; 37 -> 31 vector instructions per 8 lanes, loads and stores included); tanh and erf inherit it.
 
 How to call them: `@njit(inline="always")` is what makes a calling loop vectorize. With plain
 `@njit` or `@register_jitable`, LLVM's inliner declines a body the size of erf, the loop keeps a
