@@ -177,3 +177,14 @@ def test_the_bound_copies_copy():
         np.testing.assert_array_equal(out, impl.call.src)
     copy = timing.copy_impl(999)
     copy.call()
+
+
+def test_targets_count_the_row_workloads_against_onnx_runtime():
+    def entry(name, family, ratio):
+        return {"name": name, "family": family, "ratios": {"fused/onnxruntime": ratio}}
+    results = {"workloads": [entry("W4 LayerNorm(1024) 256x1024", "W4", 0.8), entry("W5 Softmax(128) 256x1024", "W5", 2.0),
+                             entry("ONNX masked Softmax 2x16x128x128", "ONNX masked Softmax", 1.5),
+                             entry("W1 x*2+1 256x1024", "W1", 3.0)]}
+    lines = [t for t in report.targets(results) if t.startswith("LayerNorm and Softmax rows")]
+    assert lines == ["LayerNorm and Softmax rows (W4, W5, the ONNX models), fused/ORT <= 1.0: 1 of 3 "
+                     "(worst W5 Softmax(128) 256x1024 2.00)"]
