@@ -32,7 +32,7 @@ Speed (bench/mathfn_bench.py, 16M elements, one thread, ns per element; a copy i
   erf 1.58 (libm 23)               f32->f16 0.46 (numpy astype 5.1)  f16->f32 0.46 (numpy 3.0)
 All loops are vectorized (8 float32 lanes, AVX2 here); 6-21x faster than libm, 2.6-3.5x than numpy.
 exp's clamp on the bits (integer min, replacing float compares and blends) gives the same result as the
-float clamp for every one of the 2**32 inputs and is 15-30% faster on in-cache rows (262144 elements,
+float clamp for every one of the 2**32 inputs; an exp loop takes 0.70-0.86 of the time on in-cache rows (262144 elements,
 one thread; 37 -> 31 vector instructions per 8 lanes, loads and stores included); tanh and erf inherit it.
 
 How to call them: `@njit(inline="always")` is what makes a calling loop vectorize. With plain

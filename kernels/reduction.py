@@ -174,8 +174,8 @@ class Reduction(KernelTemplate):
             for n in computed:
                 with w.block("for j in range(cnt):"):
                     self.emit_element([n], [], [operands[n]], "ch", "j", into_rows=True)
-            kept = [r for r in targets if r in self.stash_store and r not in {operands[n] for n in computed}]
-            rest = kept + [self.spec.results[k] for k in outs]   # an output may be an operand too
+            stashed = [r for r in targets if r in self.stash_store and r not in {operands[n] for n in computed}]
+            rest = stashed + [self.spec.results[k] for k in outs]   # an output may be an operand too
             if rest:
                 with w.block("for j in range(cnt):"):
                     self.emit_element([], outs, rest, "ch", "j", into_rows=True)
