@@ -1,7 +1,7 @@
 """Before/after of the row workloads, interleaved: two source trees of graphkernel, each in a live worker
 process, asked in turn to time the same workload (fused, and ONNX Runtime beside it in the same process).
 
-    python bench/rows_ab.py BEFORE_TREE AFTER_TREE [--threads N] [--rounds R] [--out FILE.json]
+    python bench/rows_ab.py BEFORE_TREE AFTER_TREE [--threads N] [--rounds R] [--only W5,BERT] [--out FILE.json]
 
 A tree is a directory holding graphkernel/, kernels/ and ir/ (a `git worktree` or `git archive` of a
 commit). Each round sends every workload to both workers, the order alternating, so a change of the
@@ -21,7 +21,7 @@ import sys
 import time
 
 
-def worker(threads: int) -> None:
+def worker(threads: int, only: str) -> None:
     import numba
     numba.set_num_threads(threads)
     import numpy as np
@@ -32,6 +32,8 @@ def worker(threads: int) -> None:
         chosen += W.kernel_suite(rows)
     chosen += [w for w in W.kernel_suite(16384) if w.family in ("W4", "W5")]
     chosen += W.onnx_suite(*harness.MODELS) + train.train_suite(256) + [w for w in W.bert() if "ONNX" in w.name]
+    if only:
+        chosen = [w for w in chosen if any(part.lower() in w.name.lower() for part in only.split(","))]
     context.set_context(device_target="Ascend", enable_graph_kernel=True)
     built = []
     for w in chosen:
@@ -61,11 +63,11 @@ def worker(threads: int) -> None:
         print(json.dumps(out), flush=True)
 
 
-def compare(trees: dict, threads: int, rounds: int) -> dict:
+def compare(trees: dict, threads: int, rounds: int, only: str = "") -> dict:
     procs = {}
     for label, root in trees.items():
         env = dict(os.environ, PYTHONPATH=os.path.abspath(root), NUMBA_NUM_THREADS=str(max(threads, 2)))
-        procs[label] = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", str(threads)],
+        procs[label] = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", str(threads), only],
                                         cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     names = [json.loads(p.stdout.readline()) for p in procs.values()]
     if names[0] != names[1]:
@@ -106,16 +108,17 @@ def table(result: dict) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
-        return worker(int(sys.argv[2]))
+    if len(sys.argv) > 3 and sys.argv[1] == "--worker":
+        return worker(int(sys.argv[2]), sys.argv[3])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("before")
     p.add_argument("after")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--only", default="", help="workloads whose name holds one of these comma-separated words")
     p.add_argument("--out", help="also write the medians as JSON here")
     args = p.parse_args()
-    result = compare({"before": args.before, "after": args.after}, args.threads, args.rounds)
+    result = compare({"before": args.before, "after": args.after}, args.threads, args.rounds, args.only)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
