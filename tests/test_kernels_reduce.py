@@ -5,6 +5,7 @@ import pytest
 from kernels import DeviceConfig, lower
 from ir import GraphBuilder
 from tests.kernel_graphs import fused, random_array, reference
+from kernels.reduction import LOOP_MAX_WRITES
 from tests.tolerance import assert_close
 
 CFG = DeviceConfig()
@@ -220,13 +221,13 @@ def sibling_sums(k: int, shape, axis):
 
 
 @pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="reads x86 LLVM IR")
-@pytest.mark.parametrize("k", [1, 3, 8])
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
 @pytest.mark.parametrize("shape,axis,variant", [((256, 160), (0,), "columns"), ((96, 300), (1,), "rows")], ids=str)
 def test_many_reductions_in_one_kernel_stay_vectorized(k, shape, axis, variant):
-    """Each reduction's operand is computed in a loop of its own: one loop computing eight operands
-    and outputs needs more runtime alias checks than LLVM makes and runs scalar (the layer stack's
-    gradient sums; 1.3-1.6x the time in cache). Bitwise equal to the unfused kernels, and the
-    operand loops are vector code."""
+    """Past LOOP_MAX_WRITES arrays written, each reduction's operand is computed in a loop of its own:
+    one loop computing eight operands and outputs needs more runtime alias checks than LLVM makes and
+    runs scalar (the layer stack's gradient sums; 1.3-1.6x the time in cache); below it one loop
+    computes them all. Bitwise equal to the unfused kernels, and the operand loops are vector code."""
     import re
     graph = sibling_sums(k, shape, axis)
     program = lower(graph, DeviceConfig(cache_mode="disable"))
@@ -240,6 +241,26 @@ def test_many_reductions_in_one_kernel_stay_vectorized(k, shape, axis, variant):
     fn = program.steps[0].fn
     llvm = fn.inspect_llvm(fn.signatures[0])
     assert len(re.findall(r"fmul <\d+ x float>", llvm)) >= k, "the operand loops run scalar"
+    together = [body for body in _loop_bodies(program.steps[0].info.source)
+                if "out_" in body and ("acc_" in body or "scr_" in body)]
+    # k sums and k outputs: within LOOP_MAX_WRITES one loop computes them all, past it none does
+    assert bool(together) == (2 * k <= LOOP_MAX_WRITES), program.steps[0].info.source
+
+
+def _loop_bodies(source: str) -> list[str]:
+    """The text of every innermost `for` loop of a kernel's source (its indented body)."""
+    lines, bodies = source.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.strip().startswith("for "):
+            depth = len(line) - len(line.lstrip())
+            body = []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= depth:
+                    break
+                body.append(nxt)
+            if not any(b.strip().startswith("for ") for b in body):
+                bodies.append("\n".join(body))
+    return bodies
 
 
 def _unfused(graph):
