@@ -5,14 +5,15 @@
 A unit is a tile of up to `width` consecutive positions of the last axis (at one position of the
 other kept axes). Per pass it walks the reduced positions in order and, for each, updates one
 accumulator per column from a contiguous slice of the row: the column loop vectorizes and every
-cache line is used whole, where a sweep down each column would stride through memory. Values
+cache line is used whole, where a sweep down each column would stride through memory. Past
+LOOP_MAX_WRITES accumulators and outputs, each reduction's update is a loop of its own. Values
 computed after a reduction (unit level) are arrays over the tile's columns. Each column accumulates
 in the order of the reduced positions whatever block_dim is: results are bitwise stable.
 """
 from __future__ import annotations
 
 from kernels.emitters import NP_NAME, REDUCERS
-from kernels.reduction import Reduction
+from kernels.reduction import LOOP_MAX_WRITES, Reduction
 from kernels.elementwise import product
 
 
@@ -112,8 +113,16 @@ class Columns(Reduction):
                         w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + cw]")
                     elif kind == "in":
                         w(f"{self.broadcast_load(k)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
-            with w.block("for c in range(cw):"):
-                self.emit_element(reds, outs, refs, "t", "c", lane="c")
+            if len(reds) + len(outs) <= LOOP_MAX_WRITES:
+                with w.block("for c in range(cw):"):
+                    self.emit_element(reds, outs, refs, "t", "c", lane="c")
+            else:   # a loop per reduction's operand, and one for the outputs
+                for n in reds:
+                    with w.block("for c in range(cw):"):
+                        self.emit_element([n], [], [spec.nodes[n].args[0]], "t", "c", lane="c")
+                if outs:
+                    with w.block("for c in range(cw):"):
+                        self.emit_element([], outs, [spec.results[k] for k in outs], "t", "c", lane="c")
         for n in reds:
             with w.block("for c in range(cw):"):
                 w(f"{self.unit_name(('v', n, 0))} = {self.cast_result(n, f'{self.acc(n)}[c]')}")

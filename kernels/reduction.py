@@ -3,7 +3,8 @@
     rows    a unit is one position of the kept axes; each block takes a share of the units and walks
             them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
             sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
-            UB) in a plain loop, SWEEP_CHUNK elements at a time, and accumulates it into the
+            UB) in a plain loop (one per reduction past LOOP_MAX_WRITES arrays written), SWEEP_CHUNK
+            elements at a time, and accumulates it into the
             reduction's 64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in a
             fixed tree); an operand that is an input row, or a value kept for a later pass, is
             accumulated where it lies. A costly value a later pass needs stays in a scratch row
@@ -25,6 +26,9 @@ from kernels.elementwise import KernelTemplate, product
 
 LANES_OP = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}   # kernels.lanes' lanes_<op>, fold_<op>
 SWEEP_CHUNK = 1024   # elements of a computed operand's scratch row: a multiple of LANES, 4 KB of float32
+LOOP_MAX_WRITES = 4  # a loop writing more arrays (scratch rows, accumulators, outputs) is split into one
+                     # per reduction: LLVM's runtime alias checks run out and it left 8 writes scalar;
+                     # up to this many share one loop, so values they have in common are computed once
 
 
 class Reduction(KernelTemplate):
@@ -169,8 +173,19 @@ class Reduction(KernelTemplate):
                 w(f"{names('ch', *key)} = {self.sliced(key)}[q:q + cnt]")
             for n in computed:
                 w(f"{names('ch', 'scr', n)} = {self.name(('scr', n))}[:cnt]")
-            with w.block("for j in range(cnt):"):
-                self.emit_element(computed, outs, targets, "ch", "j", into_rows=True)
+            writes = len(computed) + len(outs) + len(self.stash_store)
+            if writes <= LOOP_MAX_WRITES:
+                with w.block("for j in range(cnt):"):
+                    self.emit_element(computed, outs, targets, "ch", "j", into_rows=True)
+            else:   # a loop per scratch row, and one for the outputs and kept values
+                for n in computed:
+                    with w.block("for j in range(cnt):"):
+                        self.emit_element([n], [], [operands[n]], "ch", "j", into_rows=True)
+                stashed = [r for r in targets if r in self.stash_store and r not in {operands[n] for n in computed}]
+                rest = stashed + [self.spec.results[k] for k in outs]   # an output may be an operand too
+                if rest:
+                    with w.block("for j in range(cnt):"):
+                        self.emit_element([], outs, rest, "ch", "j", into_rows=True)
             for n in reds:
                 row = ("scr", n) if n in computed else rows[n]
                 w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {names('ch', *row)})")

@@ -221,7 +221,7 @@ def reduce_shape(rank: int, axes: tuple[int, ...], size: str, seed: int) -> tupl
         else:
             fill(red, _spread(total, len(red)))
     elif size == "parallel":
-        total = aicore.PARALLEL_MIN_ELEMENTS + int(rng.integers(1000, 60000))
+        total = aicore.PARALLEL_MIN_ELEMENTS + int(rng.integers(20000, 60000))   # above what _spread may lose
         if kept:
             fill(red, _spread(1000, len(red)))
             fill(kept, _spread(total // 1000, len(kept)))

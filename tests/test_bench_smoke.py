@@ -186,3 +186,50 @@ def test_train_peers_missing_or_unknown():
         train_peers.make("nonesuch", Shape(64, 4, 256, 8, 2), {}, {})
     with pytest.raises(train_peers.PeerMissing, match="encoder stack only"):
         train_peers.make("torch", Shape(64, 4, 256, 8, 2, vocab=100), {}, {})
+
+
+def test_onnx_models_run_as_torch_exports_them():
+    """The two models of the rows workloads: graphkernel (fusion on and off) and numpy agree with the
+    reference, and the model ONNX Runtime would run computes the same (onnx's own reference evaluator)."""
+    import numpy as np
+    from onnx.reference import ReferenceEvaluator
+    from graphkernel.bench import workloads
+
+    settings = dataclasses.replace(harness.TINY, peers=False, progress=False)
+    chosen = workload_list(settings, only="ONNX")
+    assert [w.name for w in chosen] == ["ONNX masked Softmax 1x2x8x8", "ONNX residual+LayerNorm 8x64"]
+    ops = [[n.op_type for n in w.onnx_model().graph.node] for w in chosen]
+    assert ops == [["Mul", "Add", "Softmax", "Identity"], ["Add", "LayerNormalization", "Identity"]]
+    out = run(settings, only="ONNX", log=lambda line: None)
+    for w, e in zip(chosen, out["workloads"]):
+        assert e["verified"] is True and e["impls"]["fused"]["kernels"] == 1, e["name"]
+        arrays = w.inputs(np.random.default_rng(0))
+        model = w.onnx_model()
+        got = ReferenceEvaluator(model).run(None, dict(zip([i.name for i in model.graph.input], arrays)))[0]
+        want = w.arrays(np, w.consts, *arrays)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert workloads.onnx_suite(*harness.MODELS)[0].inputs(np.random.default_rng(0))[1].shape == (2, 1, 1, 128)
+
+
+def test_the_bound_copies_copy():
+    """Both copies the bound is taken from move every element (the bound's bandwidth is only as good as
+    the copy it times), for one thread and several, on sizes that do not split evenly."""
+    import numpy as np
+    from graphkernel.bench import timing
+    for threads in (1, 2, 3):
+        impl = timing.stream_impl(1001, threads)
+        out = impl.call()
+        np.testing.assert_array_equal(out, impl.call.src)
+    copy = timing.copy_impl(999)
+    copy.call()
+
+
+def test_targets_count_the_row_workloads_against_onnx_runtime():
+    def entry(name, family, ratio):
+        return {"name": name, "family": family, "ratios": {"fused/onnxruntime": ratio}}
+    results = {"workloads": [entry("W4 LayerNorm(1024) 256x1024", "W4", 0.8), entry("W5 Softmax(128) 256x1024", "W5", 2.0),
+                             entry("ONNX masked Softmax 2x16x128x128", "ONNX masked Softmax", 1.5),
+                             entry("W1 x*2+1 256x1024", "W1", 3.0)]}
+    lines = [t for t in report.targets(results) if t.startswith("LayerNorm and Softmax rows")]
+    assert lines == ["LayerNorm and Softmax rows (W4, W5, the ONNX models), fused/ORT <= 1.0: 1 of 3 "
+                     "(worst W5 Softmax(128) 256x1024 2.00)"]

@@ -5,6 +5,7 @@ import pytest
 from kernels import DeviceConfig, lower
 from ir import GraphBuilder
 from tests.kernel_graphs import fused, random_array, reference
+from kernels.reduction import LOOP_MAX_WRITES
 from tests.tolerance import assert_close
 
 CFG = DeviceConfig()
@@ -205,3 +206,63 @@ def test_value_of_reduced_shape_inputs_only_after_a_reduction(shape, axis, varia
     arrays = [random_array(shape), np.full(scale_shape, 4.0, np.float32)]
     program, _ = check(fused(graph), arrays, rtol_scale=10)
     assert len(program.kernels) == 1 and program.kernels[0].variant == variant
+
+
+def sibling_sums(k: int, shape, axis):
+    """k reductions of x * r * y in one kernel, each over its own inputs (the bias and LayerNorm
+    gradients of a layer stack, summed over rows by sibling fusion)."""
+    b = GraphBuilder()
+    outs = []
+    for _ in range(k):
+        x, y, r = b.input(shape), b.input(shape), b.input(shape[:-1] + (1,))   # r: one value per row
+        outs.append(b.op("ReduceSum", b.op("Mul", b.op("Mul", x, r), y), axis=axis))
+        outs.append(b.op("Add", b.op("Mul", x, y), r))   # a full output beside the sums
+    return fused(b.graph(*outs))
+
+
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="reads x86 LLVM IR")
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
+@pytest.mark.parametrize("shape,axis,variant", [((256, 160), (0,), "columns"), ((96, 300), (1,), "rows")], ids=str)
+def test_many_reductions_in_one_kernel_stay_vectorized(k, shape, axis, variant):
+    """Past LOOP_MAX_WRITES arrays written, each reduction's operand is computed in a loop of its own:
+    one loop computing eight operands and outputs needs more runtime alias checks than LLVM makes and
+    runs scalar (the layer stack's gradient sums; 1.3-1.6x the time in cache); below it one loop
+    computes them all. Bitwise equal to the unfused kernels, and the operand loops are vector code."""
+    import re
+    graph = sibling_sums(k, shape, axis)
+    program = lower(graph, DeviceConfig(cache_mode="disable"))
+    assert [s.info.variant for s in program.steps] == [variant]
+    arrays = [random_array(v.shape, seed=i) for i, v in enumerate(graph.inputs)]
+    got = program.run(arrays)
+    unfused = lower(_unfused(graph), DeviceConfig()).run(arrays)
+    for a, u, want in zip(got, unfused, reference(graph, arrays)):
+        assert_close(a, want)
+        assert_close(a, u, bitwise=True)   # each sum in the same order, fused or not
+    fn = program.steps[0].fn
+    llvm = fn.inspect_llvm(fn.signatures[0])
+    assert len(re.findall(r"fmul <\d+ x float>", llvm)) >= k, "the operand loops run scalar"
+    together = [body for body in _loop_bodies(program.steps[0].info.source)
+                if "out_" in body and ("acc_" in body or "scr_" in body)]
+    # k sums and k outputs: within LOOP_MAX_WRITES one loop computes them all, past it none does
+    assert bool(together) == (2 * k <= LOOP_MAX_WRITES), program.steps[0].info.source
+
+
+def _loop_bodies(source: str) -> list[str]:
+    """The text of every innermost `for` loop of a kernel's source (its indented body)."""
+    lines, bodies = source.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.strip().startswith("for "):
+            depth = len(line) - len(line.lstrip())
+            body = []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= depth:
+                    break
+                body.append(nxt)
+            if not any(b.strip().startswith("for ") for b in body):
+                bodies.append("\n".join(body))
+    return bodies
+
+
+def _unfused(graph):
+    """The composite's subgraph at top level: one kernel per primitive."""
+    return graph.nodes[-1].subgraph

@@ -27,6 +27,8 @@ def workload_list(settings: harness.Settings, only: str | None = None) -> list:
         out += workloads.seed_nets(shape)
     for rows in settings.w_rows:
         out += workloads.kernel_suite(rows)
+    if settings.models is not None:
+        out += workloads.onnx_suite(*settings.models)
     for rows in settings.w_rows:
         out += train.train_suite(rows)
     wanted = [w.strip().lower() for w in only.split(",")] if only else None
@@ -36,7 +38,7 @@ def workload_list(settings: harness.Settings, only: str | None = None) -> list:
         out = [w for w in out if any(name in w.name.lower() for name in wanted)]
         if not out:
             raise BenchError(f"--only {only!r} names no workload; names contain e.g. 'W3', 'LayerNorm', "
-                             "'NetBasicFuse', 'BERT', 'fwd+bwd', 'T1', 'Grad', '4096x1024'")
+                             "'NetBasicFuse', 'ONNX', 'BERT', 'fwd+bwd', 'T1', 'Grad', '4096x1024'")
     return out
 
 

@@ -41,6 +41,7 @@ class Settings:
     w_rows: tuple[int, ...]                     # W1..W6 at rows x 1024
     seed_shapes: tuple[tuple[int, int], ...]
     bert: dict | None                           # bert() arguments; None: no BERT layer
+    models: tuple | None = None                 # workloads.onnx_suite() arguments; None: no ONNX models
     warmup: int = 2
     per_round: int = 3
     min_rounds: int = 3
@@ -54,10 +55,12 @@ class Settings:
 
 
 BERT_LARGE = dict(hidden=1024, heads=16, seq=128, batch=2)
-FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE)
-QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, batch=1), warmup=1,
+MODELS = ((2, 16, 128, 128), (2, 1, 1, 128), (256, 1024))   # BERT-large attention scores, its mask; LN rows
+FULL = Settings("full", (256, 4096, 16384), ((4, 4), (4096, 1024)), BERT_LARGE, MODELS)
+QUICK = Settings("quick", (256, 4096), ((4, 4), (4096, 1024)), dict(BERT_LARGE, batch=1), MODELS, warmup=1,
                  per_round=1, min_rounds=2, max_rounds=6, budget_s=1.0, profile_calls=2, cold_compile=False)
-TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2), warmup=1, per_round=1,
+TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2),
+                ((1, 2, 8, 8), (1, 1, 1, 8), (8, 64)), warmup=1, per_round=1,
                 min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
 MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
 # The copy bound means something where a launch costs little beside the traffic (ANCHORS.md quotes it at
@@ -177,9 +180,10 @@ class Runner:
         if s.peers and workload.arrays is not None:
             impls += self._peers(workload, arrays, reference, entry)
         elements = max(a.size for a in arrays)
-        if workload.bound and elements >= BOUND_MIN_ELEMENTS:   # the bound's copy, in the same rounds
-            impls.append(timing.copy_impl(elements))
+        if workload.bound and elements >= BOUND_MIN_ELEMENTS:   # the bound's copies, in the same rounds
+            impls += [timing.copy_impl(elements), timing.stream_impl(elements, self.settings.threads)]
             entry["impls"]["copy"] = {"elements": elements}
+            entry["impls"]["stream"] = {"elements": elements}
         self._time(impls, entry)
         programs = {name: p for name, p in programs.items() if p[0] is not None}
         if programs:
@@ -225,10 +229,10 @@ class Runner:
 
     def _derive(self, workload, arrays, reference, entry) -> None:
         impls = entry["impls"]
-        step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d and n != "copy"}
+        step = {n: d["time"]["median_s"] for n, d in impls.items() if "time" in d and n not in ("copy", "stream")}
         fused = step["fused"]
         entry["ratios"] = {f"fused/{n}": fused / t for n, t in step.items() if n != "fused"}
-        best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d and n != "copy"}
+        best = {n: d["time"]["min_s"] for n, d in impls.items() if "time" in d and n not in ("copy", "stream")}
         entry["ratios_of_minimums"] = {f"fused/{n}": best["fused"] / t for n, t in best.items() if n != "fused"}
         planned = [impls[n].get("planned_peak_bytes") for n in ("fused", "unfused")]
         entry["memory_ok"] = (impls["fused"]["peak_bytes"] <= impls["unfused"]["peak_bytes"]
@@ -258,11 +262,14 @@ class Runner:
             if "fused" in o and "unfused" in o and o["unfused"]["outside_opaque_s"] > 0:
                 entry["ratios"]["outside_opaque fused/unfused"] = (o["fused"]["outside_opaque_s"]
                                                                    / o["unfused"]["outside_opaque_s"])
-        if "copy" in impls:   # the median copy of the same rounds: minimal bytes at its bandwidth
-            bandwidth = 2 * 4 * impls["copy"]["elements"] / impls["copy"]["time"]["median_s"]
+        if "copy" in impls:   # the faster median copy of the same rounds: minimal bytes at its bandwidth
+            rates = {n: 2 * 4 * impls[n]["elements"] / impls[n]["time"]["median_s"]
+                     for n in ("copy", "stream") if "time" in impls.get(n, {})}
+            bandwidth = max(rates.values())
             nbytes = sum(a.nbytes for a in arrays) + sum(r.nbytes for r in reference)
             bound_s = nbytes / bandwidth
             entry["bound"] = {"minimal_bytes": nbytes, "copy_GBps": bandwidth / 1e9, "bound_s": bound_s,
+                              "copies_GBps": {n: r / 1e9 for n, r in rates.items()},
                               "fraction": {n: bound_s / t for n, t in step.items()}}
 
 

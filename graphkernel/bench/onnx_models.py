@@ -1,4 +1,8 @@
-"""W1..W6 as ONNX models (onnx.helper), for ONNX Runtime to run the same computation as the Cells.
+"""W1..W6 as ONNX models (onnx.helper), for ONNX Runtime to run the same computation as the Cells; and two
+models as torch.onnx (opset 17) writes them, which graphkernel loads through graphkernel.onnx.load:
+
+    masked_softmax      softmax(a * 0.125 + m, -1): Mul, Add, Softmax (BERT attention's scores)
+    residual_layer_norm LayerNormalization(x + r), gamma and beta initializers: Add, LayerNormalization
 
 Each model's inputs are named in the Cell's order (x, then bias / gamma, beta); float32; opset 17.
 LayerNorm and Softmax use the ONNX ops (LayerNormalization, Softmax), as an exporter writes them and as
@@ -22,10 +26,10 @@ class _Model:
         self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
         return name
 
-    def const(self, value: float) -> str:
+    def const(self, value) -> str:
         from onnx import numpy_helper
         name = f"c{len(self.inits)}"
-        self.inits.append(numpy_helper.from_array(np.array(value, np.float32), name))
+        self.inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
         return name
 
     def op(self, op: str, *inputs: str, **attrs) -> str:
@@ -80,3 +84,15 @@ def sum_of_squares(shape):
     m = _Model()
     x = m.input("x", shape)
     return m.model(m.op("ReduceSum", m.op("Mul", x, x), keepdims=0), ())
+
+
+def masked_softmax(scores_shape, mask_shape, scale: float = 0.125):
+    m = _Model()
+    a, mask = m.input("a", scores_shape), m.input("m", mask_shape)
+    return m.model(m.op("Softmax", m.op("Add", m.op("Mul", a, m.const(scale)), mask), axis=-1), scores_shape)
+
+
+def residual_layer_norm(shape, gamma, beta, epsilon: float):
+    m = _Model()
+    h = m.op("Add", m.input("x", shape), m.input("r", shape))
+    return m.model(m.op("LayerNormalization", h, m.const(gamma), m.const(beta), axis=-1, epsilon=epsilon), shape)

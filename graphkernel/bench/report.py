@@ -16,6 +16,7 @@ import numpy as np
 from graphkernel.bench.harness import BOUND_MIN_ELEMENTS
 
 PEERS = ("unfused", "numpy", "jax", "onnxruntime")
+ROW_FAMILIES = ("W4", "W5", "ONNX masked Softmax", "ONNX residual+LayerNorm")   # the rows target's workloads
 SHORT = {"onnxruntime": "ORT"}
 
 
@@ -49,6 +50,12 @@ def targets(results: dict) -> list[str]:
             out.append(f"{e['name']}: optimizer {o['unfused_kernels']}→{o['kernels']} kernels (target ≤ 4), "
                        f"{o['seconds'] * 1e3:.3g} ms for {o['bytes'] / 1e6:.4g} MB, "
                        f"{100 * o['fraction_of_bound']:.0f}% of the copy bound (target ≥ 70%)")
+    rows = [e for e in results["workloads"] if e["family"] in ROW_FAMILIES and "fused/onnxruntime" in e["ratios"]]
+    if rows:
+        beaten = [e["name"] for e in rows if e["ratios"]["fused/onnxruntime"] <= 1.0]
+        worst = max(rows, key=lambda e: e["ratios"]["fused/onnxruntime"])
+        out.append(f"LayerNorm and Softmax rows (W4, W5, the ONNX models), fused/ORT <= 1.0: {len(beaten)} of "
+                   f"{len(rows)} (worst {worst['name']} {worst['ratios']['fused/onnxruntime']:.2f})")
     big = [e for e in results["workloads"] if e["family"].startswith("W") and "fused/jax" in e["ratios"]
            and int(e["name"].rsplit(" ", 1)[1].split("x")[0]) >= 4096]
     if big:

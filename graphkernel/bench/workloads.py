@@ -4,6 +4,8 @@ ONNX model, with its inputs.
     demo nets   NetBasicFuse x*2+1, NetCompositeFuse (x*2+1)**3 (graphkernel/demo.py)
     W1..W6      x*2+1, (x*2+1)**3, bias + tanh-GeLU, LayerNorm(1024), Softmax(128), sum of squares:
                 rows x 1024 (Softmax: rows*8 rows of 128), written with primitives
+    models      masked Softmax (BERT attention's scores) and residual + LayerNormalization, as torch.onnx
+                writes them (onnx_models.py), through graphkernel.onnx.load: the issue's two model shapes
     BERT        one BERT-large encoder layer (bert.py), primitives or composite ops, and the same layer
                 as an ONNX model through graphkernel.onnx.load
 
@@ -182,6 +184,37 @@ def kernel_suite(rows: int) -> list[Workload]:
                  lambda: onnx_models.softmax(soft)),
         Workload(f"W6 sum of squares {size}", "W6", SumOfSquares, _normal(shape), sum_of_squares,
                  lambda: onnx_models.sum_of_squares(shape)),
+    ]
+
+
+def masked_softmax(xp, c, a, m):
+    return softmax(xp, c, a * f32(0.125) + m)
+
+
+def residual_layer_norm(xp, c, x, r):
+    return layer_norm(xp, c, x + r, c["gamma"], c["beta"])
+
+
+def onnx_suite(scores: tuple[int, ...], mask: tuple[int, ...], rows: tuple[int, int]) -> list[Workload]:
+    """The two torch-exported models, loaded by graphkernel.onnx.load: Softmax over scores [b, h, s, s]
+    with an additive mask [b, 1, 1, s], and LayerNormalization of x + r over the last axis."""
+    rng = np.random.default_rng(1)
+    width = rows[-1]
+    consts = {"gamma": (1 + 0.1 * rng.standard_normal(width)).astype(f32),
+              "beta": (0.1 * rng.standard_normal(width)).astype(f32)}
+    soft = onnx_models.masked_softmax(scores, mask)
+    norm = onnx_models.residual_layer_norm(rows, consts["gamma"], consts["beta"], LN_EPSILON)
+
+    def mask_inputs(rng):
+        a = rng.standard_normal(scores).astype(f32) * f32(4)
+        m = np.where(rng.random(mask) < 0.1, f32(-10000), f32(0)).astype(f32)   # BERT's padding mask
+        return [a, m]
+
+    return [
+        Workload(f"ONNX masked Softmax {'x'.join(map(str, scores))}", "ONNX masked Softmax", lambda: load(soft),
+                 mask_inputs, masked_softmax, lambda: soft),
+        Workload(f"ONNX residual+LayerNorm {'x'.join(map(str, rows))}", "ONNX residual+LayerNorm",
+                 lambda: load(norm), _normal(rows, rows), residual_layer_norm, lambda: norm, consts=consts),
     ]
 
 
