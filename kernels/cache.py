@@ -291,16 +291,10 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
         return dispatcher, from_cache
 
 
-def get_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
-               cache_dir: str | None = None):
-    """The compiled dispatcher for `key`, from memory, disk or a fresh build."""
-    return fetch_kernel(key, name, source, parallel, sig, mode, cache_dir)[0]
-
-
 def fetch_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
                  cache_dir: str | None = None):
-    """(dispatcher, where it came from: "memory", "disk" or "compiled"): get_kernel, saying whether the
-    cache supplied it (a compile's progress counts cache hits)."""
+    """(the compiled dispatcher for `key`, where it came from: "memory", "disk" or a fresh build,
+    "compiled"); a compile's progress counts the cache hits."""
     if not _KERNEL_NAME.fullmatch(name):
         raise ValueError(f"kernel name {name!r} is not an identifier; it cannot name a cache file")
     with _LOCK:
