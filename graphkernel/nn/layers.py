@@ -11,6 +11,7 @@ trace, fuse and differentiate like any construct).
     GELU(approximate=True)                        tanh form (P.GeLU); False: 0.5 x (1 + erf(x / sqrt 2))
     ReLU, Sigmoid, Tanh, Softmax(axis=-1), LogSoftmax(axis=-1)
     Dropout(keep_prob=0.5, p=None)                identity when not training (see its doc)
+    ClipByNorm(axis=None)(x, clip_norm)           x * clip_norm / max(l2 norm of x, clip_norm) (ops.clip_by_norm)
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import math
 from ir.errors import GraphKernelError
 from graphkernel.common.initializer import HeUniform, Uniform, initializer
 from graphkernel.cell import Cell
+from graphkernel.ops.clip import clip_by_norm
 from graphkernel.ops.dropout import dropout
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
@@ -173,3 +175,14 @@ class Dropout(Cell):
 
     def construct(self, x):
         return dropout(x, self.p, self.training)
+
+
+class ClipByNorm(Cell):
+    def __init__(self, axis=None):
+        super().__init__()
+        if axis not in (None, ()):
+            raise LayerError(f"ClipByNorm: only axis=None (the norm over every axis) is supported, got {axis!r}")
+        self.axis = axis
+
+    def construct(self, x, clip_norm):
+        return clip_by_norm(x, clip_norm)

@@ -1,5 +1,8 @@
 """The functional forms, `ops.exp(x)`, `ops.add(x, y)`, `ops.cast(x, dtype)`: one per op row whose
-`api.functional` names one (ir/ops), each calling the op's primitive with its default attributes.
+`api.functional` names one (ir/ops), each calling the op's primitive with its default attributes;
+and MindSpore's `ops.functional` (`F`) forms that are not ops: `F.depend`, `F.assign`, `F.assign_add`,
+`F.partial`, and the trace-time values `F.shape`, `F.dtype`, `F.fill`, `F.tuple_to_array`,
+`F.make_range`, `F.identity` (graphkernel/ops/static.py).
 
     from graphkernel import ops
     y = ops.tanh(ops.add(x, 1.0))
@@ -7,7 +10,10 @@
 from __future__ import annotations
 
 from ir.ops import OPS, OpDef
+from graphkernel.assign import assign, assign_add, assign_sub, depend
 from graphkernel.ops import operations
+from graphkernel.ops.multitype import partial
+from graphkernel.ops.static import dtype, fill, identity, make_range, rank, shape, size, tuple_to_array
 
 
 def _functional(d: OpDef):
@@ -35,4 +41,5 @@ def _functional(d: OpDef):
 
 FUNCTIONS = {d.api.functional: _functional(d) for d in OPS.values() if d.api.functional}
 globals().update(FUNCTIONS)
-__all__ = sorted(FUNCTIONS)
+__all__ = sorted(FUNCTIONS) + ["assign", "assign_add", "assign_sub", "depend", "dtype", "fill", "identity",
+                               "make_range", "partial", "rank", "shape", "size", "tuple_to_array"]
