@@ -89,8 +89,7 @@ class TensorOps:
     def __ne__(self, o):
         if not _operand(o):
             return NotImplemented
-        P = primitives()
-        return P.Equal()(self._binary("Equal", o), False)   # not(equal), as ONNX's Not is written
+        return self._binary("NotEqual", o)
 
     __hash__ = object.__hash__
 

@@ -56,6 +56,17 @@ CASES = [
     ("ArgMaxWithValue", [(4, 8)], {}),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=-1, keep_dims=True)),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=1)),
+    ("StridedSlice", [(4, 6, 8)], dict(begin=(1, 0), end=(3, 5), strides=(1, 2), ellipsis_mask=0)),
+    ("Squeeze", [(4, 1, 8, 1)], {}),
+    ("Squeeze", [(4, 1, 8, 1)], dict(axis=(1,))),
+    ("ExpandDims", [(4, 8)], dict(axis=1)),
+    ("Tile", [(4, 1, 3)], dict(multiples=(2, 3, 1))),
+    ("Tile", [(3,)], dict(multiples=(2, 1, 4))),
+    ("ZerosLike", [(3, 5)], {}),
+    ("StridedSlice", [(4, 1, 8)], dict(begin=(0, 0), end=(0, 1), strides=(1, 1), begin_mask=1, end_mask=1,
+                                      shrink_axis_mask=2)),
+    ("StridedSlice", [(4, 6, 8)], dict(begin=(0, 2), end=(0, -1), strides=(1, -1), ellipsis_mask=1,
+                                      new_axis_mask=0)),
 ]
 
 
@@ -275,3 +286,15 @@ def test_random_reductions_expand_to_their_reference(case, dtype):
     arrays = scaled_inputs(graph, seed=len(shapes[0]))
     for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
         assert_close(got, want, err_msg=f"{op} {shapes} {attrs} {dtype}")
+
+
+def test_a_strided_slice_that_only_drops_or_inserts_axes_is_a_reshape():
+    g = GraphBuilder(tt(F32, 4, 1, 8))
+    (x,) = g.inputs
+    drop = g.op("StridedSlice", x, begin=(0, 0), end=(0, 1), strides=(1, 1), begin_mask=1, end_mask=1,
+                shrink_axis_mask=2)
+    insert = g.op("StridedSlice", x, begin=(0, 0), end=(1, 1), strides=(1, 1), new_axis_mask=1, ellipsis_mask=2)
+    part = g.op("StridedSlice", x, begin=(1,), end=(3,), strides=(1,))
+    expanded = verify(expand(g.graph(drop, insert, part), CompileOptions()))
+    assert ops(expanded) == ["Reshape", "Reshape", "Slice"]
+    assert [v.shape for v in expanded.outputs] == [(4, 8), (1, 4, 1, 8), (2, 1, 8)]

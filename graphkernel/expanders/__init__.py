@@ -36,6 +36,7 @@ from graphkernel.expanders.ones_like import expand_ones_like
 from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
+from graphkernel.expanders.shape_ops import expand_reshape, expand_tile, expand_zeros_like
 from graphkernel.expanders.sigmoid import expand_sigmoid
 from graphkernel.expanders.sigmoid_cross_entropy import expand_sigmoid_cross_entropy
 from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cross_entropy_grad
@@ -49,6 +50,7 @@ from graphkernel.expanders.sparse_softmax_cross_entropy import expand_sparse_sof
 from graphkernel.expanders.square import expand_square
 from graphkernel.expanders.square_sum_all import expand_square_sum_all
 from graphkernel.expanders.squared_difference import expand_squared_difference
+from graphkernel.expanders.strided_slice import expand_strided_slice
 from graphkernel.expanders.tanh_grad import expand_tanh_grad
 from graphkernel.options import CompileOptions
 
@@ -87,6 +89,11 @@ EXPANDERS: dict[str, Expander] = {
     "Softmax": expand_softmax,
     "SoftmaxGrad": expand_softmax_grad,
     "Square": expand_square,
+    "Squeeze": expand_reshape,
+    "ExpandDims": expand_reshape,
+    "Tile": expand_tile,
+    "ZerosLike": expand_zeros_like,
+    "StridedSlice": expand_strided_slice,
 }
 
 MAX_ROUNDS = 8  # expansions nest at most this deep

@@ -166,16 +166,6 @@ def is_inf(b: Builder, n: NodeInfo):
     return [b.op("LogicalAnd", [inf, b.binary("Greater" if positive else "Less", x, 0)])]
 
 
-def _or_equal(strict: str):
-    def convert(b: Builder, n: NodeInfo):
-        x, y = n.inputs[:2]
-        # Select(x > y, true, x == y), not Not(x < y): a NaN compares false either way
-        return [b.op("Select", [b.op(strict, [x, y]), np.asarray(True), b.op("Equal", [x, y])])]
-    return convert
-
-
-converter("GreaterOrEqual", min_version=12)(_or_equal("Greater"))
-converter("LessOrEqual", min_version=12)(_or_equal("Less"))
 
 
 @converter("Clip")

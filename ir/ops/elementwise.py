@@ -202,9 +202,13 @@ _binary("Greater", np.greater, "any", DType.bool, basic_fusion=True, float16_exa
 _binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Less",),
         precision=COMPARISON, api=_api("less", "lt"))
 _binary("GreaterEqual", np.greater_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
-        precision=COMPARISON, api=_api("greater_equal", "ge"))
+        onnx=("GreaterOrEqual",), precision=COMPARISON, api=_api("greater_equal", "ge"))
+_binary("LessEqual", np.less_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
+        onnx=("LessOrEqual",), precision=COMPARISON, api=_api("less_equal", "le"))
 _binary("Equal", np.equal, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Equal",),
         precision=COMPARISON, api=_api("equal", "eq"))
+_binary("NotEqual", np.not_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
+        precision=COMPARISON, api=_api("not_equal", "ne"))
 
 _unary("Neg", np.negative, "numeric", grad=_neg_grad, basic_fusion=True, float16_exact=True, onnx=("Neg",), precision=EXACT,
        api=_api("neg"))
@@ -241,6 +245,8 @@ _unary("Reciprocal", _quiet(lambda x: np.ones((), x.dtype) / x), grad=_unary_gra
        precision=ELEMENTWISE, api=_api("reciprocal"))
 _unary("IsNan", np.isnan, result=DType.bool, onnx=("IsNaN",), precision=COMPARISON, api=_api("isnan"))
 _unary("IsInf", np.isinf, result=DType.bool, precision=COMPARISON, api=_api("isinf"))
+_unary("IsFinite", np.isfinite, "numeric", result=DType.bool, precision=COMPARISON, api=_api("isfinite"),
+       doc="neither inf nor NaN (an integer always is)")
 _unary("LogicalNot", np.logical_not, "bool", domain="bool", onnx=("Not",), precision=COMPARISON,
        api=_api("logical_not"))
 _binary("LogicalAnd", np.logical_and, "bool", domain="bool", onnx=("And",), precision=COMPARISON,

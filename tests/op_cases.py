@@ -1,0 +1,120 @@
+"""Sample calls of the op rows the elementwise generators (tests/op_samples.py) do not reach: rows with
+attributes, several results or integer inputs. Each case holds the inputs, the attributes and a numpy
+expression of the result written apart from the row's reference; tests/test_op_cases.py checks the
+reference against it, and the device, unfused and fused, against the reference. A new row gets a case
+here, or its line in TESTED_ELSEWHERE saying where it is tested.
+
+    CASES  -> [OpCase(op, arrays, attrs, numpy, id)]
+    BAD    -> [BadCase(op, types, attrs, match)]: an error naming the op and the rule
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+F = np.float32
+
+
+@dataclass
+class OpCase:
+    op: str
+    arrays: list
+    attrs: dict = field(default_factory=dict)
+    numpy: Callable | None = None    # arrays -> the expected result(s)
+    id: str = ""
+
+
+@dataclass
+class BadCase:
+    op: str
+    arrays: list
+    attrs: dict
+    match: str
+
+
+def _x(*shape, dtype=F):
+    return np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) - 3
+
+
+def _ss(begin, end, strides, **masks):
+    return {"begin": begin, "end": end, "strides": strides, **masks}
+
+
+CASES = [
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 1, 0), (2, 3, 4), (1, 1, 1)), lambda x: x[0:2, 1:3, 0:4]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((1,), (2,), (1,), shrink_axis_mask=1), lambda x: x[1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0), (1, 2), (1, 1), ellipsis_mask=1), lambda x: x[..., 0:2]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0, 0), (1, 1, 1), (1, 1, 1), new_axis_mask=2),
+           lambda x: x[0:1, None, 0:1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, -1), (2, -3), (1, -1), end_mask=2), lambda x: x[0:2, ::-1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, 0, 0), (0, 0, 0), (1, 1, 2), begin_mask=7, end_mask=7),
+           lambda x: x[:, :, ::2]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((0, -1), (2, 6), (1, 1), shrink_axis_mask=2), lambda x: x[0:2, -1]),
+    OpCase("StridedSlice", [_x(2, 3, 4)], _ss((5,), (1,), (1,)), lambda x: x[5:1]),
+    OpCase("StridedSlice", [_x(3, 1, 4)], _ss((0, 0, 0), (0, 0, 0), (1, 1, 1), begin_mask=5, end_mask=5,
+                                              shrink_axis_mask=2), lambda x: x[:, 0, :]),   # only a reshape
+    OpCase("StridedSlice", [_x(6, 5)], _ss((1, 0, 4), (6, 0, 0), (2, 1, -2), new_axis_mask=2, end_mask=4),
+           lambda x: x[1:6:2, None, 4::-2]),
+]
+
+CASES += [
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {}, lambda x: x.reshape(2, 3)),
+    OpCase("Squeeze", [_x(2, 1, 3, 1)], {"axis": (-1, 0)}, lambda x: x.reshape(2, 1, 3)),   # 0: size 2, stays
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": -1}, lambda x: x[:, :, None]),
+    OpCase("ExpandDims", [_x(2, 3)], {"axis": 0}, lambda x: x[None]),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (2, 1, 1, 2)}, lambda x: np.tile(x, (2, 1, 1, 2))),
+    OpCase("Tile", [_x(2, 1, 3)], {"multiples": (3, 2)}, lambda x: np.concatenate([np.concatenate([x] * 3, 1)] * 2, 2)),
+    OpCase("Tile", [_x(2, 3, dtype=np.int32)], {"multiples": (2, 0)}, lambda x: np.zeros((4, 0), np.int32)),
+    OpCase("Tile", [_x(3)], {"multiples": (1,)}, lambda x: x),
+]
+
+BAD = [
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
+            r"shrink_axis_mask=-4: must be >= 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0), (1, 1), (1, 1), ellipsis_mask=3),
+            r"ellipsis_mask=3 marks 2 entries as `...`"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 5), (1, 6), (1, 1), shrink_axis_mask=2),
+            r"begin\[1\]=5 of axis 1 \(size 3\)"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0, 0), (1, 1, 1), (1, 1, 1)), r"slices 3 axes, x \(2, 3\) has 2"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (0,)), r"stride 0"),
+    BadCase("StridedSlice", [_x(2, 3)], _ss((0, 0), (1,), (1,)), r"must have one length"),
+]
+
+BAD += [
+    BadCase("Squeeze", [_x(2, 1)], {"axis": 2}, r"axis 2 out of range for \(2, 1\)"),
+    BadCase("ExpandDims", [_x(2, 1)], {"axis": 3}, r"axis 3 out of range for \(2, 1\) \(valid: -3..2\)"),
+    BadCase("Tile", [_x(2, 1)], {"multiples": (1, -1)}, r"multiples \(1, -1\) has a negative entry"),
+]
+
+# rows without a case above, and where they are tested
+TESTED_ELSEWHERE = {
+    "Const": "no inputs: every graph with a constant",
+    "Reshape": "tests/test_simplify.py, tests/test_kernels_executor.py (a view)",
+    "Transpose": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "BroadcastTo": "tests/test_sweep.py (every broadcast pattern)",
+    "Cast": "tests/test_kernels_elementwise.py, tests/test_precision.py",
+    "Slice": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "Concat": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "Split": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "Gather": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
+    "UnsortedSegmentSum": "tests/test_grad_ops.py test_unsorted_segment_sum_on_the_device",
+    "MatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "BatchMatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",
+    "ReduceSum": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "ReduceMax": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "ReduceMin": "tests/test_kernels_reduce.py, tests/test_sweep.py",
+    "Select": "tests/test_kernels_elementwise.py, tests/test_gradients.py",
+    "Assign": "tests/test_train_step.py, tests/test_assign_hunt.py",
+    "Dropout": "tests/test_dropout.py",
+    "Gradient": "tests/test_gradients.py",
+    "StopGradient": "tests/test_gradients.py",
+    "Bprop": "tests/test_grad_api.py",
+    "If": "tests/test_control_flow.py",
+    "PyFunc": "tests/test_mixed_compute.py",
+    "HostCall": "tests/test_mixed_compute.py",
+    "CopyToHost": "tests/test_mixed_compute.py",
+    "CopyToDevice": "tests/test_mixed_compute.py",
+}
