@@ -16,6 +16,10 @@ run then builds the pre-training network as `run_pretrain.py` does and trains it
     clip        the same network and optimizer in BertTrainOneStepCell (gradient clipping, no loss scale)
     gpu         AdamWeightDecayForBert (src/adam.py: an Optimizer subclass with HyperMap, partial and
                 MultitypeFuncGraph) in BertTrainOneStepWithLossScaleCellForAdam
+    gpu-nowarmup  the same without warm-up steps. AdamWeightDecayForBert never advances global_step
+                (it was written when get_lr did; MindSpore 2.x's get_lr does not), so its learning rate
+                stays the schedule's value at step 0: 0 with warm-up (the loss stays flat, in MindSpore
+                2.10 too), the peak 1e-3 without (the loss falls)
 
 The run is pinned: 2 layers, hidden 128, 4 heads, intermediate 512, seq 32, vocab 512, 64 positions, 2
 token types, no dropout, batch 4 with 20 masked positions (one batch, every step); peak lr 1e-3 after 2
@@ -46,7 +50,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ("__init__.py", "bert_model.py", "bert_for_pre_training.py", "adam.py", "utils.py")
-PATHS = ("lossscale", "clip", "gpu")
+PATHS = ("lossscale", "clip", "gpu", "gpu-nowarmup")
 CONFIG = dict(seq_length=32, vocab_size=512, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
               intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
               max_position_embeddings=64, type_vocab_size=2, initializer_range=0.02, use_relative_positions=False)
@@ -126,8 +130,8 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
     params = net_with_loss.trainable_params()
     for p in params:
         p.set_data(Tensor(initial_value(p.name, p.shape)))
-    lr_schedule = BertLearningRate(learning_rate=LR, end_learning_rate=END_LR, warmup_steps=WARMUP,
-                                   decay_steps=steps, power=POWER)
+    lr_schedule = BertLearningRate(learning_rate=LR, end_learning_rate=END_LR,
+                                   warmup_steps=0 if path == "gpu-nowarmup" else WARMUP, decay_steps=steps, power=POWER)
     decay_filter = lambda x: "layernorm" not in x.name.lower() and "bias" not in x.name.lower()  # noqa: E731
     decay_params = list(filter(decay_filter, params))
     other_params = list(filter(lambda x: not decay_filter(x), params))
@@ -136,7 +140,7 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
                     {"order_params": params}]
     update_cell = DynamicLossScaleUpdateCell(loss_scale_value=LOSS_SCALE, scale_factor=SCALE_FACTOR,
                                              scale_window=SCALE_WINDOW)
-    if path == "gpu":
+    if path.startswith("gpu"):
         optimizer = AdamWeightDecayForBert(group_params, learning_rate=lr_schedule, eps=EPS)
         train = BertTrainOneStepWithLossScaleCellForAdam(net_with_loss, optimizer=optimizer,
                                                          scale_update_cell=update_cell)
@@ -201,6 +205,7 @@ def compare(args) -> int:
                 runs["MindSpore"] = launch(args.mindspore_python, os.path.join(work, "mindspore"), "mindspore",
                                            path, args.steps)
             failed |= report(path, runs)
+            sys.stdout.flush()
         return 1 if failed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -229,7 +234,7 @@ def report(path: str, runs: dict) -> bool:
         failed |= to_ms > 1e-4
     falls = fused["losses"][-1] < fused["losses"][0]
     print(f"   loss {fused['losses'][0]:.4f} -> {fused['losses'][-1]:.4f} ({'falls' if falls else 'does not fall'})")
-    return failed or not falls
+    return failed or (not falls and path != "gpu")   # gpu: flat in MindSpore 2.10 too (see the module doc)
 
 
 def main(argv=None) -> int:
