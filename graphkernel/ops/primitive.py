@@ -140,7 +140,7 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
         if isinstance(x, SymbolicTensor):
             values.append(x.value)
         elif isinstance(x, Parameter):
-            values.append(trace.parameter(x))
+            values.append(_in_cell_dtype(trace, trace.parameter(x)))
         elif isinstance(x, Tensor):
             values.append(trace.constant(x.asnumpy()))
         elif is_python_scalar(x):
@@ -149,6 +149,15 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
                                      "nor a Python scalar")
     return values
+
+
+def _in_cell_dtype(trace: Trace, value: Value) -> Value:
+    """A float Parameter read inside a Cell set `to_float(dtype)`, cast to that dtype (MindSpore casts
+    the Parameters a mixed-precision cell reads, as it casts its inputs)."""
+    dtype = getattr(trace.cells[-1], "_float_dtype", None) if trace.cells else None
+    if dtype is None or not value.dtype.is_float or value.dtype == dtype:
+        return value
+    return trace.add(make_node("Cast", (value,), {"dtype": dtype}, name=trace.scope_name("Cast"))).out
 
 
 def _promotion_rank(dtype: DType) -> tuple[int, int]:
