@@ -2,14 +2,19 @@
 
 Operators on Tensors (`x + y`, `x * 2.0`, `-x`, `x ** 3`, `x / y`, `x > y`, `x == y`, `x != y`) call the
 same primitives as `P.Add` and friends, so they work eagerly and inside a traced `construct` alike;
-comparisons give bool tensors.
+comparisons give bool tensors. So do MindSpore's Tensor methods (`x.sum(axis=1)`, `x.reshape(2, 3)`,
+`x.astype(mstype.float16)`, `x.T`: the op rows' `api.method`) and basic indexing (`x[:, 0]`, `x[..., 1:3]`,
+`x[::2]`, `x[None]`: a StridedSlice).
 """
 from __future__ import annotations
+
+import difflib
+import math
 
 import numpy as np
 
 from ir.dtypes import DType, as_dtype
-from ir.errors import DTypeError
+from ir.errors import DTypeError, GraphKernelError
 from ir.ops import OPS
 
 
@@ -93,21 +98,122 @@ class TensorOps:
 
     __hash__ = object.__hash__
 
-    # x.exp(), x.maximum(y), x.gt(y): the methods named by the `api.method` of each op row (ir/ops)
+    # x.exp(), x.sum(axis=1), x.reshape(2, 3), x.astype(dtype): the methods named by the `api.method`
+    # of each op row (ir/ops), with the parameters its `api.method_args` gives
     def __getattr__(self, name: str):
         op = _METHODS.get(name)
         if op is None or name.startswith("_"):
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-        P = primitives()
-        prim = getattr(P, op)()
-
-        def method(*args, **kwargs):
-            return prim(self, *args, **kwargs)
-        method.__name__ = name
-        return method
+            near = difflib.get_close_matches(name, _METHODS, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}{hint}; its methods from the "
+                                 f"op table: {', '.join(sorted(_METHODS))}")
+        return _method(self, name, OPS[op])
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(_METHODS))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def transpose(self, *axes):
+        """The axes permuted as `axes` (given apart or as one tuple); none: reversed."""
+        return _method(self, "transpose", OPS["Transpose"])(*(axes or tuple(reversed(range(len(self.shape))))))
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def __getitem__(self, key):
+        """Basic indexing, x[1], x[:, 0], x[..., 1:3], x[::2], x[None]: one StridedSlice (a Reshape
+        when it only drops or inserts size-1 axes, ir/ops/strided_slice.py)."""
+        begin, end, strides, masks = strided_slice_args(key)
+        return primitives().StridedSlice(**masks)(self, begin, end, strides)
+
+
+class TensorIndexError(GraphKernelError, IndexError):
+    """An index that is not basic indexing (ints, slices, None, ...)."""
+
+
+def strided_slice_args(key) -> tuple[tuple, tuple, tuple, dict]:
+    """(begin, end, strides, masks) of the StridedSlice that `x[key]` is."""
+    key = key if isinstance(key, tuple) else (key,)
+    begin, end, strides = [], [], []
+    masks = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}
+    for i, k in enumerate(key):
+        bit = 1 << i
+        if k is Ellipsis or k is None:
+            masks["ellipsis_mask" if k is Ellipsis else "new_axis_mask"] |= bit
+            b, e, s = 0, 1, 1
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            masks["shrink_axis_mask"] |= bit
+            b, e, s = int(k), int(k) + 1, 1
+        elif isinstance(k, slice):
+            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+                       for v in (k.start, k.stop, k.step)):
+                raise TensorIndexError(f"index {i} of the tensor, {k}: slice bounds must be Python ints or None")
+            s = 1 if k.step is None else int(k.step)
+            if s == 0:
+                raise TensorIndexError(f"index {i} of the tensor, {k}: the step cannot be 0")
+            masks["begin_mask"] |= bit if k.start is None else 0
+            masks["end_mask"] |= bit if k.stop is None else 0
+            b, e = int(k.start or 0), int(k.stop or 0)
+        else:
+            raise TensorIndexError(f"index {i} of the tensor is a {type(k).__name__}: tensors take basic "
+                                   "indexing (ints, slices, None, ...); gather by a tensor of indices with "
+                                   "P.Gather")
+        begin.append(b)
+        end.append(e)
+        strides.append(s)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise TensorIndexError("an index can only have a single ellipsis ('...')")
+    return tuple(begin), tuple(end), tuple(strides), masks
+
+
+def _method(x, name: str, d):
+    """x.<name> bound: the row's primitive called on x, the method's arguments bound to its attributes."""
+    P = primitives()
+    if not d.api.method_args:
+        prim = getattr(P, d.name)()
+
+        def method(*args, **kwargs):
+            return prim(x, *args, **kwargs)
+    else:
+        def method(*args, **kwargs):
+            attrs = _bind_method(name, d.api.method_args, list(args), dict(kwargs))
+            made = {k: v for k, v in attrs.items() if k not in d.api.call_attrs}
+            call = {k: v for k, v in attrs.items() if k in d.api.call_attrs}
+            return getattr(P, d.name)(**made)(x, **call)
+    method.__name__ = name
+    return method
+
+
+def _bind_method(name: str, params: tuple[str, ...], args: list, kwargs: dict) -> dict:
+    attrs = {}
+    names = []
+    for param in params:
+        star = param.startswith("*")
+        pname, _, attr = param.lstrip("*").partition("=")
+        attr = attr or pname
+        names.append(pname)
+        if star and args:
+            value = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+            args = []
+        elif args:
+            value = args.pop(0)
+        elif pname in kwargs:
+            value = kwargs.pop(pname)
+        else:
+            continue
+        if value is not None:
+            attrs[attr] = value
+    if args:
+        raise TypeError(f"Tensor.{name}() takes at most {len(params)} argument(s) ({', '.join(names)}), "
+                        f"got {len(params) + len(args)}")
+    if kwargs:
+        raise TypeError(f"Tensor.{name}() got an unexpected keyword argument {next(iter(kwargs))!r}; it takes "
+                        f"{', '.join(names)}")
+    return attrs
 
 
 _METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}

@@ -92,11 +92,6 @@ class SymbolicTensor(TensorOps):
     def __iter__(self):
         self._no_data("iterating over")
 
-    def __getitem__(self, index):
-        raise GraphModeError(
-            f"indexing a traced tensor ({self.value.type}) is not supported in GRAPH_MODE: use "
-            "P.Reshape, P.Transpose or P.Select, or PYNATIVE_MODE")
-
     def __repr__(self):
         return f"SymbolicTensor({self.value.type})"
 

@@ -68,6 +68,19 @@ CASES += [
     OpCase("Tile", [_x(2, 1, 3)], {"multiples": (3, 2)}, lambda x: np.concatenate([np.concatenate([x] * 3, 1)] * 2, 2)),
     OpCase("Tile", [_x(2, 3, dtype=np.int32)], {"multiples": (2, 0)}, lambda x: np.zeros((4, 0), np.int32)),
     OpCase("Tile", [_x(3)], {"multiples": (1,)}, lambda x: x),
+    OpCase("Argmax", [np.array([[1, 5, 5], [7, 2, 7]], F)], {}, lambda x: np.array([1, 0], np.int32)),
+    OpCase("Argmax", [np.array([[np.nan, 5, 5], [7, np.nan, 4]], F)], {"axis": 0, "output_type": np.int64},
+           lambda x: np.array([0, 1, 0], np.int64)),   # NaN is the maximum, as numpy's argmax
+    OpCase("OneHot", [np.array([0, 2, -1, 3, 1], np.int32), np.array(1, F), np.array(0, F)], {"depth": 3},
+           lambda i, on, off: np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]], F)),
+    OpCase("OneHot", [np.array([[0, 2], [1, 5]], np.int64), np.array(2, np.float16), np.array(-1, np.float16)],
+           {"depth": 3, "axis": 1}, lambda i, on, off: np.where(i[:, None, :] == np.arange(3)[None, :, None], 2, -1)),
+    OpCase("OneHot", [np.array([1, 0], np.int32), np.array([5], np.int32), np.array([7], np.int32)],
+           {"depth": 2, "axis": 0}, lambda i, on, off: np.array([[7, 5], [5, 7]], np.int32)),
+    OpCase("OneHot", [np.array([1, 0], np.int32), np.array(1, F), np.array(0, F)], {"depth": 0},
+           lambda i, on, off: np.zeros((2, 0), F)),
+    OpCase("AddN", [_x(2, 3), _x(2, 3) * 2, _x(2, 3) * -4], {}, lambda a, b, c: (a + b) + c),
+    OpCase("AddN", [_x(4, dtype=np.int32)], {}, lambda a: a),
 ]
 
 BAD = [
@@ -87,6 +100,16 @@ BAD += [
     BadCase("Squeeze", [_x(2, 1)], {"axis": 2}, r"axis 2 out of range for \(2, 1\)"),
     BadCase("ExpandDims", [_x(2, 1)], {"axis": 3}, r"axis 3 out of range for \(2, 1\) \(valid: -3..2\)"),
     BadCase("Tile", [_x(2, 1)], {"multiples": (1, -1)}, r"multiples \(1, -1\) has a negative entry"),
+    BadCase("OneHot", [np.array([0], np.int32), np.array(1, F), np.array(0, F)], {"depth": -1},
+            r"depth -1 must be >= 0"),
+    BadCase("OneHot", [np.array([0], np.int32), np.array(1, F), np.array(0, F)], {"depth": 2, "axis": 2},
+            r"axis 2 out of range for indices \(1,\) \(valid: -1..1\)"),
+    BadCase("OneHot", [np.array([0.0], F), np.array(1, F), np.array(0, F)], {"depth": 2},
+            r"indices must be int32 or int64"),
+    BadCase("OneHot", [np.array([0], np.int32), np.ones(2, F), np.array(0, F)], {"depth": 2},
+            r"on_value \(2,\) and off_value \(\) must be scalars"),
+    BadCase("Argmax", [_x(2, 3)], {"output_type": np.float32}, r"output_type=.*must be int32 or int64"),
+    BadCase("AddN", [_x(2, 3), _x(3)], {}, r"inputs \(2, 3\), \(3,\) must have one shape"),
 ]
 
 # rows without a case above, and where they are tested

@@ -106,3 +106,69 @@ def test_tensor_not_equal_is_one_op(cpu):
 
     compiled = Net().compile(Tensor(A), Tensor(A))
     assert [n.op for n in compiled.stages["validate"].nodes if n.op != "Input"] == ["NotEqual"]
+
+
+B = np.array([[1, 5, 5], [7, 2, 7]], np.float32)   # ties: the first index wins
+
+MINDSPORE_2_10_MORE = [
+    ("add-n", P.AddN(), (), (A, A, A), A * 3),
+    ("argmax", P.Argmax(), (), (B,), np.array([1, 0], np.int32)),
+    ("argmax-axis-int64", P.Argmax(axis=0, output_type=ms.int64), (), (B,), np.array([1, 0, 1], np.int64)),
+]
+
+
+@pytest.mark.parametrize("prim, args, tensors, want", [c[1:] for c in MINDSPORE_2_10_MORE],
+                         ids=[c[0] for c in MINDSPORE_2_10_MORE])
+def test_add_n_and_argmax_as_mindspore_2_10(setting, prim, args, tensors, want):
+    tensors = tuple(Tensor(t) for t in tensors)
+    (got,) = Call(lambda *xs: prim(xs) if isinstance(prim, P.AddN) else prim(*xs))(*tensors)
+    assert got.dtype == ms.dtype.as_dtype(want.dtype)
+    assert_close(got.asnumpy(), want, bitwise=True)
+
+
+IDS = np.array([0, 2, -1, 3, 1], np.int32)   # -1 and 3: outside [0, 3), a row of off_value
+
+# (indices, depth, on, off, axis) -> what MindSpore 2.10 printed
+ONE_HOT_2_10 = [
+    (IDS, 3, 1.0, 0.0, -1, np.float32, [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]]),
+    (IDS, 3, 1.0, 0.0, 0, np.float32, [[1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0, 1, 0, 0, 0]]),
+    (np.array([[0, 2], [1, 5]], np.int32), 3, 1.0, 0.0, 1, np.float32,
+     [[[1, 0], [0, 0], [0, 1]], [[0, 0], [1, 0], [0, 0]]]),
+    (np.array([0, 2], np.int64), 3, 1.0, 0.0, -1, np.float32, [[1, 0, 0], [0, 0, 1]]),
+    (IDS, 3, 2.0, -1.0, -1, np.float16, [[2, -1, -1], [-1, -1, 2], [-1, -1, -1], [-1, -1, -1], [-1, 2, -1]]),
+    (IDS, 0, 1.0, 0.0, -1, np.float32, np.zeros((5, 0))),
+]
+
+
+@pytest.mark.parametrize("indices, depth, on, off, axis, dtype, want", ONE_HOT_2_10,
+                         ids=[str(i) for i in range(len(ONE_HOT_2_10))])
+def test_one_hot_as_mindspore_2_10(setting, indices, depth, on, off, axis, dtype, want):
+    on_value, off_value = Tensor(np.array(on, dtype)), Tensor(np.array(off, dtype))
+    (got,) = Call(lambda i: P.OneHot(axis=axis)(i, depth, on_value, off_value))(Tensor(indices))
+    assert got.dtype == ms.dtype.as_dtype(dtype)
+    assert_close(got.asnumpy(), np.asarray(want, dtype), bitwise=True)
+
+
+def test_one_hot_and_argmax_bad_calls(cpu):
+    on, off = Tensor(np.float32(1)), Tensor(np.float32(0))
+    with pytest.raises(GraphKernelError, match=r"OneHot.*depth -1 must be >= 0"):
+        P.OneHot()(Tensor(IDS), -1, on, off)
+    with pytest.raises(GraphKernelError, match=r"OneHot.*axis 2 out of range"):
+        P.OneHot(axis=2)(Tensor(IDS), 3, on, off)
+    with pytest.raises(GraphKernelError, match=r"P.OneHot: missing argument\(s\) off_value"):
+        P.OneHot()(Tensor(IDS), 3, on)
+    with pytest.raises(GraphKernelError, match=r"P.Argmax\(\): output_type=.*must be int32 or int64"):
+        P.Argmax(output_type=ms.float32)
+    with pytest.raises(GraphKernelError, match=r"P.AddN takes its tensors as one tuple or list"):
+        P.AddN()(Tensor(A), Tensor(A))
+
+
+def test_one_hot_by_keyword_and_its_gradient_in_on_and_off(cpu):
+    def f(on, off):
+        y = P.OneHot()(indices=Tensor(IDS), depth=3, on_value=on, off_value=off)
+        return P.ReduceSum()(y * Tensor(np.arange(15, dtype=np.float32).reshape(5, 3)))
+
+    d_on, d_off = ms.grad(f, grad_position=(0, 1))(Tensor(np.float32(1)), Tensor(np.float32(0)))
+    hits = [0, 5, 13]
+    assert_close(d_on.asnumpy(), np.float32(sum(hits)))
+    assert_close(d_off.asnumpy(), np.float32(sum(range(15)) - sum(hits)))

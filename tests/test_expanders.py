@@ -63,6 +63,9 @@ CASES = [
     ("Tile", [(4, 1, 3)], dict(multiples=(2, 3, 1))),
     ("Tile", [(3,)], dict(multiples=(2, 1, 4))),
     ("ZerosLike", [(3, 5)], {}),
+    ("AddN", [(3, 5), (3, 5), (3, 5)], {}),
+    ("Argmax", [(4, 6, 8)], {}),
+    ("Argmax", [(4, 6, 8)], dict(axis=1, output_type=DType.int64)),
     ("StridedSlice", [(4, 1, 8)], dict(begin=(0, 0), end=(0, 1), strides=(1, 1), begin_mask=1, end_mask=1,
                                       shrink_axis_mask=2)),
     ("StridedSlice", [(4, 6, 8)], dict(begin=(0, 2), end=(0, -1), strides=(1, -1), ellipsis_mask=1,
@@ -100,7 +103,7 @@ def test_every_expandable_op_has_an_expander():
     from test_grad_ops import CASES as GRAD_OP_CASES   # the gradient ops' expansions are tested there
     assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
     assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
-        "SparseSoftmaxCrossEntropyWithLogits"} == set(EXPANDERS)   # int labels: its own test below
+        "SparseSoftmaxCrossEntropyWithLogits", "OneHot"} == set(EXPANDERS)   # int inputs: their own tests below
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -298,3 +301,16 @@ def test_a_strided_slice_that_only_drops_or_inserts_axes_is_a_reshape():
     expanded = verify(expand(g.graph(drop, insert, part), CompileOptions()))
     assert ops(expanded) == ["Reshape", "Reshape", "Slice"]
     assert [v.shape for v in expanded.outputs] == [(4, 8), (1, 4, 1, 8), (2, 1, 8)]
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", FLOATS + (I32,), ids=str)
+def test_one_hot_expansion(dtype, axis):
+    indices = np.array([[0, 7, 3], [-1, 8, 2]], np.int32)   # -1 and 8: outside [0, 8), a row of off_value
+    g = GraphBuilder(tt(I32, 2, 3), tt(dtype), tt(dtype))
+    graph = g.graph(g.op("OneHot", *g.inputs, depth=8, axis=axis))
+    expanded = verify(expand(graph, CompileOptions()))
+    assert "OneHot" not in ops(expanded)
+    arrays = [indices, np.array(3, dtype.np), np.array(-2, dtype.np)]
+    (got,), (want,) = interpret(expanded, arrays), interpret(graph, arrays)
+    assert_close(got, want, bitwise=True)

@@ -36,6 +36,7 @@ from graphkernel.expanders.ones_like import expand_ones_like
 from graphkernel.expanders.reduce_mean import expand_reduce_mean
 from graphkernel.expanders.relu import expand_relu
 from graphkernel.expanders.relu_grad import expand_relu_grad
+from graphkernel.expanders.selection import expand_add_n, expand_argmax, expand_one_hot
 from graphkernel.expanders.shape_ops import expand_reshape, expand_tile, expand_zeros_like
 from graphkernel.expanders.sigmoid import expand_sigmoid
 from graphkernel.expanders.sigmoid_cross_entropy import expand_sigmoid_cross_entropy
@@ -93,6 +94,9 @@ EXPANDERS: dict[str, Expander] = {
     "ExpandDims": expand_reshape,
     "Tile": expand_tile,
     "ZerosLike": expand_zeros_like,
+    "AddN": expand_add_n,
+    "Argmax": expand_argmax,
+    "OneHot": expand_one_hot,
     "StridedSlice": expand_strided_slice,
 }
 

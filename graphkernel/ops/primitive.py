@@ -54,6 +54,9 @@ class Primitive:
     num_tensors: int = 1
     call_attrs: tuple[str, ...] = ()     # attributes passed after the tensors, in order
     call_defaults: dict = {}
+    packed: bool = False                 # the tensors come as one tuple or list (P.AddN()((x, y)))
+    order: tuple[str, ...] = ()          # the call's arguments in MindSpore's order (tensor names and
+                                         # call_attrs), when the tensors do not all come first
 
     def __init__(self, *args, **attrs):
         opdef = get(self.op)
@@ -88,7 +91,18 @@ class Primitive:
 
     def _bind(self, args, kwargs):
         name = type(self).__name__
-        n = self.num_tensors
+        if self.packed:
+            if not args or not isinstance(args[0], (tuple, list)):
+                raise PrimitiveCallError(f"P.{name} takes its tensors as one tuple or list, got "
+                                         f"{type(args[0]).__name__ if args else 'nothing'}")
+            n = len(args[0])
+            args = (*args[0], *args[1:])
+        elif self.order:
+            args = self._in_order(args, kwargs)
+            kwargs = {}
+            n = self.num_tensors
+        else:
+            n = self.num_tensors
         unexpected = [k for k in kwargs if k not in self.call_attrs]
         if unexpected:
             accepted = f"; keywords: {', '.join(self.call_attrs)}" if self.call_attrs else ""
@@ -108,6 +122,25 @@ class Primitive:
         if missing:
             raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
         return list(args[:n]), {**self.attrs, **call}
+
+    def _in_order(self, args, kwargs) -> tuple:
+        """The arguments of a call in `order` as tensors first, then call attributes."""
+        name = type(self).__name__
+        if len(args) > len(self.order):
+            raise PrimitiveCallError(f"P.{name} takes {len(self.order)} arguments ({', '.join(self.order)}), "
+                                     f"got {len(args)}")
+        given = dict(zip(self.order, args))
+        for key, value in kwargs.items():
+            if key not in self.order or key in given:
+                raise PrimitiveCallError(f"P.{name}: unexpected or repeated argument {key!r}; it takes "
+                                         f"{', '.join(self.order)}")
+            given[key] = value
+        given = {**self.call_defaults, **given}
+        missing = [k for k in self.order if k not in given]
+        if missing:
+            raise PrimitiveCallError(f"P.{name}: missing argument(s) {', '.join(missing)}")
+        tensors = [k for k in self.order if k not in self.call_attrs]
+        return tuple(given[k] for k in tensors) + tuple(given[k] for k in self.call_attrs)
 
     def __call__(self, *args, **kwargs):
         operands, attrs = self._bind(args, kwargs)

@@ -16,6 +16,7 @@ from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
 from ir.ops import strided_slice  # noqa: F401  (StridedSlice over Slice and Reshape)
 from ir.ops import shape_composites  # noqa: F401  (Squeeze, ExpandDims, Tile, ZerosLike)
+from ir.ops import selection  # noqa: F401  (Argmax, OneHot)
 from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bprop; LayerNormGrad, ...)
 from ir.ops import elementwise_grads  # noqa: F401  (TanhGrad, SqrtGrad, MaximumGrad, DropoutGrad, ...)
 from ir.ops import math_composites  # noqa: F401  (Erfc, Softsign, SquaredDifference, OnesLike, ...)

@@ -99,7 +99,7 @@ def _mean(a, attrs):
 
 composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes,
           why="a float16 mean accumulates in float32 and rounds once", cann=("ReduceMeanD",), grad=_mean_grad,
-          api=Api(call_attrs=("axis",)))
+          api=Api(call_attrs=("axis",), method="mean", method_args=("axis", "keep_dims")))
 composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0],
           grad=_square_grad,
           api=Api(functional="square", method="square"))

@@ -11,6 +11,7 @@ primitives (graphkernel/expanders/), as MindSpore's graph-kernel expanders write
     ArgMaxWithValue(x) {axis=0, keep_dims=False} -> (index, value)
                                   the first index of the maximum along axis (int64, as MindSpore 2.10;
                                   a NaN counts as the maximum, as numpy's argmax) and the maximum
+    AddN((x0, x1, ...))           x0 + x1 + ... added from the left; one shape and dtype, as MindSpore requires
 """
 from __future__ import annotations
 
@@ -180,3 +181,23 @@ def _argmax_grad(b, node, douts):
 composite("ArgMaxWithValue", 1, _argmax_infer, _argmax, (Attr("axis", 0, is_int), Attr("keep_dims", False, is_bool)),
           _argmax_canon, grad=_argmax_grad, why="selects an element, exact",
           doc="(the first index of the maximum along axis, int64; the maximum)")
+
+
+def _add_n_infer(types, attrs):
+    dtype = same_dtype(types)
+    require(dtype, "numeric")
+    if len({t.shape for t in types}) != 1:
+        raise ShapeError(f"inputs {', '.join(fmt(t.shape) for t in types)} must have one shape")
+    return (types[0],)
+
+
+def _add_n(a, attrs):
+    total = a[0]
+    for x in a[1:]:
+        total = total + x
+    return total
+
+
+composite("AddN", None, _add_n_infer, _add_n, grad=lambda b, node, douts: (douts[0],) * len(node.inputs),
+          doc="x0 + x1 + ... from the left, inputs of one shape and dtype",
+          api=Api(functional="addn", packed=True, inputs=("x0", "x1")))

@@ -69,14 +69,17 @@ def _extremum_grad(b, node, douts):
     return (b.op("Mul", chosen, spread(b, node, b.op("RealDiv", douts[0], count))),)
 
 
-REDUCE_API = Api(call_attrs=("axis",))
+def _api(method: str, keep_dims: str = "keepdims=keep_dims") -> Api:
+    return Api(call_attrs=("axis",), method=method, method_args=("axis", keep_dims))
+
+
 register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, grad=_sum_grad,
                cann=("ReduceSumD",),
                precision=Precision("gray", True, "follows its input, as in the float16 ReduceSum case (a "
-                                   "float16 ReduceSum runs with block_dim 1; black-list it to keep it float32)"), api=REDUCE_API))
+                                   "float16 ReduceSum runs with block_dim 1; black-list it to keep it float32)"), api=_api("sum")))
 register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes,
                grad=_extremum_grad, cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"),
-               api=REDUCE_API))
+               api=_api("max")))
 register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes,
                grad=_extremum_grad, cann=("ReduceMinD",), precision=Precision("gray", True, "exact in any float dtype"),
-               api=REDUCE_API))
+               api=_api("min")))

@@ -47,7 +47,16 @@ class Api:
     call_attrs: tuple[str, ...] = ()      # attributes passed after the tensors, in order
     functional: str = ""                  # graphkernel.ops.<functional>
     method: str = ""                      # Tensor.<method>
+    # the method's parameters after self, in MindSpore's order, when they are not the call's: each an
+    # attribute's name, or "param=attr" where MindSpore's Tensor method names it otherwise
+    # (x.sum(axis, keepdims): ("axis", "keepdims=keep_dims")); "*attr" gathers the remaining positional
+    # arguments (x.reshape(2, 3) or x.reshape((2, 3))); None given for one means its default
+    method_args: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()          # names of the tensor inputs in docs (default x, y, z)
+    packed: bool = False                  # the tensors come as one tuple or list: P.AddN()((x, y, z))
+    order: tuple[str, ...] = ()           # the call's arguments in MindSpore's order when the tensors do
+                                          # not all come first: names from `inputs` and `call_attrs`
+                                          # (P.OneHot()(indices, depth, on_value, off_value))
 
 
 REQUIRED = object()

@@ -45,7 +45,8 @@ register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: a[0].reshape(attrs["shape"]),
                (Attr("shape", check=is_int_tuple),), _reshape_canon, grad=_reshape_grad, cost=Cost.FREE, onnx=(), domain="any",
-               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape")))
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape", method="reshape",
+                                                                 method_args=("*shape",))))
 
 
 def _transpose_canon(types, attrs):
@@ -62,7 +63,8 @@ register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                                                 types[0].dtype),),
                lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
                (Attr("perm", check=is_int_tuple),), _transpose_canon, grad=_transpose_grad, domain="any", cann=("TransposeD",),
-               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose")))
+               precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose", method="transpose",
+                                                                 method_args=("*perm",))))
 
 
 def _broadcast_canon(types, attrs):

@@ -45,7 +45,7 @@ composite("Squeeze", 1, lambda types, attrs: (TensorType(squeezed(types[0].shape
           lambda a, attrs: a[0].reshape(squeezed(a[0].shape, attrs["axis"])),
           (Attr("axis", (), is_int_tuple),), _squeeze_canon, grad=_reshape_grad, domain="any", precision=MOVES,
           doc="drops the size-1 axes named (every one for ()); a named axis of another size stays",
-          api=Api(functional="squeeze", method="squeeze", inputs=("input_x",)))
+          api=Api(functional="squeeze", method="squeeze", method_args=("axis",), inputs=("input_x",)))
 
 
 def _expand_canon(types, attrs):

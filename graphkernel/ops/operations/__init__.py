@@ -30,7 +30,9 @@ def signature(d: OpDef) -> str:
     made = ", ".join(a.name if a.default is REQUIRED else f"{a.name}={a.default!r}"
                      for a in d.attrs if a.name not in d.api.call_attrs)
     tensors = list(d.api.inputs) or (["x", "y", "z"][:d.arity] if d.arity and d.arity <= 3 else ["*xs"])
-    return f"P.{d.name}({made})({', '.join(tensors + list(d.api.call_attrs))})"
+    if d.api.packed:
+        tensors = [f"({', '.join(tensors)}, ...)"]
+    return f"P.{d.name}({made})({', '.join(d.api.order or tensors + list(d.api.call_attrs))})"
 
 
 def _doc(d: OpDef) -> str:
@@ -40,7 +42,8 @@ def _doc(d: OpDef) -> str:
 def _primitive(d: OpDef, module: str = __name__) -> type:
     defaults = {a.name: a.default for a in d.attrs if a.name in d.api.call_attrs and a.default is not REQUIRED}
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
-                                       "call_defaults": defaults, "__doc__": _doc(d), "__module__": module})
+                                       "call_defaults": defaults, "packed": d.api.packed, "order": d.api.order,
+                                       "__doc__": _doc(d), "__module__": module})
 
 
 for _d in OPS.values():
