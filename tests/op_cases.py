@@ -83,6 +83,31 @@ CASES += [
     OpCase("AddN", [_x(4, dtype=np.int32)], {}, lambda a: a),
 ]
 
+
+def _adam(var, m, v, lr, beta1, beta2, eps, decay, g):
+    w = np.float32
+    var, m, v, g = (x.astype(w) for x in (var, m, v, g))
+    m2 = beta1 * m + (w(1) - beta1) * g
+    v2 = beta2 * v + (w(1) - beta2) * np.square(g)
+    return var - lr * (m2 / (np.sqrt(v2) + eps) + decay * var), m2, v2
+
+
+_rng = np.random.default_rng(0)
+_W, _G = _rng.standard_normal((2, 3, 5)).astype(F), _rng.standard_normal((2, 3, 5)).astype(F)
+_M, _V = _rng.standard_normal((2, 3, 5)).astype(F), _rng.uniform(0, 2, (2, 3, 5)).astype(F)
+_HYPER = [np.array(v, F) for v in (0.01, 0.9, 0.999, 1e-6, 0.1)]
+CASES += [
+    OpCase("AdamWeightDecay", [_W, _M, _V, *_HYPER, _G], {}, _adam),
+    OpCase("AdamWeightDecay", [_W.astype(np.float16), _M.astype(np.float16), _V.astype(np.float16),
+                               *[h.reshape(1) for h in _HYPER], _G.astype(np.float16)], {},
+           lambda *a: tuple(r.astype(np.float16) for r in _adam(*a))),
+    OpCase("ScatterAdd", [np.zeros((4, 2), F), np.array([[0, 2], [2, 3]], np.int32),
+                          np.arange(8, dtype=F).reshape(2, 2, 2)], {},
+           lambda x, i, u: np.array([[0, 1], [0, 0], [6, 8], [6, 7]], F)),   # MindSpore 2.10's
+    OpCase("ScatterAdd", [_x(3, 2, 2, dtype=np.int32), np.array([1, 1, 1], np.int64),
+                          np.ones((3, 2, 2), np.int32)], {}, lambda x, i, u: x + np.array([0, 3, 0])[:, None, None]),
+]
+
 BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
@@ -110,6 +135,11 @@ BAD += [
             r"on_value \(2,\) and off_value \(\) must be scalars"),
     BadCase("Argmax", [_x(2, 3)], {"output_type": np.float32}, r"output_type=.*must be int32 or int64"),
     BadCase("AddN", [_x(2, 3), _x(3)], {}, r"inputs \(2, 3\), \(3,\) must have one shape"),
+    BadCase("AdamWeightDecay", [_W, _M, _V, np.array(0.01, np.float16), *_HYPER[1:], _G], {},
+            r"lr must be a float32 scalar"),
+    BadCase("AdamWeightDecay", [_W, _M[:1], _V, *_HYPER, _G], {}, r"must have one shape"),
+    BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
+            r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
 ]
 
 # rows without a case above, and where they are tested

@@ -172,3 +172,108 @@ def test_one_hot_by_keyword_and_its_gradient_in_on_and_off(cpu):
     hits = [0, 5, 13]
     assert_close(d_on.asnumpy(), np.float32(sum(hits)))
     assert_close(d_off.asnumpy(), np.float32(sum(range(15)) - sum(hits)))
+
+
+RNG = np.random.default_rng(0)
+W0 = RNG.standard_normal((4, 3)).astype(np.float32)
+G0 = RNG.standard_normal((4, 3)).astype(np.float32)
+# MindSpore 2.10, PYNATIVE on its CPU: P.AdamWeightDecay()(var, m, v, 0.01, 0.9, 0.999, 1e-6, 0.1, G0) twice,
+# from var = W0 and zero moments: the first rows of var, m and v
+ADAM_2_10 = {"var": [0.1995656043291092, -0.05776212736964226, 0.7132284641265869],
+             "m": [-0.4417559504508972, -0.041570425033569336, -0.2367231398820877],
+             "v": [0.010805991478264332, 9.569048415869474e-05, 0.003102996153756976]}
+
+
+class AdamStep(Cell):
+    def __init__(self):
+        super().__init__()
+        self.var = ms.Parameter(W0, name="var")
+        self.m = ms.Parameter(np.zeros_like(W0), name="m")
+        self.v = ms.Parameter(np.zeros_like(W0), name="v")
+        self.adam = P.AdamWeightDecay()
+
+    def construct(self, g):
+        before = self.var * 1.0
+        var, m, v = self.adam(self.var, self.m, self.v, 0.01, 0.9, 0.999, 1e-6, 0.1, g)
+        return before, var, self.var * 1.0   # a read after the update sees the new value
+
+
+def test_adam_weight_decay_updates_its_parameters_as_mindspore_2_10(setting):
+    net = AdamStep()
+    for _ in range(2):
+        before, var, after = net(Tensor(G0))
+    for name, want in ADAM_2_10.items():
+        assert_close(getattr(net, name).asnumpy()[0], np.array(want, np.float32), rtol_scale=4)
+    assert_close(var.asnumpy(), net.var.asnumpy(), bitwise=True)
+    assert_close(after.asnumpy(), net.var.asnumpy(), bitwise=True)
+    assert not np.array_equal(before.asnumpy(), after.asnumpy())
+
+
+def test_adam_weight_decay_is_one_kernel_writing_in_place(cpu):
+    ms.set_context(device_target="Ascend", enable_graph_kernel=True)
+
+    class Step(AdamStep):
+        def construct(self, g):
+            self.adam(self.var, self.m, self.v, 0.01, 0.9, 0.999, 1e-6, 0.1, g)
+            return g
+
+    compiled = Step().compile(Tensor(G0))
+    device = [k for k in compiled.kernels if k.op_types != ("Copy",)]   # the returned input's copy
+    assert len(device) == 1 and "Sqrt" in device[0].op_types, [k.op_types for k in compiled.kernels]
+
+
+def test_scatter_add_updates_its_parameter_as_mindspore_2_10(setting):
+    class Net(Cell):
+        def __init__(self):
+            super().__init__()
+            self.x = ms.Parameter(np.zeros((4, 2), np.float32), name="x")
+
+        def construct(self, indices, updates):
+            return P.ScatterAdd()(self.x, indices, updates)
+
+    net = Net()
+    got = net(Tensor(np.array([[0, 2], [2, 3]], np.int32)), Tensor(np.arange(8, dtype=np.float32).reshape(2, 2, 2)))
+    want = np.array([[0, 1], [0, 0], [6, 8], [6, 7]], np.float32)
+    assert_close(got.asnumpy(), want, bitwise=True)
+    assert_close(net.x.asnumpy(), want, bitwise=True)
+
+
+def test_scatter_add_index_out_of_range_is_an_error(cpu):
+    x = ms.Parameter(np.zeros((4, 2), np.float32), name="x")
+    with pytest.raises(GraphKernelError, match=r"ScatterAdd: an index is outside \[0, 4\)"):
+        P.ScatterAdd()(x, Tensor(np.array([-1], np.int32)), Tensor(np.ones((1, 2), np.float32)))
+    np.testing.assert_array_equal(x.asnumpy(), 0)
+
+
+def test_updates_and_assigns_to_a_tensor_are_errors_naming_it(cpu):
+    t = Tensor(W0)
+    with pytest.raises(GraphKernelError, match="P.AdamWeightDecay: var must be a Parameter"):
+        P.AdamWeightDecay()(t, t, t, 0.01, 0.9, 0.999, 1e-6, 0.1, t)
+    with pytest.raises(GraphKernelError, match="P.ScatterAdd: input_x must be a Parameter"):
+        P.ScatterAdd()(t, Tensor(np.array([0], np.int32)), Tensor(W0[:1]))
+    with pytest.raises(GraphKernelError, match="the variable must be a Parameter, got Tensor"):
+        P.Assign()(t, t)
+    with pytest.raises(GraphKernelError, match="the variable must be a Parameter, got Tensor"):
+        P.AssignAdd()(t, t)
+
+
+def test_assign_add_in_program_order(setting):
+    """A read after AssignAdd sees the new value, an AssignAdd whose result is unused happens, and the
+    step counter advances once per call (as MindSpore's, which printed [3.] for 1 + 2)."""
+    class Net(Cell):
+        def __init__(self):
+            super().__init__()
+            self.a = ms.Parameter(np.array([1.0], np.float32), name="a")
+            self.steps = ms.Parameter(np.array(0, np.int32), name="steps", requires_grad=False)
+
+        def construct(self, x):
+            before = self.a * 1.0
+            P.AssignAdd()(self.a, x)
+            P.AssignAdd()(self.steps, 1)
+            return before, self.a * 1.0
+
+    net = Net()
+    before, after = net(Tensor(np.array([2.0], np.float32)))
+    assert (before.asnumpy(), after.asnumpy()) == ([1.0], [3.0])
+    net(Tensor(np.array([2.0], np.float32)))
+    assert net.a.asnumpy().tolist() == [5.0] and int(net.steps.asnumpy()) == 2

@@ -103,7 +103,8 @@ def test_every_expandable_op_has_an_expander():
     from test_grad_ops import CASES as GRAD_OP_CASES   # the gradient ops' expansions are tested there
     assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
     assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
-        "SparseSoftmaxCrossEntropyWithLogits", "OneHot"} == set(EXPANDERS)   # int inputs: their own tests below
+        "SparseSoftmaxCrossEntropyWithLogits", "OneHot",   # int inputs: their own tests below
+        "AdamWeightDecay"} == set(EXPANDERS)   # float32 scalars with float16 tensors: tests/op_cases.py
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

@@ -19,6 +19,7 @@ from ir.builder import GraphBuilder
 from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
+from graphkernel.expanders.adam_weight_decay import expand_adam_weight_decay
 from graphkernel.expanders.arg_max_with_value import expand_arg_max_with_value
 from graphkernel.expanders.bias_add import expand_bias_add
 from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
@@ -95,6 +96,7 @@ EXPANDERS: dict[str, Expander] = {
     "Tile": expand_tile,
     "ZerosLike": expand_zeros_like,
     "AddN": expand_add_n,
+    "AdamWeightDecay": expand_adam_weight_decay,
     "Argmax": expand_argmax,
     "OneHot": expand_one_hot,
     "StridedSlice": expand_strided_slice,

@@ -17,6 +17,7 @@ from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.registry import REQUIRED, Pattern
+from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tape import active_tape
@@ -57,6 +58,8 @@ class Primitive:
     packed: bool = False                 # the tensors come as one tuple or list (P.AddN()((x, y)))
     order: tuple[str, ...] = ()          # the call's arguments in MindSpore's order (tensor names and
                                          # call_attrs), when the tensors do not all come first
+    updates: tuple = ()                  # (result k, input i): result k is written into input i, a Parameter
+    inputs: tuple[str, ...] = ()         # the tensor inputs' names, for errors
 
     def __init__(self, *args, **attrs):
         opdef = get(self.op)
@@ -144,12 +147,22 @@ class Primitive:
 
     def __call__(self, *args, **kwargs):
         operands, attrs = self._bind(args, kwargs)
+        for _, i in self.updates:
+            if not isinstance(operands[i], Parameter):
+                what = self.inputs[i] if i < len(self.inputs) else f"input {i}"
+                raise AssignError(f"P.{type(self).__name__}: {what} must be a Parameter (it is updated in place), "
+                                  f"got {type(operands[i]).__name__}")
         trace = active_trace()
         if trace is not None:
-            return self._emit(trace, operands, attrs)
-        if any(isinstance(x, SymbolicTensor) for x in operands):
+            result = self._emit(trace, operands, attrs)
+        elif any(isinstance(x, SymbolicTensor) for x in operands):
             raise PrimitiveCallError(f"P.{type(self).__name__}: called on a traced value outside its trace")
-        return _run_eager(self, operands, attrs)
+        else:
+            result = _run_eager(self, operands, attrs)
+        results = result if isinstance(result, tuple) else (result,)
+        for k, i in self.updates:   # in program order: later reads in construct see the new values
+            assign(operands[i], results[k])
+        return result
 
     def _emit(self, trace: Trace, operands, attrs):
         """Add this op to `trace`; returns SymbolicTensor(s)."""

@@ -53,6 +53,9 @@ class Api:
     # arguments (x.reshape(2, 3) or x.reshape((2, 3))); None given for one means its default
     method_args: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()          # names of the tensor inputs in docs (default x, y, z)
+    # (result k, input i): result k is the new value of input i, a Parameter the primitive writes in
+    # place (MindSpore's ref inputs: P.AdamWeightDecay updates var, m and v)
+    updates: tuple[tuple[int, int], ...] = ()
     packed: bool = False                  # the tensors come as one tuple or list: P.AddN()((x, y, z))
     order: tuple[str, ...] = ()           # the call's arguments in MindSpore's order when the tensors do
                                           # not all come first: names from `inputs` and `call_attrs`

@@ -43,6 +43,7 @@ def _primitive(d: OpDef, module: str = __name__) -> type:
     defaults = {a.name: a.default for a in d.attrs if a.name in d.api.call_attrs and a.default is not REQUIRED}
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
                                        "call_defaults": defaults, "packed": d.api.packed, "order": d.api.order,
+                                       "updates": d.api.updates, "inputs": d.api.inputs,
                                        "__doc__": _doc(d), "__module__": module})
 
 
