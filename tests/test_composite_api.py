@@ -214,3 +214,13 @@ def test_scope_names_without_class_names():
 
     assert scope_of(True).startswith("Default/inner-ReLU/")
     assert scope_of(False).startswith("Default/inner/")
+
+
+def test_an_optimizer_of_two_groups_of_one_parameter_each():
+    """Groups are told apart by identity (== on their Parameter lists would compare tensors)."""
+    a, b = Parameter(np.ones(2, np.float32), name="a.weight"), Parameter(np.ones(2, np.float32), name="a.bias")
+    opt = nn.SGD([{"params": [a], "weight_decay": 0.5}, {"params": [b]}], 0.1)
+    assert opt.decay_flags == (True, False) and opt.optim_filter == (True, True) and not opt.use_parallel
+    assert [float(w.asnumpy()) for w in opt.weight_decay] == [0.5, 0.0]
+    assert [m.name for m in opt.parameters.clone(prefix="adam_m", init="zeros")] == ["adam_m.a.weight",
+                                                                                      "adam_m.a.bias"]

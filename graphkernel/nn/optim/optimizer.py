@@ -118,7 +118,8 @@ class Optimizer(Cell):
             name = "learning_rate" if len(rates) == 1 else f"learning_rate_{k}"
             setattr(self, name, r)
         self._rates = rates
-        self._rate_of = [groups.index(group_of[id(p)]) for p in params]
+        group_index = {id(g): k for k, g in enumerate(groups)}   # by identity: == on a group compares Tensors
+        self._rate_of = [group_index[id(group_of[id(p)])] for p in params]
         self.weight_decays = tuple(group_of[id(p)]["weight_decay"] for p in params)
         if self.is_group:
             self.decay_flags = tuple(wd > 0 for wd in self.weight_decays)
