@@ -228,3 +228,23 @@ def test_a_bert_style_training_run_fused_unfused_and_reference_agree():
     _agree(runs)
     losses = [float(r[0].reshape(-1)[0]) for r in runs[2][0]]
     assert losses[-1] < 0.8 * losses[0], losses
+
+
+@pytest.mark.parametrize("allfinite", [True, False])
+def test_the_infnan_overflow_checks_of_the_base_cell(allfinite):
+    """enable_allfinite: one IsNan/IsInf reduction over the gradients; False: IsFinite per gradient and
+    AddN of the flags, as MindSpore's 910B INFNAN path computes them. Both see a NaN gradient."""
+    context.set_context(mode=context.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True)
+    net = nn.WithLossCell(nn.Dense(3, 1, weight_init="ones", bias_init="zeros"), nn.MSELoss())
+    cell = nn.TrainOneStepWithLossScaleCell(net, nn.SGD(net.trainable_params(), 0.1),
+                                            nn.FixedLossScaleUpdateCell(4.0))
+    cell.enable_allfinite = allfinite
+    y = Tensor(np.zeros((2, 1), np.float32))
+    weight = net.trainable_params()[0]
+    _, cond, scale = cell(Tensor(np.ones((2, 3), np.float32)), y)
+    assert not bool(cond.asnumpy()) and float(scale.asnumpy()) == 4.0
+    assert_close(weight.asnumpy(), np.full((1, 3), 1.0 - 0.1 * 6.0, np.float32))   # d/dw mean((3w)^2) = 6
+    before = weight.asnumpy()
+    _, cond, _ = cell(Tensor(np.full((2, 3), np.nan, np.float32)), y)
+    assert bool(cond.asnumpy())
+    assert_close(weight.asnumpy(), before, bitwise=True)

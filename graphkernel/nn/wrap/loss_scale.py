@@ -78,13 +78,6 @@ def all_finite_violated(grads):
     return P.Greater()(count, 0.0)
 
 
-def _sum(tensors):
-    total = tensors[0]
-    for t in tensors[1:]:
-        total = total + t
-    return total
-
-
 class TrainOneStepWithLossScaleCell(TrainOneStepCell):
     def __init__(self, network, optimizer, scale_sense):
         super().__init__(network, optimizer, sens=None)
@@ -161,7 +154,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
         return P.LogicalNot()(P.Cast()(P.ReduceMin()(P.Cast()(finite, DType.float32), ()), DType.bool))
 
     def _infnan_overflow(self, check, compute_output):
-        flag_sum = P.Reshape()(_sum(self.hyper_map(partial(check), compute_output)), ())
+        flag_sum = P.Reshape()(P.AddN()(self.hyper_map(partial(check), compute_output)), ())
         return P.GreaterEqual()(flag_sum, self.base)
 
     def process_loss_scale(self, overflow):
