@@ -33,6 +33,14 @@ ascend_910b_target=True, _ascend_check_overflow_mode="INFNAN_MODE", enable_allfi
 Printed: the Parameter count and names check, then per path the losses side by side and the largest
 relative differences; the exit status is 1 when a target is missed (fused/unfused within 1e-5 relative
 at every step, within 1e-4 of MindSpore's, the loss falling).
+
+    python bench/official_bert_check.py SRC --bench [--mindspore-python PY]
+
+times the loss-scale path at one BERT-large layer (hidden 1024, 16 heads, FFN 4096, seq 128, batch 2,
+vocab 30522, the embeddings and the masked-LM head included): the median step, fusion on and off, and
+MindSpore 2.10 on its CPU with its graph kernel off and on; for graphkernel the kernels per phase and the
+time in kernels outside MatMul from one profiled step. The target (fused <= 0.8 x MindSpore's best CPU
+step) is reported, never asserted.
 """
 from __future__ import annotations
 
@@ -41,9 +49,11 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 import numpy as np
@@ -55,6 +65,10 @@ CONFIG = dict(seq_length=32, vocab_size=512, hidden_size=128, num_hidden_layers=
               intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
               max_position_embeddings=64, type_vocab_size=2, initializer_range=0.02, use_relative_positions=False)
 BATCH, MASKED = 4, 20
+# --bench: the sources' network at one BERT-large layer, embeddings and the masked-LM head included
+LARGE = dict(CONFIG, seq_length=128, vocab_size=30522, hidden_size=1024, num_hidden_layers=1,
+             num_attention_heads=16, intermediate_size=4096, max_position_embeddings=512)
+LARGE_BATCH, BENCH_STEPS = 2, 5
 LR, END_LR, WARMUP, POWER, WEIGHT_DECAY, EPS = 1e-3, 0.0, 2, 5.0, 1e-5, 1e-6
 LOSS_SCALE, SCALE_FACTOR, SCALE_WINDOW = 65536, 2, 1000
 IMPORT_LINE = re.compile(r"^\s*(from|import)\s")
@@ -78,18 +92,18 @@ def prepare(src: str, dest: str, framework: str) -> None:
             f.writelines(lines)
 
 
-def batch() -> list[np.ndarray]:
+def batch(config: dict = CONFIG, size: int = BATCH) -> list[np.ndarray]:
     """One pre-training batch: ids, mask, token types, next-sentence labels, masked positions, ids, weights."""
     rng = np.random.default_rng(22)
-    seq, vocab = CONFIG["seq_length"], CONFIG["vocab_size"]
-    lengths = rng.integers(seq - 8, seq + 1, BATCH)
+    seq, vocab = config["seq_length"], config["vocab_size"]
+    lengths = rng.integers(seq - 8, seq + 1, size)
     mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
-    ids = (rng.integers(1, vocab, (BATCH, seq)) * mask).astype(np.int32)
+    ids = (rng.integers(1, vocab, (size, seq)) * mask).astype(np.int32)
     types = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
-    nsp = rng.integers(0, 2, (BATCH, 1)).astype(np.int32)
+    nsp = rng.integers(0, 2, (size, 1)).astype(np.int32)
     positions = np.stack([np.sort(rng.choice(int(n), MASKED, replace=False)) for n in lengths]).astype(np.int32)
-    masked_ids = rng.integers(1, vocab, (BATCH, MASKED)).astype(np.int32)
-    weights = np.ones((BATCH, MASKED), np.float32)
+    masked_ids = rng.integers(1, vocab, (size, MASKED)).astype(np.int32)
+    weights = np.ones((size, MASKED), np.float32)
     weights[:, MASKED - 3:] = 0.0   # the last three of each row are padding, as the data set pads
     return [ids, mask, types, nsp, positions, masked_ids, weights]
 
@@ -103,15 +117,16 @@ def initial_value(name: str, shape) -> np.ndarray:
     return noise.astype(np.float32)
 
 
-def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str) -> dict:
-    """Train one path in this process (a worker); returns losses and the Parameter names."""
+def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False) -> dict:
+    """Train one path in this process (a worker); returns losses and the Parameter names, or with
+    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
     sys.path.insert(0, sources)
     if framework == "mindspore":
         import mindspore as ms
         from mindspore import Tensor, context
         from mindspore.nn import AdamWeightDecay
         from mindspore.nn.wrap.loss_scale import DynamicLossScaleUpdateCell
-        context.set_context(mode=context.GRAPH_MODE, device_target="CPU")
+        context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=fused)
     else:
         sys.path.insert(0, REPO)
         import graphkernel as ms
@@ -126,7 +141,7 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
     from src.bert_model import BertConfig
     from src.utils import BertLearningRate
 
-    net_with_loss = BertNetworkWithLoss(BertConfig(**CONFIG), True)
+    net_with_loss = BertNetworkWithLoss(BertConfig(**(LARGE if bench else CONFIG)), True)
     params = net_with_loss.trainable_params()
     for p in params:
         p.set_data(Tensor(initial_value(p.name, p.shape)))
@@ -155,7 +170,9 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
         train.gpu_target, train.ascend_910b_target = False, True
         train._ascend_check_overflow_mode, train.enable_allfinite = "INFNAN_MODE", False
     train.set_train()
-    data = [Tensor(a) for a in batch()]
+    data = [Tensor(a) for a in (batch(LARGE, LARGE_BATCH) if bench else batch())]
+    if bench:
+        return timed(framework, train, data)
     losses, scales = [], []
     for _ in range(steps):
         out = train(*data)
@@ -167,21 +184,84 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
             "decay": [p.name for p in decay_params]}
 
 
+def timed(framework: str, train, data) -> dict:
+    """Median step time over BENCH_STEPS steps after two (the first compiles); for graphkernel the
+    kernels per phase and, from one profiled step, the time in and outside MatMul kernels."""
+    t0 = time.perf_counter()
+    train(*data)
+    first = time.perf_counter() - t0
+    train(*data)
+    times = []
+    for _ in range(BENCH_STEPS):
+        t0 = time.perf_counter()
+        out = train(*data)
+        np.asarray(out[0].asnumpy())
+        times.append(time.perf_counter() - t0)
+    result = {"first_s": first, "step_s": statistics.median(times)}
+    if framework == "graphkernel":
+        from graphkernel.bench.timing import StepProfile   # a worker's own import: graphkernel is loaded here
+        compiled = train.compile(*data)
+        kernels = compiled.kernels
+        result["phases"] = {p: sum(k.phase == p for k in kernels) for p in sorted({k.phase for k in kernels})}
+        if compiled.program is not None:
+            prof = StepProfile()
+            compiled.program.profiler = prof
+            try:
+                train(*data)
+            finally:
+                compiled.program.profiler = None
+            result["matmul_s"], result["outside_matmul_s"] = prof.opaque_s(), prof.total_s() - prof.opaque_s()
+    return result
+
+
 def worker(args) -> None:
-    result = run(args.framework, args.path, args.steps, args.fused, args.target, args.sources)
+    result = run(args.framework, args.path, args.steps, args.fused, args.target, args.sources, args.bench)
     print("RESULT " + json.dumps(result))
 
 
 def launch(python: str, sources: str, framework: str, path: str, steps: int, fused: bool = False,
-           target: str = "Ascend") -> dict:
+           target: str = "Ascend", bench: bool = False) -> dict:
     cmd = [python, os.path.abspath(__file__), "--worker", framework, "--sources", sources, "--path", path,
-           "--steps", str(steps), "--target", target] + (["--fused"] if fused else [])
+           "--steps", str(steps), "--target", target] + (["--fused"] if fused else []) + (["--bench"] if bench else [])
     env = dict(os.environ, PYTHONPATH="" if framework == "mindspore" else REPO)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
         raise SystemExit(f"{framework} {path} {'fused' if fused else ''} failed:\n{done.stderr[-6000:]}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def bench(args) -> int:
+    """The loss-scale path at one BERT-large layer: median step times, fusion on and off, and MindSpore's
+    (its graph kernel off and on) when its Python is given."""
+    work = tempfile.mkdtemp(prefix="official_bert_")
+    try:
+        for framework in ("graphkernel", "mindspore"):
+            prepare(args.src, os.path.join(work, framework), framework)
+        ours = os.path.join(work, "graphkernel")
+        runs = {"fused": launch(sys.executable, ours, "graphkernel", "lossscale", 1, fused=True, bench=True),
+                "unfused": launch(sys.executable, ours, "graphkernel", "lossscale", 1, bench=True)}
+        if args.mindspore_python:
+            theirs = os.path.join(work, "mindspore")
+            for name, fused in (("MindSpore", False), ("MindSpore graph kernel", True)):
+                try:
+                    runs[name] = launch(args.mindspore_python, theirs, "mindspore", "lossscale", 1, fused=fused,
+                                        bench=True)
+                except SystemExit as e:
+                    print(f"{name}: failed ({str(e).splitlines()[-1]})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"one BERT-large layer (hidden 1024, 16 heads, FFN 4096, seq 128, batch {LARGE_BATCH}, vocab 30522), "
+          f"loss-scale path; median of {BENCH_STEPS} steps")
+    print(f"   {'':24}{'step ms':>10}{'first call s':>14}{'outside MatMul ms':>19}  kernels per phase")
+    for name, r in runs.items():
+        outside = f"{r['outside_matmul_s'] * 1e3:19.1f}" if "outside_matmul_s" in r else f"{'':19}"
+        print(f"   {name:24}{r['step_s'] * 1e3:10.1f}{r['first_s']:14.1f}{outside}  {r.get('phases', '')}")
+    ms_best = min((r["step_s"] for n, r in runs.items() if n.startswith("MindSpore")), default=None)
+    if ms_best:
+        print(f"   fused / MindSpore's best: {runs['fused']['step_s'] / ms_best:.2f} (target <= 0.8)")
+    print(f"   fused / unfused: {runs['fused']['step_s'] / runs['unfused']['step_s']:.2f}")
+    return 0
 
 
 def relative(a, b) -> float:
@@ -243,6 +323,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
     parser.add_argument("--mindspore-python", help="a Python with mindspore 2.10 installed")
+    parser.add_argument("--bench", action="store_true", help="time one BERT-large layer instead (see bench())")
     parser.add_argument("--worker", choices=("graphkernel", "mindspore"), help=argparse.SUPPRESS)
     parser.add_argument("--sources", help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
@@ -258,7 +339,7 @@ def main(argv=None) -> int:
     bad = set(args.paths.split(",")) - set(PATHS)
     if bad:
         parser.error(f"unknown path(s) {sorted(bad)}; accepted: {', '.join(PATHS)}")
-    return compare(args)
+    return bench(args) if args.bench else compare(args)
 
 
 if __name__ == "__main__":
