@@ -224,3 +224,14 @@ def test_an_optimizer_of_two_groups_of_one_parameter_each():
     assert [float(w.asnumpy()) for w in opt.weight_decay] == [0.5, 0.0]
     assert [m.name for m in opt.parameters.clone(prefix="adam_m", init="zeros")] == ["adam_m.a.weight",
                                                                                       "adam_m.a.bias"]
+
+
+def test_functional_one_hot_takes_python_values():
+    """Dtypes and values printed from MindSpore 2.10's ops.one_hot (an out-of-range index: an off row)."""
+    indices = Tensor(np.array([0, 2, 5, -1], np.int32))
+    assert ms.ops.one_hot(indices, 3).dtype == mstype.int64
+    out = ms.ops.one_hot(indices, 3, 1.0, 0.0)
+    assert out.dtype == mstype.float32
+    assert_close(out.asnumpy(), np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]], np.float32), bitwise=True)
+    half = ms.ops.one_hot(indices, 3, Tensor(1.0, mstype.float16), Tensor(0.0, mstype.float16))
+    assert half.dtype == mstype.float16
