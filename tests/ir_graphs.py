@@ -17,6 +17,8 @@ from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Branch, Graph, Node, TensorType, Value
 from ir.ops import OPS, make_node
+from ir.dtypes import as_dtype
+from op_cases import CASES as OP_CASES
 from op_samples import comparisons, float_ops, kernel_ops
 
 F16, F32, F64, I32, I64, BOOL = (DType.float16, DType.float32, DType.float64, DType.int32, DType.int64,
@@ -90,7 +92,8 @@ NO_TEXT_FORM = frozenset({"PyFunc", "Bprop", "If"})
 
 def op_graph(op: str) -> Graph | None:
     """A graph of one `op` node reading fresh inputs, all its results outputs; None if no sample fits."""
-    candidates = [SAMPLES[op]] if op in SAMPLES else [([tt(F32, 2, 3)] * n, {}) for n in range(4)]
+    cases = [([TensorType(a.shape, as_dtype(a.dtype)) for a in c.arrays], c.attrs) for c in OP_CASES if c.op == op]
+    candidates = [SAMPLES[op]] if op in SAMPLES else cases[:1] or [([tt(F32, 2, 3)] * n, {}) for n in range(4)]
     for types, attrs in candidates:
         b = GraphBuilder(*types, names=[f"in{i}" for i in range(len(types))])
         try:

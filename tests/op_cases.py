@@ -108,6 +108,33 @@ CASES += [
                           np.ones((3, 2, 2), np.int32)], {}, lambda x, i, u: x + np.array([0, 3, 0])[:, None, None]),
 ]
 
+_P = _x(2, 3, 4)
+CASES += [
+    OpCase("Gather", [_P, np.array([1, -1], np.int32)], {"axis": 1}, lambda p, i: p[:, [1, 2]]),
+    OpCase("Gather", [_P, np.array([[2, 0], [1, 1]], np.int32)], {"axis": 1, "batch_dims": 1},
+           lambda p, i: np.stack([p[0][[2, 0]], p[1][[1, 1]]])),
+    OpCase("Gather", [_P, np.array([[2, 0], [1, 3]], np.int64)], {"axis": 2, "batch_dims": 1},
+           lambda p, i: np.stack([p[0][:, [2, 0]], p[1][:, [1, 3]]])),
+]
+
+_INF = np.array([[1, np.inf], [0, 2]], F)
+_NAN = np.array([np.nan, 1], F)
+_ONE = np.ones((2, 3), F)
+CASES += [
+    OpCase("FloatStatus", [_ONE], {}, lambda x: np.zeros(1, F)),
+    OpCase("FloatStatus", [_INF], {}, lambda x: np.ones(1, F)),
+    OpCase("FloatStatus", [_NAN.astype(np.float16)], {}, lambda x: np.ones(1, F)),
+    OpCase("NPUAllocFloatStatus", [], {}, lambda: np.zeros(8, F)),
+    OpCase("NPUClearFloatStatus", [np.ones(8, F)], {}, lambda s: np.zeros(8, F)),
+    OpCase("NPUClearFloatStatusV2", [np.ones(8, np.int32)], {}, lambda s: np.zeros(8, np.int32)),
+    OpCase("NPUGetFloatStatus", [np.zeros(8, F), _ONE, _INF], {}, lambda s, *w: np.ones(8, F)),
+    OpCase("NPUGetFloatStatus", [np.ones(8, F), _ONE, _ONE], {}, lambda s, *w: np.zeros(8, F)),
+    OpCase("NPUGetFloatStatus", [np.zeros(8, F)], {}, lambda s: np.zeros(8, F)),
+    OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _NAN], {}, lambda s, *w: np.ones(8, np.int32)),
+    OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _ONE.astype(np.float16)], {},
+           lambda s, *w: np.zeros(8, np.int32)),
+]
+
 BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
@@ -138,6 +165,12 @@ BAD += [
     BadCase("AdamWeightDecay", [_W, _M, _V, np.array(0.01, np.float16), *_HYPER[1:], _G], {},
             r"lr must be a float32 scalar"),
     BadCase("AdamWeightDecay", [_W, _M[:1], _V, *_HYPER, _G], {}, r"must have one shape"),
+    BadCase("FloatStatus", [np.ones(3, np.int32)], {}, r"x must be float16 or float32"),
+    BadCase("Gather", [_x(2, 3), np.zeros((3, 1), np.int32)], {"axis": 1, "batch_dims": 1},
+            r"batch_dims=1: the leading batch_dims dims of params \(2, 3\) and indices \(3, 1\) must be equal"),
+    BadCase("NPUGetFloatStatus", [np.zeros(4, F)], {}, r"the status must be an \(8,\) float32 tensor"),
+    BadCase("NPUGetFloatStatusV2", [np.zeros(8, F)], {}, r"the status must be an \(8,\) int32 tensor"),
+    BadCase("NPUGetFloatStatus", [np.zeros(8, F), np.ones(2, np.int32)], {}, r"a watched value must be a float"),
     BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
             r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
 ]
@@ -152,7 +185,6 @@ TESTED_ELSEWHERE = {
     "Slice": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
     "Concat": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
     "Split": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
-    "Gather": "tests/test_gradients.py, tests/test_onnx_node_conformance.py",
     "UnsortedSegmentSum": "tests/test_grad_ops.py test_unsorted_segment_sum_on_the_device",
     "MatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",
     "BatchMatMul": "tests/test_kernels_executor.py, tests/test_gradients.py",

@@ -277,3 +277,112 @@ def test_assign_add_in_program_order(setting):
     assert (before.asnumpy(), after.asnumpy()) == ([1.0], [3.0])
     net(Tensor(np.array([2.0], np.float32)))
     assert net.a.asnumpy().tolist() == [5.0] and int(net.steps.asnumpy()) == 2
+
+
+class StatusNet(Cell):
+    """MindSpore 1.x's loss-scale check: alloc, clear after the forward, the gradient, get."""
+
+    def __init__(self, version=""):
+        super().__init__()
+        self.w = ms.Parameter(np.ones(2, np.float32), name="w")
+        self.version = version
+        self.alloc = P.NPUAllocFloatStatus()
+        self.clear = getattr(P, f"NPUClearFloatStatus{version}")()
+        self.get = getattr(P, f"NPUGetFloatStatus{version}")()
+        self.grad = ops.GradOperation(get_by_list=True)
+
+    def forward(self, x):
+        return P.ReduceSum()(P.Exp()(x * self.w))
+
+    def construct(self, x, y):
+        before = P.Exp()(y)                       # made before the clear: never counted
+        loss = self.forward(x)
+        init = self.alloc() if not self.version else Tensor(np.zeros(8, np.int32))
+        init = ops.depend(init, loss)
+        cleared = self.clear(init)
+        x = ops.depend(x, cleared)
+        (dw,) = self.grad(self.forward, (self.w,))(x)
+        init = ops.depend(init, dw)
+        status = self.get(init)
+        if not self.version:
+            status = ops.depend(init, status)    # NPUGetFloatStatus wrote into init
+        return P.ReduceSum()(P.Cast()(status, ms.float32), (0,)), before, dw
+
+
+@pytest.mark.parametrize("version", ["", "V2"])
+def test_the_status_is_set_by_an_overflow_between_clear_and_get(setting, version):
+    net = StatusNet(version)
+    small, big = Tensor(np.array([1.0, 2.0], np.float32)), Tensor(np.array([100.0, 1.0], np.float32))
+    flag, _, dw = net(small, small)
+    assert flag.asnumpy() == 0 and np.isfinite(dw.asnumpy()).all()
+    flag, before, _ = net(small, big)             # inf before the clear
+    assert flag.asnumpy() == 0 and np.isinf(before.asnumpy()).any()
+    flag, _, dw = net(big, small)                 # inf in the gradient, after the clear
+    assert flag.asnumpy() == 8 and np.isinf(dw.asnumpy()).any()
+
+
+def test_an_overflow_inside_a_fused_kernel_sets_the_status_in_that_kernel(cpu):
+    """exp overflows inside the fused kernel computing exp(x) * 2: the check rides in that kernel (no
+    kernel of its own reads the values again)."""
+    ms.set_context(device_target="Ascend", enable_graph_kernel=True)
+
+    class Net(Cell):
+        def construct(self, x):
+            status = P.NPUAllocFloatStatus()()
+            P.NPUClearFloatStatus()(status)
+            y = P.Exp()(x) * 2.0
+            P.NPUGetFloatStatus()(status)
+            return status, y
+
+    compiled = Net().compile(Tensor(np.ones((64, 64), np.float32)))
+    producers = [k for k in compiled.kernels if "Exp" in k.op_types]
+    assert len(producers) == 1 and "IsFinite" in producers[0].op_types
+    assert not [k for k in compiled.kernels if "IsFinite" in k.op_types and "Exp" not in k.op_types]
+    x = np.ones((64, 64), np.float32)
+    x[3, 7] = 200.0
+    status, _ = Net()(Tensor(x))
+    np.testing.assert_array_equal(status.asnumpy(), np.ones(8, np.float32))
+
+
+def test_no_status_read_adds_no_check(cpu):
+    class Net(Cell):
+        def construct(self, x):
+            P.NPUClearFloatStatus()(P.NPUAllocFloatStatus()())
+            return P.Exp()(x) * 2.0
+
+    compiled = Net().compile(Tensor(np.ones(4, np.float32)))
+    assert not {"IsFinite", "ReduceMax"} & {n.op for n in compiled.stages["simplify"].nodes}
+
+
+def test_float_status_and_bad_statuses(setting):
+    (flag,) = Call(P.FloatStatus())(Tensor(np.array([1.0, np.inf], np.float32)))
+    np.testing.assert_array_equal(flag.asnumpy(), [1.0])
+    (flag,) = Call(P.FloatStatus())(Tensor(np.array([1.0, 2.0], np.float16)))
+    np.testing.assert_array_equal(flag.asnumpy(), [0.0])
+    with pytest.raises(GraphKernelError, match=r"NPUGetFloatStatus.*the status must be an \(8,\) float32"):
+        Call(P.NPUGetFloatStatus())(Tensor(np.zeros(4, np.float32)))
+
+
+P3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+# (batch_dims, indices, axis) -> what MindSpore 2.10 printed for Gather(batch_dims)(P3, indices, axis)
+GATHER_2_10 = [
+    (0, np.array([1, 0], np.int32), 1, [4, 5, 6, 7, 0, 1, 2, 3, 16, 17, 18, 19, 12, 13, 14, 15], (2, 2, 4)),
+    (0, np.array([-1], np.int32), 1, [8, 9, 10, 11, 20, 21, 22, 23], (2, 1, 4)),
+    (1, np.array([[2, 0], [1, 1]], np.int32), 1, [8, 9, 10, 11, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19], (2, 2, 4)),
+    (1, np.array([[2, 0], [1, 3]], np.int32), 2, [2, 0, 6, 4, 10, 8, 13, 15, 17, 19, 21, 23], (2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("batch_dims, indices, axis, want, shape", GATHER_2_10, ids=[str(i) for i in range(4)])
+def test_gather_as_mindspore_2_10(setting, batch_dims, indices, axis, want, shape):
+    (got,) = Call(P.Gather(batch_dims=batch_dims), axis)(Tensor(P3), Tensor(indices))
+    assert_close(got.asnumpy(), np.array(want, np.float32).reshape(shape), bitwise=True)
+
+
+def test_gather_needs_its_axis_and_has_no_batch_gradient(cpu):
+    with pytest.raises(GraphKernelError, match=r"P.Gather: missing argument\(s\) axis"):
+        P.Gather()(Tensor(P3), Tensor(np.array([0], np.int32)))
+    with pytest.raises(GraphKernelError, match="Gather.*batch_dims=1 has no gradient rule"):
+        ms.grad(lambda p: P.ReduceSum()(P.Gather(batch_dims=1)(p, Tensor(np.array([[0], [1]], np.int32)), 1)))(
+            Tensor(P3))

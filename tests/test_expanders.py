@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from ir.dtypes import DType
 from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
+from ir.ops.float_status import STATUS_OPS
 from graphkernel import expanders
 from graphkernel.expanders import EXPANDERS, expand
 from graphkernel.flags import GraphKernelFlags
@@ -104,7 +105,8 @@ def test_every_expandable_op_has_an_expander():
     assert set(EXPANDERS) == {name for name, d in OPS.items() if d.expandable}
     assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
         "SparseSoftmaxCrossEntropyWithLogits", "OneHot",   # int inputs: their own tests below
-        "AdamWeightDecay"} == set(EXPANDERS)   # float32 scalars with float16 tensors: tests/op_cases.py
+        "AdamWeightDecay",   # float32 scalars with float16 tensors: tests/op_cases.py
+        *STATUS_OPS, "FloatStatus"} == set(EXPANDERS)   # statuses of fixed dtypes: tests/op_cases.py
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

@@ -27,6 +27,7 @@ from graphkernel.expanders.dropout_grad import expand_dropout_grad
 from graphkernel.expanders.equal_count import expand_equal_count
 from graphkernel.expanders.erfc import expand_erfc
 from graphkernel.expanders.extremum_grad import expand_maximum_grad, expand_minimum_grad
+from graphkernel.expanders.float_status import expand_float_status, expand_get_float_status, expand_zeros
 from graphkernel.expanders.gelu import expand_gelu
 from graphkernel.expanders.gelu_grad import expand_gelu_grad
 from graphkernel.expanders.layer_norm import expand_layer_norm
@@ -97,6 +98,12 @@ EXPANDERS: dict[str, Expander] = {
     "ZerosLike": expand_zeros_like,
     "AddN": expand_add_n,
     "AdamWeightDecay": expand_adam_weight_decay,
+    "FloatStatus": expand_float_status,
+    "NPUAllocFloatStatus": expand_zeros,
+    "NPUClearFloatStatus": expand_zeros,
+    "NPUClearFloatStatusV2": expand_zeros,
+    "NPUGetFloatStatus": expand_get_float_status,
+    "NPUGetFloatStatusV2": expand_get_float_status,
     "Argmax": expand_argmax,
     "OneHot": expand_one_hot,
     "StridedSlice": expand_strided_slice,

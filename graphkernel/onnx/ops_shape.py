@@ -250,14 +250,10 @@ def range_(b: Builder, n: NodeInfo):
 
 @converter("Tile", static=(1,))
 def tile(b: Builder, n: NodeInfo):
-    """x (d0, d1, ...) as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), merged pairwise."""
+    """Our Tile, with ONNX's rule of one repeat per axis."""
     x = n.inputs[0]
     dims = shape_of(x)
     repeats = b.ints(n.input(1), "repeats")
     if len(repeats) != len(dims) or any(r < 0 for r in repeats):
         raise n.error(f"repeats {repeats} must hold one non-negative count per axis of {list(dims)}")
-    if all(r == 1 for r in repeats):
-        return [x]
-    spread = b.reshape(x, [v for d in dims for v in (1, d)])
-    wide = b.op("BroadcastTo", [spread], shape=tuple(v for r, d in zip(repeats, dims) for v in (r, d)))
-    return [b.reshape(wide, [r * d for r, d in zip(repeats, dims)])]
+    return [b.op("Tile", [x], multiples=tuple(repeats))]

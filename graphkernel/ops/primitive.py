@@ -16,6 +16,7 @@ from ir.dtypes import DType
 from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
+from ir.ops.float_status import overflowed
 from ir.ops.registry import REQUIRED, Pattern
 from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
@@ -177,10 +178,10 @@ class Primitive:
 
 def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
     tensors = [x for x in operands if isinstance(x, TensorOps)]
-    if not tensors:
+    if operands and not tensors:
         raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only Python scalars")
     # scalars take the dtype of the data they meet: the first non-bool tensor (Select's condition is bool)
-    like = next((x for x in tensors if x.dtype != DType.bool), tensors[0])
+    like = next((x for x in tensors if x.dtype != DType.bool), tensors[0] if tensors else None)
     values = []
     for x in operands:
         if isinstance(x, SymbolicTensor):
@@ -218,6 +219,23 @@ def _promoted(trace: Trace, values: list[Value]) -> list[Value]:
             for v in values]
 
 
+class EagerFloatStatus:
+    """The sticky overflow status of ops run one by one (PYNATIVE_MODE, or outside a trace): armed by
+    an NPUClearFloatStatus, it checks the results of every op after it until the next Clear; unarmed
+    (no status cleared yet) it checks nothing. A traced graph keeps its status in the graph instead
+    (ir/ops/float_status.py)."""
+
+    def __init__(self):
+        self.armed = False
+        self.overflow = False
+
+    def clear(self) -> None:
+        self.armed, self.overflow = True, False
+
+
+EAGER_STATUS = EagerFloatStatus()
+
+
 def _run_eager(prim: Primitive, operands, attrs):
     """Run one primitive on concrete Tensors through a cached one-op graph."""
     tensors = [x for x in operands if isinstance(x, Tensor)]
@@ -233,6 +251,8 @@ def _run_eager(prim: Primitive, operands, attrs):
     graph = trace.finish([r.value for r in results])
     arrays = run_eager(graph, [t.asnumpy() for t in tensors] + trace.captured_arrays())
     outs = tuple(Tensor._wrap(a) for a in arrays)
+    if EAGER_STATUS.armed and not EAGER_STATUS.overflow:
+        EAGER_STATUS.overflow = overflowed(arrays)
     tape = active_tape()
     if tape is not None:   # a PYNATIVE gradient is recording (graphkernel/tape.py)
         tape.record(prim, operands, attrs, outs)

@@ -6,7 +6,10 @@
                                     negative one (end -1: run to the front)
     Concat(x0, x1, ..., axis)       joins along axis; every other dim equal
     Split(x, axis, sizes)           one result per size, the sizes summing to x.shape[axis]
-    Gather(data, indices, axis)     numpy take along axis; negative indices count from the end
+    Gather(data, indices, axis, batch_dims=0)
+                                    numpy take along axis; negative indices count from the end; the
+                                    first batch_dims dims of data and indices are batch dims, each
+                                    batch element gathering from its own data (MindSpore's P.Gather)
 
 Each output element comes from exactly one input element (Gather reads data at indices known only at
 run time, so it is opaque: a kernel of its own).
@@ -173,10 +176,16 @@ register(OpDef("Split", Pattern.INJECTIVE, 1, _split_infer, _split,
 
 
 def _gather_canon(types, attrs):
-    data = types[0]
+    data, indices = types
     if data.rank == 0:
         raise ShapeError("cannot gather from a 0-d tensor")
-    return {"axis": _axis(attrs["axis"], data.rank)}
+    axis, batch = _axis(attrs["axis"], data.rank), attrs["batch_dims"]
+    batch = batch % (indices.rank + 1) if -indices.rank - 1 < batch < 0 else batch
+    if not 0 <= batch <= min(axis, indices.rank) or data.shape[:batch] != indices.shape[:batch]:
+        raise ShapeError(f"batch_dims={attrs['batch_dims']}: the leading batch_dims dims of params "
+                         f"{fmt(data.shape)} and indices {fmt(indices.shape)} must be equal, and batch_dims at "
+                         f"most axis ({axis}) and the rank of indices")
+    return {"axis": axis, "batch_dims": batch}
 
 
 def _gather_infer(types, attrs):
@@ -184,22 +193,32 @@ def _gather_infer(types, attrs):
     if not indices.dtype.is_int:
         raise ShapeError(f"indices must be int32 or int64, got {indices.dtype}")
     require(data.dtype, "any")
-    axis = attrs["axis"]
-    return (TensorType(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.dtype),)
+    axis, batch = attrs["axis"], attrs["batch_dims"]
+    return (TensorType(data.shape[:axis] + indices.shape[batch:] + data.shape[axis + 1:], data.dtype),)
 
 
 def _gather(a, attrs):
     data, indices = a
-    n = data.shape[attrs["axis"]]
+    axis, batch = attrs["axis"], attrs["batch_dims"]
+    n = data.shape[axis]
     if indices.size and (indices.min() < -n or indices.max() >= n):
-        raise IRError(f"Gather: an index is outside [{-n}, {n}) for axis {attrs['axis']} of size {n}")
-    return np.take(data, indices.astype(np.int64), axis=attrs["axis"])
+        raise IRError(f"Gather: an index is outside [{-n}, {n}) for axis {axis} of size {n}")
+    indices = indices.astype(np.int64)
+    if not batch:
+        return np.take(data, indices, axis=axis)
+    out = np.empty(data.shape[:axis] + indices.shape[batch:] + data.shape[axis + 1:], data.dtype)
+    for b in np.ndindex(*data.shape[:batch]):   # each batch element gathers from its own params
+        out[b] = np.take(data[b], indices[b], axis=axis - batch)
+    return out
 
 
 def _gather_grad(b, node, douts):
     """The cotangent of each gathered slice added back where it came from: UnsortedSegmentSum over the
     indices (negative ones counted from the end), with the gathered axis moved to the front and back."""
     (data, indices), (d,) = node.inputs, douts
+    if node.attr("batch_dims"):
+        raise IRError(f"Gather{' (' + node.name + ')' if node.name else ''} with batch_dims="
+                      f"{node.attr('batch_dims')} has no gradient rule (only batch_dims=0 has one)")
     axis, k, n = node.attr("axis"), indices.type.rank, data.shape[node.attr("axis")]
     if axis:   # the index dims first: d is data.shape[:axis] + indices.shape + data.shape[axis + 1:]
         perm = tuple(range(axis, axis + k)) + tuple(range(axis)) + tuple(range(axis + k, d.type.rank))
@@ -213,7 +232,8 @@ def _gather_grad(b, node, douts):
     return summed, None
 
 
-register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", 0, is_int),),
-               _gather_canon, grad=_gather_grad, doc="numpy take along axis; indices in [-n, n)", domain="any",
+register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis", check=is_int),
+                                                                   Attr("batch_dims", 0, is_int)),
+               _gather_canon, grad=_gather_grad, doc="numpy take along axis, indices in [-n, n), per batch element when batch_dims > 0", domain="any",
                cann=("GatherV2",), precision=Precision("gray", True, "moves data"),
                api=Api(call_attrs=("axis",), functional="gather", inputs=("params", "indices"))))

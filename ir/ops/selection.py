@@ -37,7 +37,7 @@ def _argmax_row_infer(types, attrs):
 composite("Argmax", 1, _argmax_row_infer,
           lambda a, attrs: _argmax(a, {**attrs, "keep_dims": False})[0].astype(attrs["output_type"].np),
           (Attr("axis", -1, is_int), Attr("output_type", DType.int32, _output_type)),
-          lambda types, attrs: {**_argmax_canon(types, {**attrs, "keep_dims": False}),
+          lambda types, attrs: {"axis": _argmax_canon(types, {**attrs, "keep_dims": False})["axis"],
                                 "output_type": attrs["output_type"]},
           precision=Precision("gray", True, "selects an element, exact"),
           doc="the first index of the maximum along axis, in output_type (int32 or int64)",

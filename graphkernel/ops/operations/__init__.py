@@ -21,6 +21,8 @@ from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F40
 from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
 from graphkernel.ops.static import DType, Rank, Shape, Size  # noqa: F401  (trace-time queries, not ops)
 from graphkernel.ops.collective import AllReduce  # noqa: F401  (one device: the identity)
+from graphkernel.ops.float_status import (  # noqa: F401  (the sticky overflow status)
+    NPUAllocFloatStatus, NPUClearFloatStatus, NPUClearFloatStatusV2, NPUGetFloatStatus, NPUGetFloatStatusV2)
 from graphkernel.tensor import use_primitives
 
 
@@ -77,6 +79,8 @@ __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (
 __all__ += ["Dropout"]   # graphkernel/ops/dropout.py
 __all__ += ["Shape", "DType", "Rank", "Size"]   # graphkernel/ops/static.py
 __all__ += ["AllReduce"]   # graphkernel/ops/collective.py
+__all__ += ["NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2", "NPUGetFloatStatus",
+            "NPUGetFloatStatusV2"]   # graphkernel/ops/float_status.py
 
 use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
 
