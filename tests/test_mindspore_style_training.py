@@ -230,15 +230,19 @@ def test_a_bert_style_training_run_fused_unfused_and_reference_agree():
     assert losses[-1] < 0.8 * losses[0], losses
 
 
-@pytest.mark.parametrize("allfinite", [True, False])
-def test_the_infnan_overflow_checks_of_the_base_cell(allfinite):
-    """enable_allfinite: one IsNan/IsInf reduction over the gradients; False: IsFinite per gradient and
-    AddN of the flags, as MindSpore's 910B INFNAN path computes them. Both see a NaN gradient."""
+@pytest.mark.parametrize("mode", ["allfinite", "isfinite", "saturation", "gpu"])
+def test_the_overflow_checks_of_the_base_cell(mode):
+    """MindSpore's four ways, chosen by the cell's attributes: allfinite (the default here: one IsNan/IsInf
+    reduction over the gradients), isfinite (IsFinite per gradient, AddN of the flags), saturation (the
+    sticky float status, NPUClearFloatStatusV2 after the loss, NPUGetFloatStatusV2 after the gradients),
+    gpu (FloatStatus per gradient, AddN). Each sees a NaN step and lets a finite one through."""
     context.set_context(mode=context.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True)
     net = nn.WithLossCell(nn.Dense(3, 1, weight_init="ones", bias_init="zeros"), nn.MSELoss())
     cell = nn.TrainOneStepWithLossScaleCell(net, nn.SGD(net.trainable_params(), 0.1),
                                             nn.FixedLossScaleUpdateCell(4.0))
-    cell.enable_allfinite = allfinite
+    cell.enable_allfinite = mode == "allfinite"
+    cell.ascend_910a_target = mode == "saturation"
+    cell.gpu_target = mode == "gpu"
     y = Tensor(np.zeros((2, 1), np.float32))
     weight = net.trainable_params()[0]
     _, cond, scale = cell(Tensor(np.ones((2, 3), np.float32)), y)
