@@ -219,12 +219,13 @@ def input_node(index: int, type_: TensorType, name: str = "") -> Node:
 class Graph:
     """inputs (results of Input nodes), nodes in a valid execution order, outputs."""
 
-    __slots__ = ("inputs", "nodes", "outputs")
+    __slots__ = ("inputs", "nodes", "outputs", "_key")
 
     def __init__(self, inputs: Iterable[Value], nodes: Iterable[Node], outputs: Iterable[Value]):
         object.__setattr__(self, "inputs", tuple(inputs))
         object.__setattr__(self, "nodes", tuple(nodes))
         object.__setattr__(self, "outputs", tuple(outputs))
+        object.__setattr__(self, "_key", None)
 
     def __setattr__(self, key, value):
         raise AttributeError("Graph is immutable")
@@ -239,7 +240,12 @@ class Graph:
         """A canonical, hashable form: equal keys mean structurally equal graphs (names ignored).
 
         Float attributes compare by their bits (so a NaN equals itself); a value from outside the graph
-        compares by identity."""
+        compares by identity. Computed once: a graph is immutable, and passes ask a subgraph's key often."""
+        if self._key is None:
+            object.__setattr__(self, "_key", self._make_key())
+        return self._key
+
+    def _make_key(self) -> tuple:
         ids: dict[Value, tuple] = {v: ("in", i) for i, v in enumerate(self.inputs)}
         foreign = lambda v: ("?", id(v.node), v.index)  # noqa: E731
         rows = []

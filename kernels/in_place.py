@@ -51,6 +51,13 @@ def plan_in_place(graph: Graph, kernel_graph) -> dict[Value, Value]:
                 last_read[storage_root(v)] = k
     outputs = {storage_root(v) for v in graph.outputs if v.node.op != "Assign"}
     sources = [storage_root(n.inputs[1]) for n in assigns]    # the buffers the Assigns' values are in
+    parts_of: dict[int, tuple] = {}      # id(subgraph) -> (subgraph, its multi-tensor parts): one split per kernel
+
+    def multi_parts_of(sub: Graph):
+        if id(sub) not in parts_of:
+            parts_of[id(sub)] = (sub, multi_parts(sub))
+        return parts_of[id(sub)][1]
+
     plan = {}
     for node in assigns:
         ref, value = node.inputs
@@ -61,18 +68,19 @@ def plan_in_place(graph: Graph, kernel_graph) -> dict[Value, Value]:
         if last_read.get(ref, -1) > order[producer]:
             continue
         reads_ref = [i for i, v in enumerate(producer.inputs) if storage_root(v) is ref]
-        if reads_ref and not _same_index(producer, reads_ref, value.index, kernel_graph(producer)):
+        if reads_ref and not _same_index(producer, reads_ref, value.index, kernel_graph(producer), multi_parts_of):
             continue
         plan[value] = ref
     return plan
 
 
-def _same_index(node: Node, positions: list[int], k: int, sub: Graph | None) -> bool:
+def _same_index(node: Node, positions: list[int], k: int, sub: Graph | None, multi_parts_of) -> bool:
     """The kernel of `node` computes its result k elementwise, of the size of its inputs at `positions`,
-    which no other part of it reads (a multi-tensor kernel: the part holding result k)."""
+    which no other part of it reads (a multi-tensor kernel: the part holding result k, `multi_parts_of`
+    its parts)."""
     if sub is None:
         return False
-    parts = multi_parts(sub)
+    parts = multi_parts_of(sub)
     if parts is not None:
         (part,) = [p for p in parts if k in p.outputs]
         if not set(positions) <= set(part.inputs) or any(

@@ -46,6 +46,29 @@ def test_recompute_duplicates_a_cheap_producer_when_memory_bound(monkeypatch):
     same_values(graph, out)
 
 
+def test_recompute_duplicates_the_same_slice_in_every_layer(monkeypatch):
+    """Layers of one structure each get the recompute (a refusal is remembered by structure, an
+    acceptance is not), all in one round: the acceptances touch disjoint nodes."""
+    monkeypatch.setattr(aicore, "OPS_PER_SECOND_PER_THREAD", 48e9)  # compute faster than memory
+    layers = 3
+    g = GraphBuilder(*[t(256, 1024) for _ in range(layers)])
+    outs = []
+    for x in g.inputs:
+        h = g.op("Mul", x, g.const(2.0))
+        outs += [g.op("ReduceSum", h, axis=(0,)), g.op("ReduceSum", h, axis=(1,))]
+    graph = g.graph(*outs)
+    opts = options()
+    _, final = fuse_all(graph, opts)
+    out = recompute(final, opts)
+    verify(out)
+    assert kernel_count(out) == 2 * layers
+    assert all(len(c.outputs) == 1 for c in composites(out))
+    records = [r for r in fusion_log() if "recompute" in r.reason]
+    assert len(records) == layers and all(r.accepted for r in records)
+    assert len({c for r in records for c in r.composites}) == layers   # each names its own reader
+    same_values(graph, out)
+
+
 def test_recompute_refuses_an_expensive_slice_and_logs_why():
     graph = two_reductions("Exp")
     opts = options()

@@ -23,6 +23,7 @@ from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.interpret import interpret
 from kernels import DeviceConfig, KernelBuildWarning, lower
+from kernels.multi_tensor import MAX_TENSORS
 from kernel_graphs import random_array
 from tolerance import assert_close
 
@@ -260,6 +261,31 @@ def test_a_candidate_depending_on_a_member_is_refused():
     reasons = [(r.accepted, r.reason) for r in passes.log]
     assert (False, "multi-tensor: it depends on a member of the group (one launch would make a cycle)") in reasons
     assert any(a for a, _ in reasons)
+    arrays = [random_array(v.shape, v.dtype.np, seed=k) for k, v in enumerate(graph.inputs)]
+    for got, want in zip(interpret(fused, arrays), interpret(graph, arrays)):
+        assert_close(got, want, bitwise=True)
+
+
+@pytest.mark.parametrize("count", [MAX_TENSORS, MAX_TENSORS + 1, 2 * MAX_TENSORS + 3])
+def test_a_long_group_is_cut_into_launches_of_at_most_max_tensors(count):
+    """One launch takes at most MAX_TENSORS updates (numba's build time grows faster than the tensor
+    count); a longer group is cut in graph order, a last piece of one update left as it was."""
+    b = GraphBuilder()
+    params = [b.input((3 + k % 5,), name=f"p{k}") for k in range(count)]
+    assigns = []
+    for p in params:
+        sub = GraphBuilder(p.type)
+        (new,) = b.composite(sub.graph(sub.op("Mul", sub.inputs[0], sub.scalar(0.5, sub.inputs[0]))), p,
+                             name="Fused_Mul_0")
+        assigns.append(b.op("Assign", p, new))
+    graph = b.graph(b.reduce("ReduceSum", params[0], (0,), keep_dims=False), *assigns)
+    with PassContext() as passes:
+        fused = multi_tensor_fusion(graph, CompileOptions(enable_graph_kernel=True))
+    sizes = [r.figures["tensors"] for r in passes.log if r.accepted]
+    expected = [min(MAX_TENSORS, count - k) for k in range(0, count, MAX_TENSORS)]
+    assert sizes == [n for n in expected if n > 1]
+    parts = sorted(len(n.subgraph.nodes) for n in fused.nodes if n.subgraph is not None)
+    assert sum(parts) == sum(len(n.subgraph.nodes) for n in graph.nodes if n.subgraph is not None)
     arrays = [random_array(v.shape, v.dtype.np, seed=k) for k, v in enumerate(graph.inputs)]
     for got, want in zip(interpret(fused, arrays), interpret(graph, arrays)):
         assert_close(got, want, bitwise=True)

@@ -10,7 +10,8 @@ size 1, as the update of a Parameter of any shape is. Kernels with the same kern
 size (one `kernels.layout.KernelSpec`) are merged in graph order; a candidate that depends on a member
 of the group (through any path) is refused, since merging the two would make a cycle. Apart or
 together the kernels move the same bytes; together they save a launch each, and each element is still
-computed by itself, so the bits do not change. Each merge and refusal is logged, its reason prefixed
+computed by itself, so the bits do not change. A group holds at most `kernels.multi_tensor.MAX_TENSORS`
+kernels; a longer one is cut in graph order into launches of that many. Each merge and refusal is logged, its reason prefixed
 "multi-tensor: ".
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_utils import build_composite, fuse_groups
 from kernels.fusible import Unsupported
 from kernels.layout import describe
+from kernels.multi_tensor import MAX_TENSORS
 
 STAGE = "composite"
 
@@ -73,11 +75,13 @@ def multi_tensor_fusion(graph: Graph, opts: CompileOptions) -> Graph:
                 continue
             group.append(node)
             members |= bit[node]
-        if len(group) > 1:
-            record = log.add(STAGE, [n.name for n in group], True,
-                                  f"multi-tensor: {len(group)} updates of one kernel, one launch",
-                                  tensors=len(group))
-            merged.append((group, record))
+        for k in range(0, len(group), MAX_TENSORS):
+            chunk = group[k:k + MAX_TENSORS]
+            if len(chunk) > 1:
+                record = log.add(STAGE, [n.name for n in chunk], True,
+                                 f"multi-tensor: {len(chunk)} updates of one kernel, one launch",
+                                 tensors=len(chunk))
+                merged.append((chunk, record))
     if not merged:
         return graph
     holders: dict[Node, str] = {}

@@ -34,21 +34,31 @@ MAX_ROUNDS = 50
 
 
 def recompute(graph: Graph, opts: CompileOptions) -> Graph:
-    """Duplicate cheap produced values into the kernels that read them, where the cost model agrees."""
-    decided: set = set()
+    """Duplicate cheap produced values into the kernels that read them, where the cost model agrees.
+
+    A round asks every candidate of the graph in order and applies each accepted one that touches no
+    node an earlier acceptance of the round touched (its producer, its readers, the producers of what
+    the producer reads, whose readers it changes); the others wait for the next round, asked again on
+    the rebuilt graph. A refusal is remembered by the candidate's structure, so the same slice in every
+    layer of a deep network is costed once."""
+    refused: set = set()
     for _ in range(MAX_ROUNDS):
         readers = graph.users()
         live = live_set(graph)
         # values some dead node reads are left alone: rewriting their readers is DCE's business
         readers = {v: us for v, us in readers.items() if all(u in live for u in us)}
-        ask = _Round(readers, escape_finder(graph), set(graph.outputs), decided, opts)
+        ask = _Round(readers, escape_finder(graph), set(graph.outputs), refused, opts)
+        accepted: list[_Candidate] = []
+        touched: set[Node] = set()
         for producer in graph.nodes:
-            accepted = ask.first_accepted(producer) if producer in live else None
-            if accepted is not None:
-                graph = _rebuild(graph, accepted, PassContext.current().log)
-                break
-        else:
+            if producer in live and producer not in touched:
+                candidate = ask.first_accepted(producer, touched)
+                if candidate is not None:
+                    accepted.append(candidate)
+                    touched.update(candidate.touches())
+        if not accepted:
             return graph
+        graph = _rebuild(graph, accepted, PassContext.current().log)
     return graph
 
 
@@ -58,35 +68,44 @@ class _Round:
     readers: dict            # value -> its (live) readers
     escaping: Callable       # nodes -> their values read outside them (fusion_utils.escape_finder)
     outputs: set             # the graph's outputs
-    decided: set             # candidates asked already (in any round)
+    refused: set             # the structures of candidates refused already (in any round)
     opts: CompileOptions
 
-    def first_accepted(self, producer: Node) -> _Candidate | None:
-        """The first accepted candidate recomputing a result of `producer`."""
+    def first_accepted(self, producer: Node, touched: set[Node]) -> _Candidate | None:
+        """The first accepted candidate recomputing a result of `producer` whose readers no earlier
+        acceptance of this round touched."""
         if producer.op == "Const":
             return None
+        escaping = self.escaping([producer])
         for v in producer.outputs:
             users = list(dict.fromkeys(self.readers.get(v, ())))
-            if not users or v in self.outputs:
+            if not users or v in self.outputs or any(u in touched for u in users):
                 continue
-            key = (_structure(producer), v.index, tuple(_structure(u) for u in users))
-            if key in self.decided:
+            kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping]
+            key = (_structure(producer), v.index, tuple(kept),
+                   tuple((_structure(u), _escaping_indices(u, self.escaping)) for u in users))
+            if key in self.refused:
                 continue
-            self.decided.add(key)
-            accepted = _try(producer, v, users, self.escaping, self.opts)
+            accepted = _try(producer, v, users, kept, self.escaping, self.opts)
             if accepted is not None:
                 return accepted
+            self.refused.add(key)
         return None
+
+
+def _escaping_indices(node: Node, escaping: Callable) -> tuple[int, ...]:
+    out = escaping([node])
+    return tuple(i for i, v in enumerate(node.outputs) if v in out)
 
 
 def _structure(node: Node):
     return (node.op, node.attrs, node.types, node.subgraph.key() if node.subgraph is not None else None)
 
 
-def _try(producer: Node, v: Value, users: list[Node], escaping: Callable,
+def _try(producer: Node, v: Value, users: list[Node], kept: list[int], escaping: Callable,
          opts: CompileOptions) -> _Candidate | None:
-    """The candidate recomputing `v` in its users when can_fuse accepts it, else None."""
-    kept = [i for i, out in enumerate(producer.outputs) if out != v and out in escaping([producer])]
+    """The candidate recomputing `v` in its users (keeping the producer's outputs `kept`) when can_fuse
+    accepts it, else None."""
     if not kept and len(users) < 2:
         return None  # moving a whole producer into its only reader is fusion: composite fusion's call
     if admit(producer, opts, is_fusible, "recompute") is not None:
@@ -111,6 +130,11 @@ class _Candidate:
         self.rest, self.rest_map = None, {}
         self.new_users: dict[Node, tuple[Node, dict[Value, Value]]] = {}
         self.record: FusionRecord | None = None     # can_fuse's answer
+
+    def touches(self) -> set[Node]:
+        """The nodes whose candidates this one's rebuild changes: the producer, the readers, and the
+        producers of the slice's inputs (the new readers read them too)."""
+        return {self.producer, *self.users, *(x.node for x in self.producer.inputs)}
 
     @property
     def replaced(self) -> dict:
@@ -164,10 +188,10 @@ class _Candidate:
         return "computing the slice again in every reader costs more than the write and reads it saves"
 
 
-def _rebuild(graph: Graph, candidate: _Candidate, log: FusionLog) -> Graph:
-    """The graph with each node the accepted candidate replaces replaced by (new node or None, map of its
+def _rebuild(graph: Graph, candidates: list[_Candidate], log: FusionLog) -> Graph:
+    """The graph with each node an accepted candidate replaces replaced by (new node or None, map of its
     old results to new); the fusion log's records name the composites as the new graph numbers them."""
-    replaced = candidate.replaced
+    replaced = {node: new for c in candidates for node, new in c.replaced.items()}
     value_map: dict[Value, Value] = {}
     nodes: list[Node] = []
     placed_of: dict[Node, Node] = {}
@@ -184,8 +208,10 @@ def _rebuild(graph: Graph, candidate: _Candidate, log: FusionLog) -> Graph:
     names: dict[Node, str] = {}
     out = renumber_composites(drop_unused_consts(out), names)
     holder = {node: (names[p],) for node, p in placed_of.items() if p in names}
-    readers = tuple(holder[u][0] for u in candidate.users)
-    holder.setdefault(candidate.producer, readers)     # a producer left with nothing: its work is theirs
+    readers = [tuple(holder[u][0] for u in c.users) for c in candidates]
+    for c, names_ in zip(candidates, readers):
+        holder.setdefault(c.producer, names_)     # a producer left with nothing: its work is theirs
     log.follow({n.name: holder[n] for n in graph.nodes if n.subgraph is not None and n in holder})
-    candidate.record.composites = readers
+    for c, names_ in zip(candidates, readers):     # named after follow: these are the new graph's names
+        c.record.composites = names_
     return out
