@@ -2,7 +2,7 @@
 `api.functional` names one (ir/ops), each calling the op's primitive with its default attributes;
 and MindSpore's `ops.functional` (`F`) forms that are not ops: `F.depend`, `F.assign`, `F.assign_add`,
 `F.partial`, and the trace-time values `F.shape`, `F.dtype`, `F.fill`, `F.tuple_to_array`,
-`F.make_range`, `F.identity` (graphkernel/ops/static.py); `ops.one_hot` with Python on and off values.
+`F.make_range` (graphkernel/ops/static.py); `ops.one_hot` with Python on and off values.
 
     from graphkernel import ops
     y = ops.tanh(ops.add(x, 1.0))
@@ -13,7 +13,7 @@ from ir.ops import OPS, OpDef
 from graphkernel.assign import assign, assign_add, assign_sub, depend
 from graphkernel.ops import operations
 from graphkernel.ops.multitype import partial
-from graphkernel.ops.static import dtype, fill, identity, make_range, rank, shape, size, tuple_to_array
+from graphkernel.ops.static import dtype, fill, make_range, rank, shape, size, tuple_to_array
 from graphkernel.tensor import Tensor, TensorOps
 
 
@@ -51,5 +51,5 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     return operations.OneHot(axis=axis)(indices, depth, *values)
 
 
-__all__ = sorted(FUNCTIONS) + ["one_hot", "assign", "assign_add", "assign_sub", "depend", "dtype", "fill", "identity",
+__all__ = sorted(FUNCTIONS) + ["one_hot", "assign", "assign_add", "assign_sub", "depend", "dtype", "fill",
                                "make_range", "partial", "rank", "shape", "size", "tuple_to_array"]

@@ -7,7 +7,6 @@
     F.tuple_to_array((1.0,))         a constant 1-D Tensor: float32 for floats, int32 for ints (MindSpore
                                      2.10's dtypes)
     F.make_range(n), (start, stop[, step])   a tuple of ints
-    F.identity(x)                    x
 """
 from __future__ import annotations
 
@@ -116,10 +115,5 @@ def make_range(start, limit=None, delta=1) -> tuple[int, ...]:
     return tuple(range(int(start), int(limit), int(delta)))
 
 
-def identity(x):
-    """MindSpore's F.identity: x itself."""
-    return x
-
-
 __all__ = ["Shape", "DType", "Rank", "Size", "shape", "dtype", "rank", "size", "fill", "tuple_to_array",
-           "make_range", "identity", "StaticValueError"]
+           "make_range", "StaticValueError"]
