@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
 from graphkernel import context
@@ -21,7 +22,8 @@ from graphkernel.tape import active_tape
 from graphkernel.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
 from graphkernel.assign import assign
 from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
-from graphkernel.tensor import PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, is_python_scalar
+from graphkernel.tensor import (PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, TensorOps,
+                                is_python_scalar, primitives)
 from graphkernel.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -44,6 +46,7 @@ class Cell:
         object.__setattr__(self, "_auto_prefix", auto_prefix)
         object.__setattr__(self, "training", False)
         object.__setattr__(self, "_jit_level", None)   # (level, switch) of set_jit_config
+        object.__setattr__(self, "_float_dtype", None)  # to_float: the dtype its float inputs are cast to
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -74,6 +77,31 @@ class Cell:
 
     def construct(self, *inputs):
         raise NotImplementedError(f"{type(self).__name__} must define construct()")
+
+    @property
+    def cls_name(self) -> str:
+        """MindSpore's name of the cell's class (its messages use it)."""
+        return type(self).__name__
+
+    def to_float(self, dst_type) -> "Cell":
+        """MindSpore's `to_float`: this cell and every cell below it cast their float inputs to dst_type
+        (float16 or float32) when called; returns the cell."""
+        dtype = as_dtype(dst_type)
+        if dtype not in (DType.float16, DType.float32):
+            raise CellCallError(f"{type(self).__name__}.to_float: dst_type must be float16 or float32, got {dtype}")
+        for _, cell in self.cells_and_names():
+            object.__setattr__(cell, "_float_dtype", dtype)
+        _structure_version[0] += 1
+        return self
+
+    def _cast_inputs(self, args):
+        """The call's arguments with float tensors cast to the to_float dtype (when one is set)."""
+        dtype = self._float_dtype
+        if dtype is None:
+            return args
+        cast = primitives().Cast()
+        return tuple(cast(a, dtype) if isinstance(a, TensorOps) and a.dtype.is_float and a.dtype != dtype else a
+                     for a in args)
 
     # -- parameters ---------------------------------------------------------------------------
     def parameters_and_names(self, prefix: str = ""):
@@ -158,9 +186,10 @@ class Cell:
         if context.get_context("mode") == context.PYNATIVE_MODE:
             self._check_args(args, kwargs)
             tape = active_tape()
+            inputs = self._cast_inputs(eager_arguments(args))
             if tape is not None and has_bprop(self):   # a PYNATIVE gradient is recording
-                return record_with_bprop(self, tape, args, self.construct(*eager_arguments(args)))
-            return self.construct(*eager_arguments(args))
+                return record_with_bprop(self, tape, args, self.construct(*inputs))
+            return self.construct(*inputs)
         compiled = None if kwargs else self._compiled.get(self._cache_key(args))
         if compiled is None:
             compiled = self.compile(*args, **kwargs)
@@ -184,6 +213,7 @@ class Cell:
         trace.scope.append(self._scope_in(trace))
         trace.cells.append(self)
         trace.random_calls.append(0)
+        args = self._cast_inputs(args)
         try:
             if has_bprop(self):   # its gradient is its own bprop (graphkernel/bprop.py)
                 return call_with_bprop(self, trace, args, lambda *a: self.construct(*a, **kwargs))
@@ -196,7 +226,9 @@ class Cell:
     def _scope_in(self, trace: Trace) -> str:
         parent = trace.cells[-1] if trace.cells else None
         attr = next((n for n, c in parent._cells.items() if c is self), None) if parent else None
-        return f"{attr}-{type(self).__name__}" if attr else type(self).__name__
+        if not attr:
+            return type(self).__name__
+        return f"{attr}-{type(self).__name__}" if context.get_context("reserve_class_name_in_scope") else attr
 
     def _check_args(self, args, kwargs):
         cls = type(self).__name__
@@ -238,7 +270,7 @@ class Cell:
 
             def run():   # once per path through construct's tensor conditions (graphkernel/branching.py)
                 trace.cells.append(self)
-                return _flatten(self.construct(*inputs), trace)
+                return _flatten(self.construct(*self._cast_inputs(inputs)), trace)
             trace.run_paths(run)
             graph = trace.graph()
         checks = []

@@ -20,6 +20,9 @@ from graphkernel.fusion_switch import read_fusion_switch
 from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
 from graphkernel.pipeline import check_flag_names
 from graphkernel.jit_config import check_context_jit_config, check_context_jit_level
+from graphkernel.parallel_context import (ParallelContextError, ParallelMode,  # noqa: F401  (context.<name>)
+                                          get_auto_parallel_context, reset_auto_parallel_context,
+                                          set_auto_parallel_context)
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -120,6 +123,9 @@ class Key:
 KEYS: dict[str, Key] = {
     "mode": Key(GRAPH_MODE, _mode, compile=False),
     "device_target": Key("Ascend", _choice("Ascend", "CPU")),
+    "device_id": Key(0, _int_range(0, 4095), compile=False),   # one emulated device: any id names it
+    # scope names: `Default/<attr>-<Class>/...` (True, MindSpore's default) or `Default/<attr>/...`
+    "reserve_class_name_in_scope": Key(True, _bool),
     "enable_graph_kernel": Key(False, _bool),
     # MindSpore 2.x's switch of fusion (graphkernel/jit_config.py: which one decides)
     "jit_level": Key(None, check_context_jit_level),
@@ -231,6 +237,7 @@ def reset_context() -> None:
     """Every key back to its default (for tests)."""
     _settings.update({k: key.default for k, key in KEYS.items()})
     _switches.update(enable_graph_kernel=False, jit_level=None)
+    reset_auto_parallel_context()
     _compile_key_cache.clear()
 
 

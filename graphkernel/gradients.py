@@ -129,7 +129,7 @@ class _Request:
             if not self.sens_param and s.type.size != 1:
                 raise GradError(f"grad of {_fn_name(self.fn)}: output {i} is {s.type}, not a scalar; reduce it "
                                 "to a loss, or pass its weights as sens (GradOperation(sens_param=True))")
-        sens_values = self._sens(sens, seeds, value_of) if self.sens_param else []
+        sens_values = self._sens(trace, sens, seeds, value_of) if self.sens_param else []
         wrt = [values[p] for p in positions if values[p].dtype.is_float]
         # a Parameter with requires_grad=False is frozen: its gradient is zeros (no backward for it)
         frozen = [not w.requires_grad for w in self.weights or ()]
@@ -160,14 +160,19 @@ class _Request:
                             f"(output, aux...), got a {type(result).__name__}")
         return result[0], tuple(result[1:])
 
-    def _sens(self, sens, seeds, value_of) -> list[Value]:
+    def _sens(self, trace: Trace, sens, seeds, value_of) -> list[Value]:
+        """The sens values, one per output; a sens of the output's dtype and element count but another
+        shape (a () scale for a (1,) loss, as MindSpore's loss-scale cells pass it) is reshaped to it."""
         items = _leaves(sens)
         if len(items) != len(seeds):
             raise GradError(f"grad of {_fn_name(self.fn)}: sens has {len(items)} tensor(s), the output "
                             f"{len(seeds)}")
         values = [value_of(s) for s in items]
         for i, (s, seed) in enumerate(zip(values, seeds)):
-            if s.type != seed.type:
+            if s.type != seed.type and s.dtype == seed.dtype and s.type.size == seed.type.size:
+                values[i] = trace.add(make_node("Reshape", (s,), {"shape": seed.shape},
+                                                name=trace.scope_name("Reshape"))).out
+            elif s.type != seed.type:
                 raise GradError(f"grad of {_fn_name(self.fn)}: sens {i} is {s.type}, the output it weights "
                                 f"is {seed.type}")
         return values

@@ -291,6 +291,8 @@ PARAMETER_FLAGS_VERSION = [0]
 # bool() of a Parameter while a construct is traced: its value at that point is a tensor condition
 # (graphkernel/trace.py sets the function; None outside a trace means the stored value decides).
 TRACED_CONDITION: list = [None]
+# Parameter.value() while a construct is traced: the symbolic value there (graphkernel/trace.py sets it)
+TRACED_VALUE: list = [None]
 
 
 class Parameter(Tensor):
@@ -328,6 +330,13 @@ class Parameter(Tensor):
                              f"expected {self.dtype.value}{list(self.shape)}")
         np.copyto(self._array, arr)
         return self
+
+    def value(self):
+        """MindSpore's Parameter.value(): its value at this point (in a traced construct, after the
+        assigns before it), as a Tensor."""
+        decide = TRACED_VALUE[0]
+        traced = decide(self) if decide is not None else None
+        return Tensor._wrap(self._array.copy()) if traced is None else traced
 
     def data_ptr(self) -> int:
         """The address of this Parameter's storage (unchanged for its whole life)."""

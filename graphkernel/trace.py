@@ -358,4 +358,11 @@ def _parameter_condition(param) -> bool | None:
     return trace.decide(trace.parameter(param))
 
 
+def _parameter_value(param):
+    """Parameter.value() in a trace: the value it holds at this point of construct."""
+    trace = _active.get()
+    return None if trace is None else SymbolicTensor(trace.parameter(param))
+
+
 _tensor.TRACED_CONDITION[0] = _parameter_condition
+_tensor.TRACED_VALUE[0] = _parameter_value

@@ -341,7 +341,7 @@ class LossScaleMindSporeWay(nn.TrainOneStepWithLossScaleCell):
 
     def construct(self, *inputs):
         loss = self.network(*inputs)
-        scaling_sens = self.scale_sense * 1.0
+        scaling_sens = self.scale_sense   # returned after the update cell ran: the updated scale, as MindSpore's
         filled = self._fill(loss, 1.0) * P.Cast()(scaling_sens, loss.dtype)   # C.ones_like(loss) * ...
         grads = self.grad(self.network, self.weights)(*inputs, filled)
         grads = tuple(g * P.Cast()(P.Reciprocal()(scaling_sens), g.dtype) for g in grads)

@@ -330,7 +330,8 @@ def test_a_sink_with_dropout_and_a_dynamic_loss_scale_equals_plain_steps(cpu):
     loss, overflow, scale = seen["all"]                   # every step's outputs, stacked
     assert loss.shape == (6,) and overflow.shape == (6,)
     assert_close(loss.asnumpy(), np.array(losses), bitwise=True)
-    assert_close(scale.asnumpy(), np.array([256, 256, 512, 512, 1024, 1024], np.float32), bitwise=True)
+    # the scale each step returns is scale_sense after its update cell ran, as MindSpore 2.10's cell returns it
+    assert_close(scale.asnumpy(), np.array([256, 512, 512, 1024, 1024, 2048], np.float32), bitwise=True)
     for a, b in zip(_params(sunk_net), _params(plain_net)):
         assert_close(a, b, bitwise=True)
     assert sunk._loss_scale_manager.get_loss_scale() == plain._loss_scale_manager.get_loss_scale() == 2048

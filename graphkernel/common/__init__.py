@@ -1,6 +1,8 @@
-"""MindSpore's `mindspore.common` paths: `graphkernel.common.initializer` (Normal, XavierUniform, ...,
-initializer), `graphkernel.common.api.jit` and `set_seed`."""
-from graphkernel.common import api, initializer
+"""MindSpore's `mindspore.common` paths: `common.dtype` (with `dtype_to_nptype`), `common.initializer`,
+`common.parameter` (Parameter, ParameterTuple), `common.tensor` (Tensor), `common.api.jit`, `set_seed`."""
+from graphkernel.common import api, dtype, initializer, parameter, tensor
 from graphkernel.seed import get_seed, set_seed
+from graphkernel.tensor import Parameter, ParameterTuple, Tensor
 
-__all__ = ["api", "initializer", "set_seed", "get_seed"]
+__all__ = ["api", "dtype", "initializer", "parameter", "tensor", "Parameter", "ParameterTuple", "Tensor",
+           "set_seed", "get_seed"]

@@ -11,14 +11,14 @@ from graphkernel.nn.dynamic_lr import (cosine_decay_lr, exponential_decay_lr, in
 from graphkernel.nn.learning_rate_schedule import (CosineDecayLR, ExponentialDecayLR, InverseDecayLR,
                                                    LearningRateSchedule, NaturalExpDecayLR, PolynomialDecayLR,
                                                    WarmUpLR)
-from graphkernel.nn.layers import (GELU, BatchNorm1d, BatchNorm2d, Dense, Dropout, Embedding, LayerError, LayerNorm,
-                                   LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, get_activation)
+from graphkernel.nn.layers import (GELU, BatchNorm1d, BatchNorm2d, ClipByNorm, Dense, Dropout, Embedding, LayerError,
+                                   LayerNorm, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, get_activation)
 from graphkernel.nn.loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LossBase, LossError, MSELoss,
                                  SoftmaxCrossEntropyWithLogits, WithLossCell)
 from graphkernel.nn.lr_checks import LearningRateError, LearningRateTypeError, LearningRateValueError
 from graphkernel.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Lamb, Momentum, Optimizer, OptimizerError
-from graphkernel.nn.wrap import (DynamicLossScaleUpdateCell, FixedLossScaleUpdateCell, TrainCellError,
-                                 TrainOneStepCell, TrainOneStepWithLossScaleCell)
+from graphkernel.nn.wrap import (DistributedGradReducer, DynamicLossScaleUpdateCell, FixedLossScaleUpdateCell,
+                                 TrainCellError, TrainOneStepCell, TrainOneStepWithLossScaleCell)
 
 __all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding", "GELU", "LayerNorm", "BatchNorm1d",
            "BatchNorm2d",
@@ -26,7 +26,8 @@ __all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding"
            "LossError", "MSELoss", "L1Loss", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
            "BCEWithLogitsLoss", "WithLossCell", "Optimizer", "OptimizerError", "SGD", "Momentum", "Adam",
            "AdamWeightDecay", "AdamW", "Lamb", "TrainOneStepCell", "TrainOneStepWithLossScaleCell",
-           "DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell", "TrainCellError",
+           "DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell", "TrainCellError", "DistributedGradReducer",
+           "ClipByNorm",
            "LearningRateSchedule", "PolynomialDecayLR", "WarmUpLR",
            "CosineDecayLR", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR", "LearningRateError",
            "LearningRateTypeError", "LearningRateValueError", "piecewise_constant_lr", "exponential_decay_lr",

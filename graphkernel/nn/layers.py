@@ -11,6 +11,7 @@ trace, fuse and differentiate like any construct).
     GELU(approximate=True)                        tanh form (P.GeLU); False: 0.5 x (1 + erf(x / sqrt 2))
     ReLU, Sigmoid, Tanh, Softmax(axis=-1), LogSoftmax(axis=-1)
     Dropout(keep_prob=0.5, p=None)                identity when not training (see its doc)
+    ClipByNorm(axis=None)(x, clip_norm)           x * clip_norm / max(l2 norm of x, clip_norm) (ops.clip_by_norm)
     BatchNorm1d(num_features, eps=1e-5, momentum=0.9, affine=True, ...)   x [N, C] or [N, C, L]
     BatchNorm2d(num_features, eps=1e-5, momentum=0.9, affine=True, ..., data_format='NCHW')   x [N, C, H, W]
                                                   batch statistics in training (`set_train()`), the moving
@@ -24,6 +25,7 @@ import math
 from ir.errors import GraphKernelError
 from graphkernel.common.initializer import HeUniform, Uniform, initializer
 from graphkernel.cell import Cell
+from graphkernel.ops.clip import clip_by_norm
 from graphkernel.ops.dropout import dropout
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter
@@ -178,6 +180,17 @@ class Dropout(Cell):
 
     def construct(self, x):
         return dropout(x, self.p, self.training)
+
+
+class ClipByNorm(Cell):
+    def __init__(self, axis=None):
+        super().__init__()
+        if axis not in (None, ()):
+            raise LayerError(f"ClipByNorm: only axis=None (the norm over every axis) is supported, got {axis!r}")
+        self.axis = axis
+
+    def construct(self, x, clip_norm):
+        return clip_by_norm(x, clip_norm)
 
 
 class _BatchNorm(Cell):

@@ -3,7 +3,10 @@
 Attributes are given at construction, tensors (and call-time attributes such as `axis`) at the call,
 as in MindSpore. A call inside a trace adds a node to the traced graph; a call on concrete Tensors
 runs at once (PYNATIVE_MODE, or plain Python) through a one-op graph compiled like any other.
-Python scalars become constants of the other operands' dtype.
+Python scalars become constants of the other operands' dtype. The two tensors of a binary broadcasting
+op (Add, Mul, Equal, ...) of different dtypes are promoted as MindSpore promotes them (bool < int <
+float, then the wider: int32 with int64 is int64, float16 with float32 is float32, an int with a float
+the float) by a Cast before the op.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from ir.errors import AttrError, DTypeError, GraphKernelError
 from ir.graph import Literal, TensorType, Value
 from ir.ops import get, make_node
 from ir.ops.float_status import overflowed
-from ir.ops.registry import REQUIRED
+from ir.ops.registry import REQUIRED, Pattern
 from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
@@ -165,6 +168,9 @@ class Primitive:
     def _emit(self, trace: Trace, operands, attrs):
         """Add this op to `trace`; returns SymbolicTensor(s)."""
         values = _operand_values(trace, operands, self.op)
+        d = get(self.op)
+        if d.pattern == Pattern.BROADCAST and d.arity == 2 and values[0].dtype != values[1].dtype:
+            values = _promoted(trace, values)
         node = trace.add(make_node(self.op, values, attrs, name=trace.scope_name(self.op)))
         outs = tuple(SymbolicTensor(v) for v in node.outputs)
         return outs[0] if len(outs) == 1 else outs
@@ -181,7 +187,7 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
         if isinstance(x, SymbolicTensor):
             values.append(x.value)
         elif isinstance(x, Parameter):
-            values.append(trace.parameter(x))
+            values.append(_in_cell_dtype(trace, trace.parameter(x)))
         elif isinstance(x, Tensor):
             values.append(trace.constant(x.asnumpy()))
         elif is_python_scalar(x):
@@ -190,6 +196,27 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
                                      "nor a Python scalar")
     return values
+
+
+def _in_cell_dtype(trace: Trace, value: Value) -> Value:
+    """A float Parameter read inside a Cell set `to_float(dtype)`, cast to that dtype (MindSpore casts
+    the Parameters a mixed-precision cell reads, as it casts its inputs)."""
+    dtype = getattr(trace.cells[-1], "_float_dtype", None) if trace.cells else None
+    if dtype is None or not value.dtype.is_float or value.dtype == dtype:
+        return value
+    return trace.add(make_node("Cast", (value,), {"dtype": dtype}, name=trace.scope_name("Cast"))).out
+
+
+def _promotion_rank(dtype: DType) -> tuple[int, int]:
+    return (0 if dtype == DType.bool else 2 if dtype.is_float else 1, dtype.itemsize)
+
+
+def _promoted(trace: Trace, values: list[Value]) -> list[Value]:
+    """Both operands in the wider of their dtypes (MindSpore's implicit type promotion)."""
+    target = max((v.dtype for v in values), key=_promotion_rank)
+    return [v if v.dtype == target else
+            trace.add(make_node("Cast", (v,), {"dtype": target}, name=trace.scope_name("Cast"))).out
+            for v in values]
 
 
 class EagerFloatStatus:

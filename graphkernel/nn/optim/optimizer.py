@@ -14,9 +14,13 @@ Parameter indexed by the step counter `global_step` (an int32 Parameter of shape
 increments), a schedule is computed from `global_step`. Moments are ParameterTuples named
 `<kind>.<parameter name>` (`moment1.fc.weight`).
 
-Subclasses write `construct(gradients)` with primitives, and call `decay_weight`, `scale_grad`,
-`get_lr` and `self.assignadd(self.global_step, ...)` as MindSpore's optimizers do; the updates are
-`ops.assign`s, so they run in place after every reader of the old value (graphkernel/assign.py).
+Subclasses write `construct(gradients, ...)` with primitives, and call `decay_weight`, `scale_grad`,
+`get_lr` and `self.assignadd(self.global_step, ...)` as MindSpore 2.x's optimizers do (get_lr does not
+advance global_step: the optimizer's construct does); the updates are `ops.assign`s, so they run in
+place after every reader of the old value (graphkernel/assign.py). MindSpore's attributes are there for
+them: `parameters`, `is_group`, `is_group_lr`, `weight_decay` (a float32 0-d Tensor, or one per
+Parameter with groups), `decay_flags`, `optim_filter` (all True on one device), `use_parallel` (False),
+`map_`, `hyper_map` and their reverse forms, `broadcast_params` (the identity on one device).
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ from ir.errors import GraphKernelError
 from graphkernel.assign import AssignAdd, assign
 from graphkernel.cell import Cell
 from graphkernel.ops import operations as P
+from graphkernel.ops.multitype import HyperMap, Map
+from graphkernel.parallel_context import get_auto_parallel_context
 from graphkernel.tensor import Parameter, ParameterTuple, Tensor
 from graphkernel.trace import active_trace
 
@@ -112,16 +118,26 @@ class Optimizer(Cell):
             name = "learning_rate" if len(rates) == 1 else f"learning_rate_{k}"
             setattr(self, name, r)
         self._rates = rates
-        self._rate_of = [groups.index(group_of[id(p)]) for p in params]
+        group_index = {id(g): k for k, g in enumerate(groups)}   # by identity: == on a group compares Tensors
+        self._rate_of = [group_index[id(group_of[id(p)])] for p in params]
         self.weight_decays = tuple(group_of[id(p)]["weight_decay"] for p in params)
         if self.is_group:
             self.decay_flags = tuple(wd > 0 for wd in self.weight_decays)
         else:
             self.decay_flags = tuple("beta" not in p.name and "gamma" not in p.name for p in params)
-        self.weight_decay = self.weight_decays[0] if not self.is_group else self.weight_decays
+        wd_tensor = lambda wd: Tensor(np.array(wd, np.float32))  # noqa: E731
+        self.weight_decay = (tuple(wd_tensor(wd) for wd in self.weight_decays) if self.is_group
+                             else wd_tensor(self.weight_decays[0]))
         self.exec_weight_decay = any(wd > 0 and flag for wd, flag in zip(self.weight_decays, self.decay_flags))
         self.reciprocal_scale = 1.0 / self.loss_scale
         self.need_scale = self.loss_scale != 1.0
+        if get_auto_parallel_context("enable_parallel_optimizer"):
+            raise OptimizerError(f"{cls}: the parallel optimizer needs a data-parallel run; graphkernel runs one "
+                                 "device (set enable_parallel_optimizer=False)")
+        self.use_parallel = False
+        self.optim_filter = (True,) * self.param_length
+        self.map_, self.map_reverse = Map(), Map(None, True)
+        self.hyper_map, self.hyper_map_reverse = HyperMap(), HyperMap(None, True)
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod
@@ -227,6 +243,11 @@ class Optimizer(Cell):
     def gradients_centralization(self, gradients):
         return gradients
 
+    def broadcast_params(self, optim_result):
+        """MindSpore's broadcast of the updated Parameters across the parallel optimizer's devices: one
+        device here, so the result itself."""
+        return optim_result
+
     def _check_gradients(self, gradients):
         if not isinstance(gradients, (tuple, list)) or len(gradients) != self.param_length:
             n = len(gradients) if isinstance(gradients, (tuple, list)) else type(gradients).__name__
@@ -237,13 +258,13 @@ class Optimizer(Cell):
                 raise OptimizerError(f"{type(self).__name__}: the gradient of {p.name} has shape "
                                      f"{list(g.shape)}, the Parameter {list(p.shape)}")
 
-    def __call__(self, gradients):
+    def __call__(self, gradients, *args):
         """Inside a trace (a jitted step, a train cell), the updates join the compiled graph; called
-        directly, the update runs op by op."""
+        directly, the update runs op by op. `args` follow the gradients (an overflow flag, say)."""
         self._check_gradients(gradients)
         if active_trace() is None:
-            return self.construct(tuple(gradients))
-        return super().__call__(tuple(gradients))
+            return self.construct(tuple(gradients), *args)
+        return super().__call__(tuple(gradients), *args)
 
     def _lrs(self, lr):
         return lr if isinstance(lr, tuple) else (lr,) * self.param_length

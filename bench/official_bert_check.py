@@ -1,0 +1,346 @@
+"""MindSpore's official BERT pre-training sources, trained by graphkernel with only their import lines
+changed, beside MindSpore 2.10 training the same sources unchanged.
+
+    python bench/official_bert_check.py SRC [--steps 10] [--mindspore-python /path/to/venv/bin/python]
+                                            [--paths lossscale,clip,gpu]
+
+SRC is the folder `official/nlp/Bert/src` of MindSpore's public models collection (this tool fetches
+nothing; its files are not part of this repository). The tool copies `bert_model.py`,
+`bert_for_pre_training.py`, `adam.py` and `utils.py` into two temporary packages: one as they are (for
+MindSpore), one with `mindspore` changed to `graphkernel` in their import lines and nowhere else. Each
+run then builds the pre-training network as `run_pretrain.py` does and trains it for `--steps` steps:
+
+    lossscale   BertNetworkWithLoss, AdamWeightDecay with its decay groups (layernorm and bias excluded)
+                and the BertLearningRate warm-up + polynomial decay, BertTrainOneStepWithLossScaleCell
+                with DynamicLossScaleUpdateCell (the Ascend configuration)
+    clip        the same network and optimizer in BertTrainOneStepCell (gradient clipping, no loss scale)
+    gpu         AdamWeightDecayForBert (src/adam.py: an Optimizer subclass with HyperMap, partial and
+                MultitypeFuncGraph) in BertTrainOneStepWithLossScaleCellForAdam
+    gpu-nowarmup  the same without warm-up steps. AdamWeightDecayForBert never advances global_step
+                (it was written when get_lr did; MindSpore 2.x's get_lr does not), so its learning rate
+                stays the schedule's value at step 0: 0 with warm-up (the loss stays flat, in MindSpore
+                2.10 too), the peak 1e-3 without (the loss falls)
+
+The run is pinned: 2 layers, hidden 128, 4 heads, intermediate 512, seq 32, vocab 512, 64 positions, 2
+token types, no dropout, batch 4 with 20 masked positions (one batch, every step); peak lr 1e-3 after 2
+warm-up steps, power 5, end lr 0, decay steps = steps; weight decay 1e-5, eps 1e-6; loss scale 65536,
+factor 2, window 1000. Every trainable Parameter starts from the same numpy values, chosen by its name.
+graphkernel runs with fusion on and off (the emulated AI Core) and on its numpy reference; MindSpore on
+its CPU, where its loss-scale cells would pick float-status primitives that have no CPU kernel: on the
+MindSpore side only, the cells are switched to their IsFinite path (gpu_target=False,
+ascend_910b_target=True, _ascend_check_overflow_mode="INFNAN_MODE", enable_allfinite=False).
+
+Printed: the Parameter count and names check, then per path the losses side by side and the largest
+relative differences; the exit status is 1 when a target is missed (fused/unfused within 1e-5 relative
+at every step, within 1e-4 of MindSpore's, the loss falling).
+
+    python bench/official_bert_check.py SRC --bench [--mindspore-python PY]
+
+times the loss-scale path at one BERT-large layer (hidden 1024, 16 heads, FFN 4096, seq 128, batch 2,
+vocab 30522, the embeddings and the masked-LM head included): the median step, fusion on and off, and
+MindSpore 2.10 on its CPU with its graph kernel off and on; for graphkernel the kernels per phase and the
+time in kernels outside MatMul from one profiled step. The target (fused <= 0.8 x MindSpore's best CPU
+step) is reported, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCES = ("__init__.py", "bert_model.py", "bert_for_pre_training.py", "adam.py", "utils.py")
+PATHS = ("lossscale", "clip", "gpu", "gpu-nowarmup")
+CONFIG = dict(seq_length=32, vocab_size=512, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+              intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+              max_position_embeddings=64, type_vocab_size=2, initializer_range=0.02, use_relative_positions=False)
+BATCH, MASKED = 4, 20
+# --bench: the sources' network at one BERT-large layer, embeddings and the masked-LM head included
+LARGE = dict(CONFIG, seq_length=128, vocab_size=30522, hidden_size=1024, num_hidden_layers=1,
+             num_attention_heads=16, intermediate_size=4096, max_position_embeddings=512)
+LARGE_BATCH, BENCH_STEPS = 2, 5
+LR, END_LR, WARMUP, POWER, WEIGHT_DECAY, EPS = 1e-3, 0.0, 2, 5.0, 1e-5, 1e-6
+LOSS_SCALE, SCALE_FACTOR, SCALE_WINDOW = 65536, 2, 1000
+IMPORT_LINE = re.compile(r"^\s*(from|import)\s")
+
+
+def prepare(src: str, dest: str, framework: str) -> None:
+    """dest/src: the official files; for graphkernel, `mindspore` -> `graphkernel` in import lines only."""
+    package = os.path.join(dest, "src")
+    os.makedirs(package)
+    init = os.path.join(src, "__init__.py")
+    for name in SOURCES:
+        path = os.path.join(src, name)
+        if name == "__init__.py" and not os.path.exists(init):
+            continue
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines(keepends=True)
+        if framework == "graphkernel":
+            lines = [re.sub(r"\bmindspore\b", "graphkernel", line) if IMPORT_LINE.match(line) else line
+                     for line in lines]
+        with open(os.path.join(package, name), "w", encoding="utf-8") as f:
+            f.writelines(lines)
+
+
+def batch(config: dict = CONFIG, size: int = BATCH) -> list[np.ndarray]:
+    """One pre-training batch: ids, mask, token types, next-sentence labels, masked positions, ids, weights."""
+    rng = np.random.default_rng(22)
+    seq, vocab = config["seq_length"], config["vocab_size"]
+    lengths = rng.integers(seq - 8, seq + 1, size)
+    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+    ids = (rng.integers(1, vocab, (size, seq)) * mask).astype(np.int32)
+    types = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
+    nsp = rng.integers(0, 2, (size, 1)).astype(np.int32)
+    positions = np.stack([np.sort(rng.choice(int(n), MASKED, replace=False)) for n in lengths]).astype(np.int32)
+    masked_ids = rng.integers(1, vocab, (size, MASKED)).astype(np.int32)
+    weights = np.ones((size, MASKED), np.float32)
+    weights[:, MASKED - 3:] = 0.0   # the last three of each row are padding, as the data set pads
+    return [ids, mask, types, nsp, positions, masked_ids, weights]
+
+
+def initial_value(name: str, shape) -> np.ndarray:
+    """The starting value of the Parameter called `name`: the same in every run, from its name alone."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    noise = rng.standard_normal(shape) * 0.02
+    if name.endswith("gamma"):
+        return (1.0 + noise).astype(np.float32)
+    return noise.astype(np.float32)
+
+
+def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False) -> dict:
+    """Train one path in this process (a worker); returns losses and the Parameter names, or with
+    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
+    sys.path.insert(0, sources)
+    if framework == "mindspore":
+        import mindspore as ms
+        from mindspore import Tensor, context
+        from mindspore.nn import AdamWeightDecay
+        from mindspore.nn.wrap.loss_scale import DynamicLossScaleUpdateCell
+        context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=fused)
+    else:
+        sys.path.insert(0, REPO)
+        import graphkernel as ms
+        from graphkernel import Tensor, context
+        from graphkernel.nn import AdamWeightDecay
+        from graphkernel.nn.wrap.loss_scale import DynamicLossScaleUpdateCell
+        context.set_context(mode=context.GRAPH_MODE, device_target=target, enable_graph_kernel=fused)
+    context.set_context(reserve_class_name_in_scope=False)
+    ms.set_seed(0)
+    from src import (AdamWeightDecayForBert, BertNetworkWithLoss, BertTrainOneStepCell,
+                     BertTrainOneStepWithLossScaleCell, BertTrainOneStepWithLossScaleCellForAdam)
+    from src.bert_model import BertConfig
+    from src.utils import BertLearningRate
+
+    net_with_loss = BertNetworkWithLoss(BertConfig(**(LARGE if bench else CONFIG)), True)
+    params = net_with_loss.trainable_params()
+    for p in params:
+        p.set_data(Tensor(initial_value(p.name, p.shape)))
+    lr_schedule = BertLearningRate(learning_rate=LR, end_learning_rate=END_LR,
+                                   warmup_steps=0 if path == "gpu-nowarmup" else WARMUP, decay_steps=steps, power=POWER)
+    decay_filter = lambda x: "layernorm" not in x.name.lower() and "bias" not in x.name.lower()  # noqa: E731
+    decay_params = list(filter(decay_filter, params))
+    other_params = list(filter(lambda x: not decay_filter(x), params))
+    group_params = [{"params": decay_params, "weight_decay": WEIGHT_DECAY},
+                    {"params": other_params, "weight_decay": 0.0},
+                    {"order_params": params}]
+    update_cell = DynamicLossScaleUpdateCell(loss_scale_value=LOSS_SCALE, scale_factor=SCALE_FACTOR,
+                                             scale_window=SCALE_WINDOW)
+    if path.startswith("gpu"):
+        optimizer = AdamWeightDecayForBert(group_params, learning_rate=lr_schedule, eps=EPS)
+        train = BertTrainOneStepWithLossScaleCellForAdam(net_with_loss, optimizer=optimizer,
+                                                         scale_update_cell=update_cell)
+    else:
+        optimizer = AdamWeightDecay(group_params, learning_rate=lr_schedule, eps=EPS)
+        if path == "clip":
+            train = BertTrainOneStepCell(net_with_loss, optimizer=optimizer, enable_clip_grad=True)
+        else:
+            train = BertTrainOneStepWithLossScaleCell(net_with_loss, optimizer=optimizer,
+                                                      scale_update_cell=update_cell)
+    if framework == "mindspore" and path != "clip":   # its IsFinite overflow check (the module doc)
+        train.gpu_target, train.ascend_910b_target = False, True
+        train._ascend_check_overflow_mode, train.enable_allfinite = "INFNAN_MODE", False
+    train.set_train()
+    data = [Tensor(a) for a in (batch(LARGE, LARGE_BATCH) if bench else batch())]
+    if bench:
+        return timed(framework, train, data)
+    losses, scales = [], []
+    for _ in range(steps):
+        out = train(*data)
+        loss = out[0] if isinstance(out, tuple) else out
+        losses.append(float(np.asarray(loss.asnumpy()).reshape(-1)[0]))
+        if isinstance(out, tuple):
+            scales.append(float(np.asarray(out[2].asnumpy()).reshape(-1)[0]))
+    return {"losses": losses, "scales": scales, "names": [p.name for p in params],
+            "decay": [p.name for p in decay_params]}
+
+
+def timed(framework: str, train, data) -> dict:
+    """Median step time over BENCH_STEPS steps after two (the first compiles); for graphkernel the
+    kernels per phase and, from one profiled step, the time in and outside MatMul kernels."""
+    t0 = time.perf_counter()
+    train(*data)
+    first = time.perf_counter() - t0
+    train(*data)
+    times = []
+    for _ in range(BENCH_STEPS):
+        t0 = time.perf_counter()
+        out = train(*data)
+        np.asarray(out[0].asnumpy())
+        times.append(time.perf_counter() - t0)
+    result = {"first_s": first, "step_s": statistics.median(times)}
+    if framework == "graphkernel":
+        from graphkernel.bench.timing import StepProfile   # a worker's own import: graphkernel is loaded here
+        compiled = train.compile(*data)
+        kernels = compiled.kernels
+        result["phases"] = {p: sum(k.phase == p for k in kernels) for p in sorted({k.phase for k in kernels})}
+        if compiled.program is not None:
+            prof = StepProfile()
+            compiled.program.profiler = prof
+            try:
+                train(*data)
+            finally:
+                compiled.program.profiler = None
+            result["matmul_s"], result["outside_matmul_s"] = prof.opaque_s(), prof.total_s() - prof.opaque_s()
+    return result
+
+
+def worker(args) -> None:
+    result = run(args.framework, args.path, args.steps, args.fused, args.target, args.sources, args.bench)
+    print("RESULT " + json.dumps(result))
+
+
+def launch(python: str, sources: str, framework: str, path: str, steps: int, fused: bool = False,
+           target: str = "Ascend", bench: bool = False) -> dict:
+    cmd = [python, os.path.abspath(__file__), "--worker", framework, "--sources", sources, "--path", path,
+           "--steps", str(steps), "--target", target] + (["--fused"] if fused else []) + (["--bench"] if bench else [])
+    env = dict(os.environ, PYTHONPATH="" if framework == "mindspore" else REPO)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"{framework} {path} {'fused' if fused else ''} failed:\n{done.stderr[-6000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def bench(args) -> int:
+    """The loss-scale path at one BERT-large layer: median step times, fusion on and off, and MindSpore's
+    (its graph kernel off and on) when its Python is given."""
+    work = tempfile.mkdtemp(prefix="official_bert_")
+    try:
+        for framework in ("graphkernel", "mindspore"):
+            prepare(args.src, os.path.join(work, framework), framework)
+        ours = os.path.join(work, "graphkernel")
+        runs = {"fused": launch(sys.executable, ours, "graphkernel", "lossscale", 1, fused=True, bench=True),
+                "unfused": launch(sys.executable, ours, "graphkernel", "lossscale", 1, bench=True)}
+        if args.mindspore_python:
+            theirs = os.path.join(work, "mindspore")
+            for name, fused in (("MindSpore", False), ("MindSpore graph kernel", True)):
+                try:
+                    runs[name] = launch(args.mindspore_python, theirs, "mindspore", "lossscale", 1, fused=fused,
+                                        bench=True)
+                except SystemExit as e:
+                    print(f"{name}: failed ({str(e).splitlines()[-1]})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"one BERT-large layer (hidden 1024, 16 heads, FFN 4096, seq 128, batch {LARGE_BATCH}, vocab 30522), "
+          f"loss-scale path; median of {BENCH_STEPS} steps")
+    print(f"   {'':24}{'step ms':>10}{'first call s':>14}{'outside MatMul ms':>19}  kernels per phase")
+    for name, r in runs.items():
+        outside = f"{r['outside_matmul_s'] * 1e3:19.1f}" if "outside_matmul_s" in r else f"{'':19}"
+        print(f"   {name:24}{r['step_s'] * 1e3:10.1f}{r['first_s']:14.1f}{outside}  {r.get('phases', '')}")
+    ms_best = min((r["step_s"] for n, r in runs.items() if n.startswith("MindSpore")), default=None)
+    if ms_best:
+        print(f"   fused / MindSpore's best: {runs['fused']['step_s'] / ms_best:.2f} (target <= 0.8)")
+    print(f"   fused / unfused: {runs['fused']['step_s'] / runs['unfused']['step_s']:.2f}")
+    return 0
+
+
+def relative(a, b) -> float:
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def compare(args) -> int:
+    work = tempfile.mkdtemp(prefix="official_bert_")
+    try:
+        for framework in ("graphkernel", "mindspore"):
+            prepare(args.src, os.path.join(work, framework), framework)
+        failed = False
+        for path in args.paths.split(","):
+            runs = {"fused": launch(sys.executable, os.path.join(work, "graphkernel"), "graphkernel", path,
+                                    args.steps, fused=True),
+                    "unfused": launch(sys.executable, os.path.join(work, "graphkernel"), "graphkernel", path,
+                                      args.steps),
+                    "reference": launch(sys.executable, os.path.join(work, "graphkernel"), "graphkernel", path,
+                                        args.steps, target="CPU")}
+            if args.mindspore_python:
+                runs["MindSpore"] = launch(args.mindspore_python, os.path.join(work, "mindspore"), "mindspore",
+                                           path, args.steps)
+            failed |= report(path, runs)
+            sys.stdout.flush()
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(path: str, runs: dict) -> bool:
+    fused = runs["fused"]
+    print(f"\n== {path}: {len(fused['names'])} trainable Parameters, {len(fused['decay'])} in the decay group")
+    failed = False
+    if "MindSpore" in runs:
+        theirs = runs["MindSpore"]
+        if fused["names"] != theirs["names"] or fused["decay"] != theirs["decay"]:
+            print("   Parameter names differ from MindSpore's:",
+                  sorted(set(fused["names"]) ^ set(theirs["names"])))
+            failed = True
+    print("   step  " + "".join(f"{k:>14}" for k in runs))
+    for i in range(len(fused["losses"])):
+        print(f"   {i + 1:4d}  " + "".join(f"{r['losses'][i]:14.6f}" for r in runs.values()))
+    on_off = relative(fused["losses"], runs["unfused"]["losses"])
+    to_ref = relative(fused["losses"], runs["reference"]["losses"])
+    print(f"   fused/unfused: {on_off:.2e} relative (target 1e-5); fused/reference: {to_ref:.2e}")
+    failed |= on_off > 1e-5
+    if "MindSpore" in runs:
+        to_ms = relative(fused["losses"], runs["MindSpore"]["losses"])
+        print(f"   fused/MindSpore: {to_ms:.2e} relative (target 1e-4)")
+        failed |= to_ms > 1e-4
+    falls = fused["losses"][-1] < fused["losses"][0]
+    print(f"   loss {fused['losses'][0]:.4f} -> {fused['losses'][-1]:.4f} ({'falls' if falls else 'does not fall'})")
+    return failed or (not falls and path != "gpu")   # gpu: flat in MindSpore 2.10 too (see the module doc)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("src", nargs="?", help="the folder official/nlp/Bert/src of MindSpore's models")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
+    parser.add_argument("--mindspore-python", help="a Python with mindspore 2.10 installed")
+    parser.add_argument("--bench", action="store_true", help="time one BERT-large layer instead (see bench())")
+    parser.add_argument("--worker", choices=("graphkernel", "mindspore"), help=argparse.SUPPRESS)
+    parser.add_argument("--sources", help=argparse.SUPPRESS)
+    parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
+    parser.add_argument("--fused", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--target", default="Ascend", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        args.framework = args.worker
+        worker(args)
+        return 0
+    if not args.src or not os.path.isfile(os.path.join(args.src, "bert_for_pre_training.py")):
+        parser.error("SRC must be the folder official/nlp/Bert/src (with bert_for_pre_training.py)")
+    bad = set(args.paths.split(",")) - set(PATHS)
+    if bad:
+        parser.error(f"unknown path(s) {sorted(bad)}; accepted: {', '.join(PATHS)}")
+    return bench(args) if args.bench else compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""What construct computes in Python while it is traced: queries and constants, never graph nodes.
+
+    P.Shape()(x), F.shape(x)         x's shape as a Python tuple (`input_shape[0]` is an int)
+    P.DType()(x), F.dtype(x)         x's dtype (`self.cast(y, self.get_dtype(x))`)
+    P.Rank()(x), P.Size()(x)         its rank and element count, ints
+    F.fill(dtype, shape, value)      a constant Tensor
+    F.tuple_to_array((1.0,))         a constant 1-D Tensor: float32 for floats, int32 for ints (MindSpore
+                                     2.10's dtypes)
+    F.make_range(n), (start, stop[, step])   a tuple of ints
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ir.dtypes import as_dtype
+from ir.errors import GraphKernelError
+from graphkernel.tensor import Tensor, TensorOps
+
+
+class StaticValueError(GraphKernelError, TypeError):
+    """A trace-time query or constant given something that is not a tensor or a Python constant."""
+
+
+def _tensor(what: str, x):
+    if not isinstance(x, TensorOps):
+        raise StaticValueError(f"{what}: expected a Tensor, got a {type(x).__name__}")
+    return x
+
+
+def shape(x) -> tuple[int, ...]:
+    return tuple(_tensor("shape", x).shape)
+
+
+def dtype(x):
+    return _tensor("dtype", x).dtype
+
+
+def rank(x) -> int:
+    return len(_tensor("rank", x).shape)
+
+
+def size(x) -> int:
+    return int(np.prod(_tensor("size", x).shape, dtype=np.int64))
+
+
+class _Query:
+    fn = None
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise StaticValueError(f"P.{type(self).__name__}() takes no arguments")
+
+    def __call__(self, x):
+        return type(self).fn(x)
+
+    def __repr__(self) -> str:
+        return f"P.{type(self).__name__}()"
+
+
+class Shape(_Query):
+    """MindSpore's P.Shape()(x): x's shape, a Python tuple at trace time."""
+    fn = staticmethod(shape)
+
+
+class DType(_Query):
+    """MindSpore's P.DType()(x): x's dtype."""
+    fn = staticmethod(dtype)
+
+
+class Rank(_Query):
+    """MindSpore's P.Rank()(x): x's rank, an int."""
+    fn = staticmethod(rank)
+
+
+class Size(_Query):
+    """MindSpore's P.Size()(x): x's element count, an int."""
+    fn = staticmethod(size)
+
+
+def fill(type_, shape_, value) -> Tensor:
+    """MindSpore's F.fill(type, shape, value): a constant Tensor of `shape` holding `value`."""
+    if isinstance(shape_, int) and not isinstance(shape_, bool):
+        shape_ = (shape_,)
+    if not isinstance(shape_, (tuple, list)) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                       for d in shape_):
+        raise StaticValueError(f"fill: shape must be a tuple of non-negative ints, got {shape_!r}")
+    if not isinstance(value, (numbers.Number, np.number, np.bool_)):
+        raise StaticValueError(f"fill: value must be a number, got a {type(value).__name__}")
+    return Tensor(np.full(tuple(shape_), value, as_dtype(type_).np))
+
+
+def tuple_to_array(x) -> Tensor:
+    """MindSpore's F.tuple_to_array: a tuple of Python numbers as a 1-D constant Tensor."""
+    if not isinstance(x, (tuple, list)) or not x:
+        raise StaticValueError(f"tuple_to_array: expected a non-empty tuple of numbers, got {x!r}")
+    for item in x:
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (numbers.Real, np.number)):
+            raise StaticValueError(f"tuple_to_array: elements must be Python numbers (known when construct is "
+                                   f"traced), got a {type(item).__name__}")
+    ints = all(isinstance(item, (int, np.integer)) for item in x)
+    return Tensor(np.asarray(x, np.int32 if ints else np.float32))
+
+
+def make_range(start, limit=None, delta=1) -> tuple[int, ...]:
+    """MindSpore's F.make_range(n) = (0, ..., n-1); make_range(start, limit[, delta])."""
+    for name, v in (("start", start), ("limit", limit), ("delta", delta)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise StaticValueError(f"make_range: {name} must be an int, got {v!r}")
+    if delta == 0:
+        raise StaticValueError("make_range: delta must not be 0")
+    if limit is None:
+        start, limit = 0, start
+    return tuple(range(int(start), int(limit), int(delta)))
+
+
+__all__ = ["Shape", "DType", "Rank", "Size", "shape", "dtype", "rank", "size", "fill", "tuple_to_array",
+           "make_range", "StaticValueError"]
