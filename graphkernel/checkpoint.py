@@ -17,7 +17,8 @@ catches a truncated file. MindSpore's own safetensors checkpoints (metadata form
 Writing is atomic: the bytes go to a temporary file beside the target, are fsynced, and `os.replace`
 puts them in place; on any error the target is untouched and the temporary file removed. Everything is
 checked before a byte is written: the path (not a directory, its directory exists), the names (strings,
-each once) and the dtypes (float16/32/64, int32/64, bool: the ones graphkernel has).
+each once) and the dtypes (float16/32/64, int8/16/32/64, uint8, bool; a bfloat16 Parameter is cast to
+float32 before saving).
 
 Loading into a net is checked whole before any Parameter is written: a shape or dtype mismatch anywhere is
 a CheckpointError naming every mismatched Parameter with both shapes or dtypes, and the net is left as it
@@ -56,8 +57,8 @@ FORMAT = "graphkernel-checkpoint"
 VERSION = "1"
 MINDSPORE_FORMAT = "ms"   # the metadata of MindSpore 2.x's save_checkpoint(..., format="safetensors")
 
-_SAFETENSORS_DTYPES = frozenset({"F16", "F32", "F64", "I32", "I64", "BOOL"})   # the dtypes graphkernel has
-_SUPPORTED = "float16, float32, float64, int32, int64, bool"
+_SAFETENSORS_DTYPES = frozenset({"F16", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "BOOL"})   # graphkernel's
+_SUPPORTED = "float16, float32, float64, int8, int16, int32, int64, uint8, bool (bfloat16: cast it to float32)"
 
 
 class CheckpointError(GraphKernelError, ValueError):
@@ -146,7 +147,8 @@ def _entry_array(name: str, value, shown: str) -> np.ndarray:
                                   "Parameters, arrays or (in append_dict) int, float, bool")
     arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("="), order="C")   # keeps 0-d
     try:
-        as_dtype(arr.dtype)
+        if not as_dtype(arr.dtype).computes:   # safetensors' numpy side has no bfloat16
+            raise DTypeError(str(arr.dtype))
     except DTypeError:
         raise CheckpointError(f"{shown}: entry {name!r} has dtype {arr.dtype}; a checkpoint holds "
                               f"{_SUPPORTED}") from None

@@ -11,6 +11,10 @@ float32 = DType.float32
 float64 = DType.float64
 int32 = DType.int32
 int64 = DType.int64
+int8 = DType.int8
+int16 = DType.int16
+uint8 = DType.uint8
+bfloat16 = DType.bfloat16   # a storage dtype: held and cast, computed in float32 (ir/dtypes.py)
 bool_ = DType.bool
 
 # MindSpore's shorter aliases
@@ -33,9 +37,8 @@ class UnsupportedDType:
         return f"mstype.{self.name} (not supported)"
 
 
-int8, int16, uint8, uint16, uint32, uint64 = (UnsupportedDType(n) for n in (
-    "int8", "int16", "uint8", "uint16", "uint32", "uint64"))
-bfloat16, complex64, complex128 = (UnsupportedDType(n) for n in ("bfloat16", "complex64", "complex128"))
+uint16, uint32, uint64 = (UnsupportedDType(n) for n in ("uint16", "uint32", "uint64"))
+complex64, complex128 = (UnsupportedDType(n) for n in ("complex64", "complex128"))
 
 __all__ = ["DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "bool_",
            "half", "single", "double", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "bfloat16",

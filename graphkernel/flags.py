@@ -28,8 +28,7 @@ class FlagWarning(UserWarning):
     """A MindSpore graph-kernel flag (or an op or pass a list flag names) that has no effect here."""
 
 
-# Flags MindSpore 2.10's graph_kernel_flags knows (its flag table) that change nothing here;
-# enable_low_precision is MindSpore 1.x-2.2's (2.10 no longer knows it)
+# Flags MindSpore 2.10's graph_kernel_flags knows (its flag table) that change nothing here
 MINDSPORE_ONLY_FLAGS = frozenset({
     "disable_cce_lib_ops", "disable_fusion_pattern", "disable_matmul_post_fusion", "disable_packet_ops",
     "disable_simplify_exprs", "enable_allreduce_epilogue_fusion", "enable_allreduce_prologue_fusion",
@@ -38,7 +37,7 @@ MINDSPORE_ONLY_FLAGS = frozenset({
     "enable_fusion_pattern_only", "enable_horizontal_fusion", "enable_lite_conv_tuning",
     "enable_packet_ops_only", "enable_simplify_exprs_only", "enable_vectorization", "fusion_ops_level",
     "kernel_generator", "online_tuning", "parallel_ops_level", "recompute_increment_threshold",
-    "recompute_peak_threshold", "repository_path", "enable_low_precision"})
+    "recompute_peak_threshold", "repository_path"})
 # MindSpore ops its graph-kernel fusion expands or clusters that graphkernel has no row or expander for
 MINDSPORE_OPS = frozenset({
     "AdamApplyOne", "AdamApplyOneWithDecay", "AddN", "ArgMaxWithValue", "BatchNorm", "BatchNormGrad",
@@ -77,6 +76,7 @@ class GraphKernelFlags:
     enable_parallel_fusion: bool = False
     enable_recompute_fusion: bool = False
     enable_stitch_fusion: bool = False
+    enable_low_precision: bool = False        # fused kernels compute in float16 (passes/low_precision.py)
     dump_as_text: bool = False
     verify: bool = False                      # run ir.verify after every pass (tests turn it on)
 

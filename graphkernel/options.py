@@ -59,7 +59,7 @@ class FusionLog(list):
 FUSION_STAGES = ("fuse_basic", "composite")   # stages that run only with enable_graph_kernel
 # passes a flag opens below their opt_level
 ENABLE_FLAGS = {"recompute": "enable_recompute_fusion", "parallel_fusion": "enable_parallel_fusion",
-                "stitch_fusion": "enable_stitch_fusion"}
+                "stitch_fusion": "enable_stitch_fusion", "low_precision": "enable_low_precision"}
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.constant_fold import constant_fold
 from graphkernel.passes.cse import cse
 from graphkernel.passes.dce import dce
+from graphkernel.passes.low_precision import low_precision
 from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
 from graphkernel.passes.parallel_fusion import parallel_fusion
 from graphkernel.passes.partition import partition
@@ -37,6 +38,7 @@ from graphkernel.passes.sibling_fusion import sibling_fusion
 from graphkernel.precision.modes import pass_runs
 
 Pass = Callable[[Graph, CompileOptions], Graph]
+FLAG_ONLY = 4   # above every opt_level (0..3): a pass only its flag or --enable_pass turns on
 
 
 def _passes() -> list[tuple[str, str, Pass, int]]:
@@ -55,6 +57,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("composite", "sibling_fusion", sibling_fusion, 2),    # same-axes reductions -> one kernel
         ("composite", "multi_tensor_fusion", multi_tensor_fusion, 1),  # an optimizer's updates -> one launch
         ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
+        ("composite", "low_precision", low_precision, FLAG_ONLY),  # composites compute in float16
     ]
 
 

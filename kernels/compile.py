@@ -32,7 +32,8 @@ from ir.dtypes import DType
 from kernels.emitters import kernel_functions
 
 _NUMBA_DTYPE = {DType.float16: types.uint16, DType.float32: types.float32, DType.float64: types.float64,
-                DType.int32: types.int32, DType.int64: types.int64, DType.bool: types.boolean}
+                DType.int8: types.int8, DType.int16: types.int16, DType.int32: types.int32, DType.int64: types.int64,
+                DType.uint8: types.uint8, DType.bool: types.boolean}
 
 
 class CacheLocationError(RuntimeError):

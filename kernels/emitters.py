@@ -16,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from ir.dtypes import DType
 from ir.ops import OPS, Pattern, get
 from kernels import lanes, mathfn
 
 NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float64: "np.float64",
-           DType.int32: "np.int32", DType.int64: "np.int64", DType.bool: "np.bool_"}
+           DType.int8: "np.int8", DType.int16: "np.int16", DType.int32: "np.int32", DType.int64: "np.int64",
+           DType.uint8: "np.uint8", DType.bool: "np.bool_"}   # bfloat16: no kernel computes it (ir/dtypes.py)
 
 
 def float16_supported() -> bool:
@@ -79,7 +82,8 @@ def const_literal(value, dtype: DType) -> str:
 
 
 def _wrap_int32(expr: str, dtype: DType) -> str:
-    return f"np.int32({expr})" if dtype == DType.int32 else expr
+    """Integers narrower than int64 wrapped back to their dtype (numba computes them in int64)."""
+    return f"{NP_NAME[dtype]}({expr})" if dtype.is_int and dtype != DType.int64 else expr
 
 
 def _arith(symbol: str) -> Callable[[Operands], str]:
@@ -199,13 +203,11 @@ class Reducer:
 
 
 def _lowest(dtype: DType) -> str:
-    return {DType.int32: "np.int32(-2147483648)", DType.int64: "np.int64(-9223372036854775808)"}.get(
-        dtype, f"{NP_NAME[dtype]}(-np.inf)")
+    return f"{NP_NAME[dtype]}({np.iinfo(dtype.np).min})" if dtype.is_int else f"{NP_NAME[dtype]}(-np.inf)"
 
 
 def _highest(dtype: DType) -> str:
-    return {DType.int32: "np.int32(2147483647)", DType.int64: "np.int64(9223372036854775807)"}.get(
-        dtype, f"{NP_NAME[dtype]}(np.inf)")
+    return f"{NP_NAME[dtype]}({np.iinfo(dtype.np).max})" if dtype.is_int else f"{NP_NAME[dtype]}(np.inf)"
 
 
 def _extremum(emit):
@@ -213,9 +215,9 @@ def _extremum(emit):
 
 
 REDUCERS: dict[str, Reducer] = {
-    # int32 sums accumulate in int64 and wrap once at the end: the same bits as int32 wrap-around
+    # narrower integer sums accumulate in int64 and wrap once at the end: the bits of wrap-around
     "ReduceSum": Reducer(lambda d: const_literal(0, d), lambda acc, x, d: f"({acc} + {x})",
-                         lambda d: {DType.int32: DType.int64, DType.float16: DType.float32}.get(d, d)),
+                         lambda d: DType.int64 if d.is_int else {DType.float16: DType.float32}.get(d, d)),
     "ReduceMax": Reducer(_lowest, _extremum(_maximum), lambda d: d),
     "ReduceMin": Reducer(_highest, _extremum(_minimum), lambda d: d),
 }

@@ -141,7 +141,12 @@ def _one_node_graph(node: Node) -> Graph:
 def _kernel_op(node: Node) -> bool:
     d = get(node.op)
     return d.pattern <= Pattern.REDUCE and d.pattern != Pattern.INJECTIVE and (
-        node.op in EMITTERS or node.op in REDUCERS)
+        node.op in EMITTERS or node.op in REDUCERS) and not _storage_only(node)
+
+
+def _storage_only(node: Node) -> bool:
+    """The node reads or writes a storage dtype (bfloat16): a numpy conversion, never a kernel."""
+    return any(not t.dtype.computes for t in node.types + tuple(v.type for v in node.inputs))
 
 
 class _Builder:
@@ -194,6 +199,8 @@ class _Builder:
             self.numpy_step(node, _matmul_fn(node), "numpy")
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
+        elif node.op == "Cast" and _storage_only(node):   # to or from bfloat16: ml_dtypes' conversion
+            self.numpy_step(node, _reference_fn(node), "numpy")
         elif node.op == "UnsortedSegmentSum":
             x, ids = node.inputs
             self.numpy_step(node, segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np),

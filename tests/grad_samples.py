@@ -40,6 +40,9 @@ without_rule = {
     "DropoutGrad": "a gradient op: second derivatives of Dropout are not supported yet",
     "MaximumGrad": "a gradient op: second derivatives of Maximum are not supported yet",
     "MinimumGrad": "a gradient op: second derivatives of Minimum are not supported yet",
+    "FastGeLUGrad": "a gradient op: second derivatives of FastGeLU are not supported yet",
+    "SoftmaxGradExt": "a gradient op: second derivatives of Softmax are not supported yet",
+    "BatchNormGrad": "a gradient op: second derivatives of BatchNorm are not supported yet",
 }
 
 # rules that are, on purpose, not the derivative of the op's reference (tested on their own)
@@ -138,6 +141,12 @@ def _attribute_cases(rng) -> list[GradCase]:
         GradCase("BiasAdd", [f(2, 3, 4), f(3)], {}),
         GradCase("BiasAdd", [f(2, 3, 4), f(4)], {"data_format": "NHWC"}),
     ]
+    positive = lambda *shape: _values(rng, shape, "positive")  # noqa: E731  (a variance)
+    for x, fmt in ((f(4, 3), "NCHW"), (f(2, 3, 2, 2), "NCHW"), (f(2, 2, 3), "NHWC")):
+        c = x.shape[1] if fmt == "NCHW" else x.shape[-1]
+        for training in (True, False):
+            cases.append(GradCase("BatchNorm", [x, f(c), f(c), f(c), positive(c)],
+                                  {"is_training": training, "data_format": fmt, "epsilon": 0.01}))
     return cases
 
 

@@ -75,6 +75,8 @@ SAMPLES = {
     "HostCall": ([tt(F32, 2, 3), tt(F32, 3)], {"host_op": "Add"}),
     "Gradient": ([tt(F32), tt(F32, 2, 3), tt(F32, 3)], {"seeds": 1}),
     "LayerNormGrad": ([tt(F32, 2, 4), tt(F32, 2, 4), tt(F32, 2, 1), tt(F32, 2, 1), tt(F32, 4)], {}),
+    "BatchNorm": ([tt(F32, 2, 3, 4), tt(F32, 3), tt(F32, 3), tt(F32, 3), tt(F32, 3)], {"is_training": True}),
+    "BatchNormGrad": ([tt(F32, 2, 3, 4)] * 2 + [tt(F32, 3)] * 4, {"is_training": True}),
     "UnsortedSegmentSum": ([tt(F32, 4, 3), tt(I32, 4)], {"num_segments": 3}),
     "SparseSoftmaxCrossEntropyWithLogits": ([tt(F32, 4, 3), tt(I32, 4)], {}),
     "Dropout": ([tt(F32, 4, 3), tt(I32, 1)], {"keep_prob": 0.9, "seed": 3, "op_id": 7}),

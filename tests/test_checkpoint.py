@@ -203,7 +203,7 @@ def test_refused_before_writing(tmp_path, case):
     elif case == "append duplicate":
         kwargs = {"append_dict": {"step": 1}}
     elif case == "dtype":
-        obj = [{"name": "pixels", "data": np.zeros(3, np.uint8)}]
+        obj = [{"name": "pixels", "data": np.zeros(3, np.uint16)}]
     elif case == "name":
         obj = [{"name": "__metadata__", "data": np.zeros(3, np.float32)}]
     elif case == "big int":
@@ -271,14 +271,14 @@ def damaged(path, case):
     if case == "newer version":
         return safetensors.numpy.save({"w": np.zeros(2, np.float32)},
                                       metadata={"format": "graphkernel-checkpoint", "version": "2"})
-    if case == "uint8 entry":
-        return safetensors.numpy.save({"w": np.zeros(2, np.uint8)},
+    if case == "uint16 entry":
+        return safetensors.numpy.save({"w": np.zeros(2, np.uint16)},
                                       metadata={"format": "graphkernel-checkpoint", "version": "1"})
     raise AssertionError(case)
 
 
 @pytest.mark.parametrize("case", ["cut1", "cut100", "cutall", "garbage", "empty", "json", "flipped",
-                                  "plain safetensors", "newer version", "uint8 entry"])
+                                  "plain safetensors", "newer version", "uint16 entry"])
 def test_damaged_or_foreign_file_is_a_clear_error(tmp_path, case):
     path = saved(tmp_path)
     path.write_bytes(damaged(path, case))
@@ -291,7 +291,7 @@ def test_damaged_or_foreign_file_is_a_clear_error(tmp_path, case):
     assert not isinstance(e, safetensors.SafetensorError) and e.__cause__ is None
     assert e.__context__ is None or e.__suppress_context__   # no safetensors traceback above ours
     want = {"flipped": "checksum", "plain safetensors": "not a checkpoint", "newer version": "version '2'",
-            "uint8 entry": "'w' has dtype U8"}.get(case, "truncated, corrupted or not a safetensors file")
+            "uint16 entry": "'w' has dtype U16"}.get(case, "truncated, corrupted or not a safetensors file")
     assert want in str(e)
     assert_same_bits(snapshot(net), before)
 

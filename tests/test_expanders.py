@@ -9,7 +9,7 @@ from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
 from graphkernel import expanders
 from graphkernel.expanders import EXPANDERS, expand
-from graphkernel.flags import GraphKernelFlags
+from graphkernel.flags import GraphKernelFlags, parse_flags
 from graphkernel.options import CompileOptions
 from ir import GraphBuilder
 from pass_helpers import F16, F32, F64, I32, interpret, ops, random_inputs, tt, verify
@@ -56,7 +56,16 @@ CASES = [
     ("ArgMaxWithValue", [(4, 8)], {}),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=-1, keep_dims=True)),
     ("ArgMaxWithValue", [(4, 6, 8)], dict(axis=1)),
+    ("Identity", [(3, 5)], {}),
+    ("FastGeLU", [(4, 8)], {}),
+    ("FastGeLU", [(2, 3, 16)], {}),
+    ("BatchNorm", [(4, 3), (3,), (3,), (3,), (3,)], dict(is_training=True)),
+    ("BatchNorm", [(2, 3, 4, 5), (3,), (3,), (3,), (3,)], dict(is_training=True, momentum=0.5)),
+    ("BatchNorm", [(2, 4, 5, 3), (3,), (3,), (3,), (3,)], dict(is_training=True, data_format="NHWC")),
 ]
+# every composite op expanded, those off by default (BatchNorm) too
+EXPAND_ALL = CompileOptions(flags=parse_flags("--enable_expand_ops=" + ",".join(
+    name for name, d in OPS.items() if d.expandable and not d.expand_by_default), read_env=False))
 
 
 def single_op_graph(op, shapes, attrs, dtype, name="Default/net/Op-op0"):
@@ -77,7 +86,7 @@ def scaled_inputs(graph, seed=0):
 @pytest.mark.parametrize("op,shapes,attrs", CASES, ids=[f"{op}-{i}" for i, (op, _, _) in enumerate(CASES)])
 def test_expansion_matches_the_reference(op, shapes, attrs, dtype):
     graph = single_op_graph(op, shapes, attrs, dtype)
-    expanded = verify(expand(graph, CompileOptions()))
+    expanded = verify(expand(graph, EXPAND_ALL))
     assert not any(get(n.op).expandable for n in expanded.nodes), ops(expanded)
     assert tuple(v.type for v in expanded.outputs) == tuple(v.type for v in graph.outputs)
     arrays = scaled_inputs(graph)
@@ -271,7 +280,32 @@ def reduction_cases(draw):
 def test_random_reductions_expand_to_their_reference(case, dtype):
     op, shapes, attrs = case
     graph = single_op_graph(op, shapes, attrs, dtype)
-    expanded = verify(expand(graph, CompileOptions()))
+    expanded = verify(expand(graph, EXPAND_ALL))
     arrays = scaled_inputs(graph, seed=len(shapes[0]))
     for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
         assert_close(got, want, err_msg=f"{op} {shapes} {attrs} {dtype}")
+
+
+def test_batch_norm_is_expanded_only_when_asked():
+    graph = single_op_graph("BatchNorm", [(2, 3, 4, 4), (3,), (3,), (3,), (3,)], dict(is_training=True), F32)
+    assert ops(expand(graph, CompileOptions())) == ["BatchNorm"]
+    opts = CompileOptions(flags=parse_flags("--enable_expand_ops=BatchNorm", read_env=False))
+    expanded = verify(expand(graph, opts))
+    assert "BatchNorm" not in ops(expanded)
+    reductions = [n for n in expanded.nodes if n.op == "ReduceSum"]
+    assert len(reductions) == 2 and all(n.attr("axis") == (0, 2, 3) and n.attr("keep_dims") for n in reductions)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_batch_norm_inference_expansion(dtype, data_format):
+    rng = np.random.default_rng(4)
+    shape = (2, 3, 5, 4) if data_format == "NCHW" else (2, 5, 4, 3)
+    graph = single_op_graph("BatchNorm", [shape, (3,), (3,), (3,), (3,)], dict(data_format=data_format), dtype)
+    expanded = verify(expand(graph, EXPAND_ALL))
+    assert "BatchNorm" not in ops(expanded)
+    arrays = [rng.standard_normal(shape), rng.standard_normal(3), rng.standard_normal(3),
+              rng.standard_normal(3), rng.uniform(0.5, 2, 3)]
+    arrays = [a.astype(dtype.np) for a in arrays]
+    for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
+        assert_close(got, want)

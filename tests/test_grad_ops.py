@@ -8,6 +8,7 @@ import pytest
 
 from graphkernel.compiler import compile_graph
 from graphkernel.expanders import expand
+from graphkernel.flags import parse_flags
 from graphkernel.options import CompileOptions
 from fusion_helpers import options
 from ir import GraphBuilder
@@ -62,10 +63,29 @@ def cases():
         out.append(("LayerNormGrad", [x, rng.standard_normal(shape), var, mean, rng.standard_normal(shape[bpa:])],
                     {"begin_norm_axis": bna, "begin_params_axis": bpa, "epsilon": 1e-5},
                     f"LayerNormGrad{shape}-{bna}{bpa}"))
+    for shape in ((5, 9), (64, 96)):
+        x = rng.standard_normal(shape) * 3
+        out.append(("FastGeLUGrad", [rng.standard_normal(shape), x], {}, f"FastGeLUGrad{shape}"))
+    for shape, axis in (((4, 7), (-1,)), ((64, 128), (-1,)), ((3, 5, 6), (1,)), ((3, 4), ())):
+        y = rng.uniform(0.01, 1, shape)
+        out.append(("SoftmaxGradExt", [rng.standard_normal(shape), y / y.sum(axis=axis or None, keepdims=True),
+                                       np.asarray(0.125)], {"axis": axis}, f"SoftmaxGradExt{shape}{axis}"))
+    out.append(("SoftmaxGradExt", [rng.standard_normal((2, 3, 8)), rng.uniform(0, 1, (2, 3, 8)),
+                                   rng.standard_normal((3, 1))], {"axis": (-1,)}, "SoftmaxGradExt-z(3,1)"))
+    for shape, fmt in (((4, 3), "NCHW"), ((2, 3, 5, 4), "NCHW"), ((2, 5, 4, 3), "NHWC"), ((8, 16, 32, 32), "NCHW")):
+        x = rng.standard_normal(shape) * 2 + 1
+        c = shape[1] if fmt == "NCHW" else shape[-1]
+        axes = tuple(a for a in range(len(shape)) if a != (1 if fmt == "NCHW" else len(shape) - 1))
+        for training in (True, False):
+            mean, var = (x.mean(axes), x.var(axes)) if training else (rng.standard_normal(c), rng.uniform(0.5, 2, c))
+            out.append(("BatchNormGrad", [rng.standard_normal(shape), x, rng.standard_normal(c), mean, var, var],
+                        {"is_training": training, "data_format": fmt},
+                        f"BatchNormGrad{shape}{fmt}-{'train' if training else 'infer'}"))
     return out
 
 
 CASES = cases()
+EXPANDED = CompileOptions(flags=parse_flags("--enable_expand_ops=BatchNormGrad", read_env=False))
 
 
 def _graph(op, arrays, attrs, dtype):
@@ -78,7 +98,7 @@ def _graph(op, arrays, attrs, dtype):
 def test_expansion_equals_reference(op, arrays, attrs, dtype):
     arrays = [a.astype(dtype) for a in arrays]
     graph = _graph(op, arrays, attrs, DType(dtype))
-    expanded = expand(graph, CompileOptions())
+    expanded = expand(graph, EXPANDED)
     assert not any(n.op == op for n in expanded.nodes)
     for got, want in zip(interpret(expanded, arrays), interpret(graph, arrays)):
         assert_close(got, want)
@@ -90,7 +110,8 @@ def test_device_fused_and_unfused_equal_reference(op, arrays, attrs, core_num):
     arrays = [a.astype(np.float32) for a in arrays]
     graph = _graph(op, arrays, attrs, DType.float32)
     want = interpret(graph, arrays)
-    for opts in (CompileOptions(core_num=core_num), options(core_num=core_num)):
+    flags = "--enable_expand_ops=BatchNormGrad"
+    for opts in (CompileOptions(core_num=core_num), options(core_num=core_num), options(flags, core_num=core_num)):
         compiled = compile_graph(graph, opts, eager=True)
         for got, ref in zip(compiled.run_arrays(arrays), want):
             assert_close(got, ref)

@@ -46,6 +46,7 @@ def test_both_import_forms_and_auto_generate_are_one_module():
     ("ReluGrad", P.ReLU(), lambda x, y, dy: G.ReluGrad()(dy, x)),
     ("TanhGrad", P.Tanh(), lambda x, y, dy: G.TanhGrad()(y, dy)),
     ("SqrtGrad", P.Sqrt(), lambda x, y, dy: G.SqrtGrad()(y, dy)),
+    ("FastGeLUGrad", P.FastGeLU(), lambda x, y, dy: G.FastGeLUGrad()(dy, x)),
 ])
 def test_one_input_grad_primitives_equal_the_autodiff(setting, name, forward, grad_call):
     x = f32(3, 5, low=0.3) if name == "SqrtGrad" else f32(3, 5)

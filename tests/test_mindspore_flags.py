@@ -22,7 +22,6 @@ from graphkernel.ops import operations as P
 @pytest.mark.parametrize("flag, named", [
     ("--kernel_generator=AKG", "--kernel_generator"),
     ("--enable_auto_tensor_inplace", "--enable_auto_tensor_inplace"),
-    ("--enable_low_precision=true", "--enable_low_precision"),
     ("--disable_pass=cluster.graph_kernel_splitter", "--disable_pass=cluster.graph_kernel_splitter"),
     ("--enable_cluster_ops=AdamApplyOne", "--enable_cluster_ops=AdamApplyOne"),
     ("--enable_cluster_ops=MatMul", "--enable_cluster_ops=MatMul (MatMul is OPAQUE"),

@@ -115,7 +115,7 @@ def test_enable_pass_opens_a_pass_below_its_opt_level(cpu, x):
 @pytest.mark.parametrize("flags, message", [
     ("--disable_cluster_ops=pow", r"--disable_cluster_ops=pow: not an op \(did you mean Pow\?\)"),
     ("--enable_expand_ops=Bogus", r"--enable_expand_ops=Bogus: not a composite op the expanders rewrite; "
-                                  r"accepted: ArgMaxWithValue, BiasAdd, BiasAddGrad"),
+                                  r"accepted: .*ArgMaxWithValue, .*BiasAdd, BiasAddGrad"),
     ("--disable_pass=composite.composite_fusoin", r"--disable_pass=composite.composite_fusoin: not a stage.pass "
                                                   r"of the pipeline \(did you mean composite.composite_fusion\?\)"),
     ("--enable_pass=recompute", r"--enable_pass=recompute: not a stage.pass .*composite.recompute"),

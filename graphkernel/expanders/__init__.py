@@ -9,7 +9,8 @@ MindSpore's Python expanders are.
 (`<node name>/<Op>-<k>`, k counting within one expansion: MindSpore scope names, metadata only).
 
 Every expansion is checked: its result types must equal the types the op inferred, else an IRError names
-the expander. Disabled ops (`--disable_expand_ops=Softmax`) stay as opaque single-op kernels.
+the expander. Disabled ops (`--disable_expand_ops=Softmax`) stay as opaque single-op kernels, and so do the ops whose row
+says `expand_by_default=False` (BatchNorm) unless `--enable_expand_ops` names them.
 """
 from __future__ import annotations
 
@@ -20,14 +21,19 @@ from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS
 from graphkernel.expanders.arg_max_with_value import expand_arg_max_with_value
+from graphkernel.expanders.batch_norm import expand_batch_norm
+from graphkernel.expanders.batch_norm_grad import expand_batch_norm_grad
 from graphkernel.expanders.bias_add import expand_bias_add
 from graphkernel.expanders.bias_add_grad import expand_bias_add_grad
 from graphkernel.expanders.dropout_grad import expand_dropout_grad
 from graphkernel.expanders.equal_count import expand_equal_count
 from graphkernel.expanders.erfc import expand_erfc
 from graphkernel.expanders.extremum_grad import expand_maximum_grad, expand_minimum_grad
+from graphkernel.expanders.fast_gelu import expand_fast_gelu
+from graphkernel.expanders.fast_gelu_grad import expand_fast_gelu_grad
 from graphkernel.expanders.gelu import expand_gelu
 from graphkernel.expanders.gelu_grad import expand_gelu_grad
+from graphkernel.expanders.identity import expand_identity
 from graphkernel.expanders.layer_norm import expand_layer_norm
 from graphkernel.expanders.layer_norm_grad import expand_layer_norm_grad
 from graphkernel.expanders.log_softmax import expand_log_softmax
@@ -42,6 +48,7 @@ from graphkernel.expanders.sigmoid_cross_entropy_grad import expand_sigmoid_cros
 from graphkernel.expanders.sigmoid_grad import expand_sigmoid_grad
 from graphkernel.expanders.softmax import expand_softmax
 from graphkernel.expanders.softmax_grad import expand_softmax_grad
+from graphkernel.expanders.softmax_grad_ext import expand_softmax_grad_ext
 from graphkernel.expanders.sqrt_grad import expand_sqrt_grad
 from graphkernel.expanders.softmax_cross_entropy import expand_softmax_cross_entropy
 from graphkernel.expanders.softsign import expand_softsign
@@ -56,10 +63,15 @@ Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 
 EXPANDERS: dict[str, Expander] = {
     "ArgMaxWithValue": expand_arg_max_with_value,
+    "BatchNorm": expand_batch_norm,
+    "BatchNormGrad": expand_batch_norm_grad,
     "BiasAdd": expand_bias_add,
     "BiasAddGrad": expand_bias_add_grad,
     "DropoutGrad": expand_dropout_grad,
     "EqualCount": expand_equal_count,
+    "FastGeLU": expand_fast_gelu,
+    "FastGeLUGrad": expand_fast_gelu_grad,
+    "Identity": expand_identity,
     "Erfc": expand_erfc,
     "OnesLike": expand_ones_like,
     "Softsign": expand_softsign,
@@ -86,6 +98,7 @@ EXPANDERS: dict[str, Expander] = {
     "SigmoidGrad": expand_sigmoid_grad,
     "Softmax": expand_softmax,
     "SoftmaxGrad": expand_softmax_grad,
+    "SoftmaxGradExt": expand_softmax_grad_ext,
     "Square": expand_square,
 }
 
@@ -94,7 +107,8 @@ MAX_ROUNDS = 8  # expansions nest at most this deep
 
 def _wanted(node: Node, opts: CompileOptions) -> bool:
     d = OPS.get(node.op)
-    return node.subgraph is None and d is not None and d.expandable and opts.expand_enabled(node.op)
+    return (node.subgraph is None and d is not None and d.expandable
+            and opts.expand_enabled(node.op, d.expand_by_default))
 
 
 def expand_node(node: Node, inputs: tuple[Value, ...], emit) -> tuple[Value, ...]:

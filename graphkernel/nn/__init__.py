@@ -11,8 +11,8 @@ from graphkernel.nn.dynamic_lr import (cosine_decay_lr, exponential_decay_lr, in
 from graphkernel.nn.learning_rate_schedule import (CosineDecayLR, ExponentialDecayLR, InverseDecayLR,
                                                    LearningRateSchedule, NaturalExpDecayLR, PolynomialDecayLR,
                                                    WarmUpLR)
-from graphkernel.nn.layers import (GELU, Dense, Dropout, Embedding, LayerError, LayerNorm, LogSoftmax, ReLU,
-                                   Sigmoid, Softmax, Tanh, get_activation)
+from graphkernel.nn.layers import (GELU, BatchNorm1d, BatchNorm2d, Dense, Dropout, Embedding, LayerError, LayerNorm,
+                                   LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, get_activation)
 from graphkernel.nn.loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LossBase, LossError, MSELoss,
                                  SoftmaxCrossEntropyWithLogits, WithLossCell)
 from graphkernel.nn.lr_checks import LearningRateError, LearningRateTypeError, LearningRateValueError
@@ -20,7 +20,8 @@ from graphkernel.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Lamb, Moment
 from graphkernel.nn.wrap import (DynamicLossScaleUpdateCell, FixedLossScaleUpdateCell, TrainCellError,
                                  TrainOneStepCell, TrainOneStepWithLossScaleCell)
 
-__all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding", "GELU", "LayerNorm",
+__all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding", "GELU", "LayerNorm", "BatchNorm1d",
+           "BatchNorm2d",
            "LogSoftmax", "ReLU", "Sigmoid", "Softmax", "Tanh", "get_activation", "LayerError", "LossBase",
            "LossError", "MSELoss", "L1Loss", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
            "BCEWithLogitsLoss", "WithLossCell", "Optimizer", "OptimizerError", "SGD", "Momentum", "Adam",

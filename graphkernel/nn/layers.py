@@ -11,6 +11,11 @@ trace, fuse and differentiate like any construct).
     GELU(approximate=True)                        tanh form (P.GeLU); False: 0.5 x (1 + erf(x / sqrt 2))
     ReLU, Sigmoid, Tanh, Softmax(axis=-1), LogSoftmax(axis=-1)
     Dropout(keep_prob=0.5, p=None)                identity when not training (see its doc)
+    BatchNorm1d(num_features, eps=1e-5, momentum=0.9, affine=True, ...)   x [N, C] or [N, C, L]
+    BatchNorm2d(num_features, eps=1e-5, momentum=0.9, affine=True, ..., data_format='NCHW')   x [N, C, H, W]
+                                                  batch statistics in training (`set_train()`), the moving
+                                                  ones otherwise; training updates moving_mean and
+                                                  moving_variance to momentum * old + (1 - momentum) * batch
 """
 from __future__ import annotations
 
@@ -173,3 +178,47 @@ class Dropout(Cell):
 
     def construct(self, x):
         return dropout(x, self.p, self.training)
+
+
+class _BatchNorm(Cell):
+    """MindSpore's nn.BatchNorm layers over P.BatchNorm: `momentum` here is the weight of the old moving
+    statistics (P.BatchNorm's is 1 - momentum); use_batch_statistics None follows `set_train()`."""
+    ranks: tuple[int, ...] = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.9, affine=True, gamma_init="ones", beta_init="zeros",
+                 moving_mean_init="zeros", moving_var_init="ones", use_batch_statistics=None,
+                 data_format="NCHW", dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        _positive(name, num_features=num_features)
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
+            raise LayerError(f"{name}: momentum must be in [0, 1], got {momentum!r}")
+        if use_batch_statistics not in (None, True, False):
+            raise LayerError(f"{name}: use_batch_statistics must be None, True or False, got {use_batch_statistics!r}")
+        shape, dtype = (num_features,), dtype or "float32"
+        self.gamma = Parameter(initializer(gamma_init, shape, dtype), name="gamma", requires_grad=affine)
+        self.beta = Parameter(initializer(beta_init, shape, dtype), name="beta", requires_grad=affine)
+        self.moving_mean = Parameter(initializer(moving_mean_init, shape, dtype), name="moving_mean",
+                                     requires_grad=False)
+        self.moving_variance = Parameter(initializer(moving_var_init, shape, dtype), name="moving_variance",
+                                         requires_grad=False)
+        self.use_batch_statistics = use_batch_statistics
+        settings = dict(epsilon=eps, data_format=data_format)
+        self.bn_train = P.BatchNorm(is_training=True, momentum=1.0 - momentum, **settings)
+        self.bn_infer = P.BatchNorm(is_training=False, **settings)
+
+    def construct(self, x):
+        if len(x.shape) not in self.ranks:
+            raise LayerError(f"{type(self).__name__}: x must have rank {' or '.join(map(str, self.ranks))}, got "
+                             f"shape {list(x.shape)}")
+        training = self.training if self.use_batch_statistics is None else self.use_batch_statistics
+        bn = self.bn_train if training else self.bn_infer
+        return bn(x, self.gamma, self.beta, self.moving_mean, self.moving_variance)[0]
+
+
+class BatchNorm1d(_BatchNorm):
+    ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    ranks = (4,)

@@ -18,6 +18,7 @@ from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bp
 from ir.ops import elementwise_grads  # noqa: F401  (TanhGrad, SqrtGrad, MaximumGrad, DropoutGrad, ...)
 from ir.ops import math_composites  # noqa: F401  (Erfc, Softsign, SquaredDifference, OnesLike, ...)
 from ir.ops import losses  # noqa: F401  (SigmoidCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, ...)
+from ir.ops import mindspore_composites, batch_norm  # noqa: F401  (Identity, FastGeLU, SoftmaxGradExt; BatchNorm)
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
 from ir.ops import control  # noqa: F401  (If)
 from ir.ops.control import branches, map_branches

@@ -283,6 +283,6 @@ def _cast_grad(b, node, douts):
 
 
 register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),), grad=_cast_grad,
-               basic_fusion=True, domain="any",
+               basic_fusion=True, domain="any", storage_dtypes=True,
                precision=Precision("gray", True, "its result dtype is its attribute and never changes"),
                api=Api(call_attrs=("dtype",), functional="cast")))

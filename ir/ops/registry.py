@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ir.errors import AttrError, IRError, UnknownOpError
+from ir.errors import AttrError, DTypeError, IRError, UnknownOpError
 from ir.graph import Node, TensorType, Value
 
 
@@ -72,6 +72,8 @@ class OpDef:
     # (input types, attrs) -> attrs: resolves values that depend on input ranks (axes, -1 dims)
     canonicalize: Callable[[tuple[TensorType, ...], dict], dict] | None = None
     expandable: bool = False                # a composite op: an expander turns it into primitives
+    expand_by_default: bool = True          # False: expanded only when --enable_expand_ops names it
+    storage_dtypes: bool = False            # takes a storage dtype (bfloat16): it only moves or converts data
     doc: str = field(default="", compare=False)
     cost: Cost = Cost.ARITH                 # per element, for the cost model
     basic_fusion: bool = False              # basic fusion clusters it (the simple elementwise ops)
@@ -172,6 +174,11 @@ def make_node(op: str, inputs, attrs: dict | None = None, name: str = "") -> Nod
         if d.canonicalize is not None:
             checked = d.canonicalize(types, checked)
         out_types = d.infer(types, checked)
+        if not d.storage_dtypes:
+            stored = next((t.dtype for t in types + tuple(out_types) if not t.dtype.computes), None)
+            if stored is not None:
+                raise DTypeError(f"dtype {stored} is a storage dtype: no op computes in it; Cast it to float32 "
+                                 "first")
     except IRError as e:
         raise type(e)(f"{_where(d.name, name)}: {e}") from None
     return Node(d.name, inputs, checked, out_types, name)

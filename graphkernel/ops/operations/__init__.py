@@ -44,6 +44,10 @@ def _primitive(d: OpDef, module: str = __name__) -> type:
 for _d in OPS.values():
     if _d.api.primitive:
         globals()[_d.name] = _primitive(_d)
+# classes with MindSpore's signature over a row of another form, after the generated ones so they win
+from graphkernel.ops.batch_norm import BatchNorm  # noqa: E402,F401  (five results; moving statistics)
+from graphkernel.ops.slice import Slice  # noqa: E402,F401  (begin and size, onto the strided Slice row)
+
 for _alias, _name in ALIASES.items():   # MindSpore's other spellings: P.TensorAdd is P.Add
     globals()[_alias] = globals()[_name]
 

@@ -1,0 +1,33 @@
+"""MindSpore's `P.BatchNorm(is_training=False, epsilon=1e-5, momentum=0.1, data_format="NCHW")(x, scale, bias,
+mean, variance)`, returning its five results (ir/ops/batch_norm.py).
+
+In training the call also updates the moving statistics: a `mean` or `variance` given as a Parameter
+takes (1 - momentum) * old + momentum * batch (batch_mean, batch_variance: the unbiased variance), written
+as an assign (graphkernel/assign.py): in GRAPH_MODE at the end of the compiled call, into the Parameter's
+own storage when nothing reads the old value after (kernels/in_place.py); in PYNATIVE_MODE at once. A
+plain Tensor given there is read and left as it is.
+"""
+from __future__ import annotations
+
+from ir.ops import get
+from graphkernel.assign import assign
+from graphkernel.ops.primitive import Primitive
+from graphkernel.tensor import Parameter
+
+
+class BatchNorm(Primitive):
+    """MindSpore's BatchNorm: see the module doc."""
+    op = "BatchNorm"
+    num_tensors = 5
+    signature = ("P.BatchNorm(is_training=False, epsilon=1e-05, momentum=0.1, data_format='NCHW')(x, scale, bias, "
+                 "mean, variance) -> (y, batch_mean, batch_variance, reserve_space_1, reserve_space_2)")
+
+    def __call__(self, x, scale, bias, mean, variance):
+        outs = super().__call__(x, scale, bias, mean, variance)
+        attrs = get(self.op).check_attrs(self.attrs)   # with the row's defaults
+        if attrs["is_training"]:
+            momentum = attrs["momentum"]
+            for moving, batch in ((mean, outs[1]), (variance, outs[2])):
+                if isinstance(moving, Parameter):
+                    assign(moving, moving * (1.0 - momentum) + batch * momentum)
+        return outs

@@ -1,0 +1,146 @@
+"""int8, int16, uint8 and bfloat16 tensors (MindSpore's ms.int8 ... ms.bfloat16): Cast to and from each on
+both targets, fused and unfused, against MindSpore 2.10's results for the same inputs (printed on its CPU);
+integer arithmetic wraps as numpy's and MindSpore's; bfloat16 is a storage dtype (ml_dtypes): tensors and
+Parameters hold it and Cast converts it, any other op is a clear error."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import graphkernel as ms
+from graphkernel import GraphKernelError, Parameter, Tensor, nn, ops
+from ir import GraphBuilder
+from ir.dtypes import DType
+from ir.graph import TensorType
+from graphkernel.compiler import compile_graph
+from fusion_helpers import options
+from graphkernel.options import CompileOptions
+from ir.interpret import interpret
+from op_samples import kernel_ops
+from tolerance import assert_close
+
+X = np.array([[1.5, -2.25, 3.0e5, 1.0 / 3, 65504.0, 1e-40]], np.float32)
+# MindSpore 2.10: Cast(Cast(X, bfloat16), float32) and Cast(Cast(Cast(X, bfloat16), float16), float32)
+VIA_BF16 = [[1.5, -2.25, 299008.0, 0.33398438, 65536.0, 9.1835496e-41]]
+VIA_BF16_F16 = [[1.5, -2.25, np.inf, 0.33398438, np.inf, 0.0]]
+A8 = np.array([100, -100, 127, -128], np.int8)
+C8 = np.array([100, -100, 1, 1], np.int8)
+
+
+class Call(nn.Cell):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, *xs):
+        return self.fn(*xs)
+
+
+def test_cast_to_and_from_bfloat16_as_mindspore_2_10(setting):
+    def fn(x):
+        b = ops.Cast()(x, ms.bfloat16)
+        return b, ops.Cast()(b, ms.float32) * 1.0, ops.Cast()(ops.Cast()(b, ms.float16), ms.float32)
+
+    b, via, via_f16 = Call(fn)(Tensor(X))
+    assert b.dtype == ms.bfloat16 and b.asnumpy().dtype == ml_dtypes.bfloat16
+    assert_close(via.asnumpy(), np.float32(VIA_BF16), bitwise=True)
+    assert_close(via_f16.asnumpy(), np.float32(VIA_BF16_F16), bitwise=True)
+
+
+def test_integer_arithmetic_wraps_as_mindspore_2_10(setting):
+    def fn(a, c):
+        return a + c, ops.Cast()(a, ms.float32) * 0.5, ops.Cast()(c, ms.int8) - a, ops.Cast()(a, ms.uint8)
+
+    got = [t.asnumpy() for t in Call(fn)(Tensor(A8), Tensor(C8))]
+    want = [np.int8([-56, 56, -128, -127]), np.float32([50.0, -50.0, 63.5, -64.0]), np.int8([0, 0, -126, -127]),
+            np.uint8([100, 156, 127, 128])]
+    for g, w in zip(got, want):
+        assert_close(g, w, bitwise=True)
+
+
+INT_DTYPES = [DType.int8, DType.int16, DType.uint8]
+
+
+def _int_ops():
+    """The kernel ops of two inputs that take integers (their row's inference accepts int8)."""
+    out = []
+    for op in kernel_ops(2):
+        try:
+            GraphBuilder(*[TensorType((2,), DType.int8)] * 2).op(op, *GraphBuilder(
+                *[TensorType((2,), DType.int8)] * 2).inputs)
+        except GraphKernelError:
+            continue
+        out.append(op)
+    return out
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("op", _int_ops())
+def test_integer_kernels_equal_the_reference_bit_for_bit(op, dtype):
+    """Each integer op of the table, alone, chained with a Mul and a Cast to float32 and back, fused and
+    unfused, against numpy's integer arithmetic (wrap-around included)."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.integers(0, 100, (7, 33)).astype(dtype.np), rng.integers(0, 5, (33,)).astype(dtype.np)]
+    b = GraphBuilder(*[TensorType(a.shape, dtype) for a in arrays])
+    x, y = b.inputs
+    r = b.op(op, x, y)
+    outs = [r]
+    if r.dtype == dtype:
+        outs.append(b.op("Cast", b.op("Cast", b.op("Mul", r, x), dtype=DType.float32), dtype=dtype))
+    graph = b.graph(*outs)
+    want = interpret(graph, arrays)
+    for opts in (CompileOptions(), options()):
+        for got, ref in zip(compile_graph(graph, opts, eager=True).run_arrays(arrays), want):
+            assert_close(got, ref, bitwise=True, err_msg=f"{op} {dtype} fused={opts.enable_graph_kernel}")
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_integer_sums_wrap(dtype):
+    x = np.full((4, 300), 100, dtype.np)
+    b = GraphBuilder(TensorType(x.shape, dtype))
+    graph = b.graph(b.reduce("ReduceSum", b.inputs[0], (1,), keep_dims=False), b.op("ReduceMax", b.inputs[0],
+                                                                                      axis=(0,), keep_dims=False))
+    want = interpret(graph, [x])
+    assert want[0].dtype == dtype.np and want[0][0] == np.asarray(30000).astype(dtype.np)
+    for opts in (CompileOptions(), options()):
+        for got, ref in zip(compile_graph(graph, opts, eager=True).run_arrays([x]), want):
+            assert_close(got, ref, bitwise=True)
+
+
+def test_bfloat16_parameters_hold_and_take_values(setting):
+    w = Parameter(Tensor(np.array([1.0, 2.0, 3.0], ml_dtypes.bfloat16)), name="w")
+
+    class Step(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.w = w
+
+        def construct(self, g):
+            new = ops.Cast()(self.w, ms.float32) - g * 0.1
+            ops.assign(self.w, ops.Cast()(new, ms.bfloat16))
+            return new
+
+    new = Step()(Tensor(np.array([1.0, 1.0, 1.0], np.float32)))
+    assert w.dtype == ms.bfloat16
+    assert_close(new.asnumpy(), np.float32([0.9, 1.9, 2.9]))
+    np.testing.assert_array_equal(w.asnumpy(), np.array([0.9, 1.9, 2.9], np.float32).astype(ml_dtypes.bfloat16))
+
+
+def test_bfloat16_conversions_run_in_numpy_not_in_kernels():
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True)
+    compiled = Call(lambda x: ops.Cast()(ops.Cast()(x * 2.0, ms.bfloat16), ms.float32) + 1.0).compile(Tensor(X))
+    assert [(k.op_types, k.variant) for k in compiled.kernels] == [
+        (("Mul",), "elementwise"), (("Cast",), "numpy"), (("Cast",), "numpy"), (("Add",), "elementwise")]
+    assert any("bfloat16, a storage dtype: numpy converts it, never fused" in str(r) for r in compiled.log)
+
+
+def test_bfloat16_arithmetic_and_complex64_are_clear_errors(cpu):
+    b = Tensor(X.astype(ml_dtypes.bfloat16))
+    with pytest.raises(GraphKernelError, match=r"Exp .*dtype bfloat16 is a storage dtype: no op computes in it; "
+                                               r"Cast it to float32 first"):
+        ops.Exp()(b)
+    with pytest.raises(GraphKernelError, match=r"Add .*bfloat16 is a storage dtype"):
+        ops.Add()(b, b)
+    with pytest.raises(GraphKernelError, match=r"dtype complex64 \(MindSpore's mstype.complex64\) is not supported"):
+        Tensor(X, ms.complex64)
+    with pytest.raises(GraphKernelError, match=r"Cast .*complex64.*is not supported"):
+        ops.Cast()(Tensor(X), ms.complex64)
