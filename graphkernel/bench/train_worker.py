@@ -117,9 +117,16 @@ class OurStep:
                      "matmul": is_opaque(infos[k]), "s": statistics.median(kernels[k])} for k in ranked[:25]],
         }
         if opt_bytes:   # the bound: the optimizer's bytes at the bandwidth of a parallel copy of that size
-            copy = copy_impl(max(1, opt_bytes // 8))
-            out["optimizer_copy_s"] = statistics.median(estimate_call(copy, 2) for _ in range(7))
+            elements = min(max(1, opt_bytes // 8), COPY_MAX_ELEMENTS)
+            copy = copy_impl(elements)
+            out["optimizer_copy_s"] = statistics.median(estimate_call(copy, 2) for _ in range(7)) \
+                * opt_bytes / (8 * elements)
         return out
+
+
+# the largest copy the bandwidth bound times (1 GiB moved); a larger optimizer (unfused, 24 layers: 51 GB of
+# intermediates) is bounded at the bandwidth of this copy, which is far beyond every cache already
+COPY_MAX_ELEMENTS = 1 << 27
 
 
 def make_step(impl: str, shape, weights: dict, inputs: dict):
