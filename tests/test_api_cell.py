@@ -3,7 +3,7 @@ Parameters, the signature cache, GRAPH == PYNATIVE, and the errors a user can ca
 import numpy as np
 import pytest
 
-from graphkernel import GraphKernelError, Parameter, Tensor, context
+from graphkernel import GraphKernelError, Parameter, Tensor, context, float64
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from tolerance import assert_close
@@ -132,9 +132,11 @@ def test_reduction_axis_out_of_range(cpu):
         R()(Tensor(X))
 
 
-def test_wrong_dtype_mix(cpu):
-    with pytest.raises(GraphKernelError, match=r"Mul .*different dtypes \(float32, float64\)"):
-        TwoInputs(P.Mul())(Tensor(X), Tensor(X.astype(np.float64)))
+def test_dtype_mix_promotes_as_mindspore(cpu):
+    """float32 with float64 computes in float64 (MindSpore's implicit type promotion)."""
+    out = TwoInputs(P.Mul())(Tensor(X), Tensor(X.astype(np.float64)))
+    assert out.dtype == float64
+    np.testing.assert_array_equal(out.asnumpy(), X.astype(np.float64) * X.astype(np.float64))
 
 
 def test_non_tensor_argument_and_wrong_count(cpu):

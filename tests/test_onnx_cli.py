@@ -84,7 +84,7 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     (["run", "{dynamic}", "--flags=--opt_levle=2", "--device-target", "CPU", "--dim", "batch=2"],
      "opt_levle"),
     (["run", "{dynamic}", "--inputs", "{truncated_npz}"], "cannot read inputs from"),
-    (["run", "{dynamic}", "--inputs", "{int8_npz}"], "array 'x' for input 'x'"),
+    (["run", "{dynamic}", "--inputs", "{int8_npz}"], "input 'x': dtype int8, the model declares float32"),
     (["run", "{dynamic}", "--inputs", "{good_npz}", "--dim", "batch=2"], "--dim sizes dynamic dims of --random"),
     (["run", "{dynamic}", "--seed", "-1"], "--seed: expected a non-negative integer, got '-1'"),
     (["run", "{dynamic}", "--repeat", "0"], "--repeat: expected a positive integer, got '0'"),

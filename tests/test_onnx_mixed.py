@@ -197,4 +197,5 @@ def test_graphkernel_run_takes_mix_compile_mode(tmp_path):
     assert refused.returncode == 2 and "mix_compile_mode" in refused.stderr
     mixed = run("--mix-compile-mode")
     assert mixed.returncode == 0, mixed.stderr
-    assert "[PyFunc]" in mixed.stdout and "[CopyToHost]" in mixed.stdout
+    op_types = [line.split()[2] for line in mixed.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert "PyFunc" in op_types and "CopyToHost" in op_types
