@@ -34,6 +34,10 @@ class CellCallError(GraphKernelError, TypeError):
 # Bumped when a Parameter or Cell attribute of any Cell is replaced: compiled graphs read Parameters by
 # identity, so every cached compile becomes stale (rare; first assignments do not bump it).
 _structure_version = [0]
+# Bumped when set_train changes any Cell's mode. The mode is not in the structure: each Cell's cache key
+# holds the modes of the Cells its construct can read (its subtree, and any other Cell a trace entered),
+# so switching train -> eval -> train finds both compiles again.
+_mode_version = [0]
 
 
 class Cell:
@@ -47,6 +51,8 @@ class Cell:
         object.__setattr__(self, "training", False)
         object.__setattr__(self, "_jit_level", None)   # (level, switch) of set_jit_config
         object.__setattr__(self, "_float_dtype", None)  # to_float: the dtype its float inputs are cast to
+        object.__setattr__(self, "_entered", {})       # id -> Cell outside the subtree a trace entered
+        object.__setattr__(self, "_modes_seen", None)  # (versions, modes) cached by _modes
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -151,16 +157,28 @@ class Cell:
         return self
 
     def set_train(self, mode: bool = True) -> "Cell":
-        """Training mode for this cell and every cell below it (Dropout reads it). A change recompiles:
-        the mode is read when construct is traced."""
+        """Training mode for this cell and every cell below it (Dropout reads it). The mode is read when
+        construct is traced: a call in a mode not compiled before compiles; one compiled before (training,
+        then evaluating, then training again) reuses its compile."""
         changed = False
         for _, cell in self.cells_and_names():
             if cell.training != bool(mode):
                 object.__setattr__(cell, "training", bool(mode))
                 changed = True
         if changed:
-            _structure_version[0] += 1
+            _mode_version[0] += 1
         return self
+
+    def _modes(self) -> tuple:
+        """The training flags of every Cell a trace of this one can read: its subtree and the Cells outside
+        it that its traces entered (recomputed only after a set_train or a structure change)."""
+        versions = (_mode_version[0], _structure_version[0], len(self._entered))
+        seen = self._modes_seen
+        if seen is None or seen[0] != versions:
+            cells = [cell for _, cell in self.cells_and_names()] + list(self._entered.values())
+            seen = (versions, tuple(cell.training for cell in cells))
+            object.__setattr__(self, "_modes_seen", seen)
+        return seen[1]
 
     def set_jit_config(self, jit_config: JitConfig) -> None:
         """MindSpore 2.x: this Cell compiles at `jit_config.jit_level` ("O1": fusion on), which comes
@@ -201,8 +219,8 @@ class Cell:
         sig = signature(args)
         if sig is None:
             return None
-        return (sig, context.compile_settings_id(), _structure_version[0], PARAMETER_FLAGS_VERSION[0],
-                get_seed())
+        return (sig, context.compile_settings_id(), _structure_version[0], self._modes(),
+                PARAMETER_FLAGS_VERSION[0], get_seed())
 
     def _call_nested(self, trace: Trace, args, kwargs):
         """A sub-cell called while its parent is being traced: inline its construct under its scope."""
@@ -212,6 +230,7 @@ class Cell:
             raise CellCallError(f"{type(self).__name__}.construct: {e}") from None
         trace.scope.append(self._scope_in(trace))
         trace.cells.append(self)
+        trace.entered[id(self)] = self
         trace.random_calls.append(0)
         args = self._cast_inputs(args)
         try:
@@ -251,7 +270,7 @@ class Cell:
             graph, parameters, tree, checks = self._trace(args)
             compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters, out_tree=tree,
                                      name=type(self).__name__, checks=checks)
-            self._compiled[key] = compiled
+            self._compiled[self._cache_key(args)] = compiled   # the trace may have entered Cells outside the tree
         return compiled
 
     def compiled_inputs(self, *args) -> list:
@@ -273,6 +292,10 @@ class Cell:
                 return _flatten(self.construct(*self._cast_inputs(inputs)), trace)
             trace.run_paths(run)
             graph = trace.graph()
+        inside = {id(cell) for _, cell in self.cells_and_names()}
+        for key, cell in trace.entered.items():
+            if key not in inside:
+                self._entered[key] = cell
         checks = []
         for check in trace.checks:   # each run of construct adds its checks again
             if check not in checks:

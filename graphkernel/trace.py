@@ -109,6 +109,7 @@ class Trace:
         self.parameters: list = []          # Parameters read by construct, in input order
         self._param_values: dict[int, Value] = {}
         self.checks: list = []              # host callables run before each call (graphkernel/compiler.py)
+        self.entered: dict = {}             # id -> every Cell whose construct the trace ran (nested calls)
         self._token = None
         self._reset_run()
 

@@ -88,6 +88,41 @@ def test_dropout_is_the_identity_outside_training_and_set_train_recompiles():
     close(run(nn.Dropout(keep_prob=1.0).set_train(), x), x)
 
 
+def test_switching_between_train_and_eval_reuses_both_compiles():
+    """Model.train then Model.eval every epoch: each mode compiles once; a sub-cell's own set_train reaches
+    the parent's compile, and so does the mode of a Cell outside the tree that construct calls."""
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    net = nn.SequentialCell([nn.Dense(4, 4), nn.Dropout(p=0.5)])
+    x = f32(8, 4)
+    evaluated = run(net, x)
+    for _ in range(2):
+        net.set_train()
+        assert (run(net, x) == 0).any()
+        net.set_train(False)
+        close(run(net, x), evaluated)
+    assert net.trace_count == 2
+    net[1].set_train()                  # only the Dropout below: a third set of modes, compiled
+    assert (run(net, x) == 0).any() and net.trace_count == 3
+
+    class Outside(nn.Cell):             # the Dropout lives in a plain list: not a sub-cell
+        def __init__(self, drop):
+            super().__init__()
+            self.drops = [drop]
+
+        def construct(self, x):
+            return self.drops[0](x)
+
+    drop = nn.Dropout(p=0.5)
+    outer = Outside(drop)
+    ones = np.ones((8, 4), np.float32)
+    close(run(outer, ones), ones)
+    drop.set_train()
+    assert (run(outer, ones) == 0).any() and outer.trace_count == 2
+    drop.set_train(False)
+    close(run(outer, ones), ones)
+    assert outer.trace_count == 2
+
+
 # -- containers and names ----------------------------------------------------------------------------
 
 class Block(nn.Cell):

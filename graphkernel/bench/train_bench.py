@@ -6,7 +6,7 @@ compile competes with another, then kept alive and driven over a pipe:
     losses    the numpy reference (device_target="CPU") takes `check_steps` steps from the initial weights:
               fused and unfused must give its losses within 1e-5 relative, each peer within 2e-5, or the
               run stops with the figures. Fused and unfused then agree within 1e-5 relative at each of
-              `equal_steps` steps (at `equal_layers` layers: 50 steps at 4 layers would cost minutes).
+              `equal_steps` steps at `equal_layers` layers (the full run: 50 steps at 4 layers, ~2 minutes).
     time      interleaved rounds: every implementation in turn (order rotated each round), one settling
               step then `per_round` timed steps; medians per step
     profile   graphkernel's per-kernel times per phase: forward+backward, optimizer, inside and outside
@@ -51,7 +51,7 @@ class TrainSettings:
     layers: tuple[int, ...] = (1, 4)
     check_steps: int = 3
     equal_steps: int = 50
-    equal_layers: int = 1
+    equal_layers: int = 4
     rounds: int = 5
     per_round: int = 2
     profile_calls: int = 3
@@ -63,8 +63,8 @@ class TrainSettings:
 
 BERT = Shape()
 TRAIN_FULL = TrainSettings("full", BERT)
-TRAIN_QUICK = TrainSettings("quick", BERT, equal_steps=10, rounds=3, per_round=1, profile_calls=2)
-TRAIN_TINY = TrainSettings("tiny", Shape(64, 4, 256, 8, 2), layers=(1, 2), equal_steps=5, rounds=1,
+TRAIN_QUICK = TrainSettings("quick", BERT, equal_steps=10, equal_layers=1, rounds=3, per_round=1, profile_calls=2)
+TRAIN_TINY = TrainSettings("tiny", Shape(64, 4, 256, 8, 2), layers=(1, 2), equal_steps=5, equal_layers=1, rounds=1,
                            per_round=1, profile_calls=1)
 # the full BERT-large step: 24 layers, embeddings and the MLM projection; fused and unfused one at a time
 BERT_LARGE = TrainSettings("bert-large", Shape(layers=24, vocab=30522), layers=(24,), equal_steps=3,
