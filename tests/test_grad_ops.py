@@ -149,6 +149,24 @@ def test_gelu_grad_with_its_bias_gradient_is_at_most_two_kernels():
     assert len(kernels) <= 2, [(k.variant, k.op_types) for k in kernels]
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_gelu_and_its_gradient_share_one_tanh(fused):
+    """GeLUGrad's expansion computes tanh's argument op for op as GeLU's does, so CSE keeps one Tanh for
+    both (the training step computed tanh twice per element); the values stay the reference's."""
+    def build(b, dy, x):
+        y = b.op("GeLU", x)
+        return y, b.op("GeLUGrad", dy, x, y)
+    b = GraphBuilder(TensorType((64, 256), DType.float32), TensorType((64, 256), DType.float32))
+    graph = b.graph(*build(b, *b.inputs))
+    opts = options() if fused else CompileOptions(enable_graph_kernel=False)
+    compiled = compile_graph(graph, opts, eager=True)
+    assert sum(k.op_types.count("Tanh") for k in compiled.kernels) == 1, [k.op_types for k in compiled.kernels]
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal((64, 256)).astype(np.float32) * 3 for _ in range(2)]
+    for got, want in zip(compiled.run_arrays(arrays), interpret(graph, arrays)):
+        assert_close(got, want)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 @pytest.mark.parametrize("shape, ids, n", [((6, 3), [0, 2, 2, -1, 7, 0], 4), ((2, 3, 4), [[1, 0, 1], [0, 0, 3]], 2),
                                            ((0, 5), [], 3), ((5,), [4, 4, 4, 4, 4], 5)])

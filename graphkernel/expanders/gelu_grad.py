@@ -17,8 +17,11 @@ from ir.ops.composite import GELU_COEF, SQRT_2_OVER_PI
 def expand_gelu_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     dy, x, _ = b.wide(*inputs)
     square = b.op("Mul", x, x)
-    inner = b.op("Mul", x, b.op("Add", b.scalar(1, x), b.op("Mul", square, b.scalar(GELU_COEF, x))))
-    t = b.op("Tanh", b.op("Mul", inner, b.scalar(SQRT_2_OVER_PI, x)))
+    # u exactly as graphkernel/expanders/gelu.py computes it, op for op: common-subexpression elimination
+    # then shares one tanh between GeLU and its gradient (a training step computes it once, not twice)
+    cube = b.op("Mul", square, x)
+    u = b.op("Mul", b.scalar(SQRT_2_OVER_PI, x), b.op("Add", x, b.op("Mul", b.scalar(GELU_COEF, x), cube)))
+    t = b.op("Tanh", u)
     half_one_plus_t = b.op("Mul", b.scalar(0.5, x), b.op("Add", b.scalar(1, x), t))
     slope = b.op("Add", b.scalar(1, x), b.op("Mul", square, b.scalar(3 * GELU_COEF, x)))
     tail = b.op("Mul", b.op("Mul", b.scalar(0.5 * SQRT_2_OVER_PI, x), x),
