@@ -57,14 +57,10 @@ def host_threads() -> int:
         return os.cpu_count() or 1
 
 
-def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS,
-                   full_buffers: int = 2) -> int:
+def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS) -> int:
     """Host threads a launch of `block_dim` blocks over `elements` iteration points runs on: the
-    blocks are spread over numba's threads (prange) only when there is enough work to share. The
-    points count as a launch reading one buffer of their size and writing one; a launch moving more
-    buffers of that size (`full_buffers`) counts in proportion: nine column sums sibling-fused over
-    [256, 1024] move what a one-in one-out launch of 1.2M points moves."""
-    if block_dim <= 1 or elements * max(2, full_buffers) // 2 < min_elements:
+    blocks are spread over numba's threads (prange) only when there is enough work to share."""
+    if block_dim <= 1 or elements < min_elements:
         return 1
     return max(1, min(block_dim, host_threads()))
 

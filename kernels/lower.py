@@ -116,11 +116,6 @@ def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[st
     return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
 
 
-def full_buffers(spec: KernelSpec) -> int:
-    """Buffers of a launch that span its whole iteration shape (what aicore.launch_threads weighs)."""
-    return sum(all(pres) for _, pres in spec.inputs + spec.outputs)
-
-
 def _lanes(variant: str) -> int:
     """The `lanes` argument: columns per unit of a column reduction (rows and split kernels accumulate
     in kernels.lanes' fixed 64 lanes; elementwise kernels take none)."""
@@ -331,8 +326,7 @@ class _Builder:
         spec = replace(spec, in_place=aliases)
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
         dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs) if k not in spec.aliased]
-        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements,
-                                         full_buffers(spec)) > 1
+        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements) > 1
         name, source = render(spec, variant, parallel)
         fn, origin = fetch_kernel(name, name, source, parallel,
                                   signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)

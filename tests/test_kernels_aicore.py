@@ -47,37 +47,6 @@ def test_small_launches_keep_their_blocks_on_one_thread():
     assert aicore.launch_threads(8, 10, min_elements=0) == min(8, aicore.host_threads())
 
 
-def test_a_launch_moving_many_buffers_counts_them():
-    """Points count as one buffer read and one written; more buffers of that size count in proportion."""
-    big = aicore.PARALLEL_MIN_ELEMENTS
-    threads = min(8, aicore.host_threads())
-    assert aicore.launch_threads(8, big // 4, full_buffers=2) == 1
-    assert aicore.launch_threads(8, big // 4, full_buffers=7) == 1
-    assert aicore.launch_threads(8, big // 4, full_buffers=8) == threads
-    assert aicore.launch_threads(8, big, full_buffers=1) == threads   # never fewer than the points
-
-
-def test_sibling_column_sums_over_many_inputs_launch_over_the_threads():
-    """Nine column sums of [256, 1024] in one kernel move 9 x 256K elements: a prange launch, where one
-    such sum alone stays on one thread; both give the bits of the launch forced over the threads."""
-    from kernels import DeviceConfig, lower
-    from ir import GraphBuilder
-    from graphkernel.passes.fusion_utils import fuse_groups
-    rng = np.random.default_rng(0)
-    for count, parallel in ((1, False), (9, aicore.host_threads() > 1)):
-        b = GraphBuilder()
-        xs = [b.input((256, 1024)) for _ in range(count)]
-        sums = [b.op("ReduceSum", b.op("Mul", x, x), axis=(0,), keep_dims=True) for x in xs]
-        g = b.graph(*sums)
-        g = fuse_groups(g, [[n for n in g.nodes if n.op in ("Mul", "ReduceSum")]])   # what sibling fusion builds
-        program, forced = lower(g, DeviceConfig()), lower(g, DeviceConfig(parallel_min_elements=0))
-        (step,) = program.steps
-        assert step.info.variant == "columns" and step.parallel == parallel
-        arrays = [rng.standard_normal((256, 1024)).astype(np.float32) for _ in range(count)]
-        for got, want in zip(program.run(arrays), forced.run(arrays)):
-            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-
-
 def test_lowering_follows_launch_threads():
     from kernels import DeviceConfig, lower
     from ir import GraphBuilder

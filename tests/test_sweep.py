@@ -13,7 +13,7 @@ import pytest
 
 from kernels import aicore
 from kernels.layout import describe
-from kernels.lower import choose_launch, full_buffers
+from kernels.lower import choose_launch
 from tests import sweep_cases as sc
 from tests.sweep_run import elementwise_graph, programs, reduce_graph, run_elementwise_case, run_reduce_case
 
@@ -90,7 +90,7 @@ def _launches(graph, core_num):
             spec, sizes = describe(sub)
             variant, block_dim, _, _ = choose_launch(spec, sizes, core_num)
             for threshold in (aicore.PARALLEL_MIN_ELEMENTS, 0):
-                parallel = aicore.launch_threads(block_dim, math.prod(sizes), threshold, full_buffers(spec)) > 1
+                parallel = aicore.launch_threads(block_dim, math.prod(sizes), threshold) > 1
                 found.add((variant, parallel, block_dim > 1))
     return found
 

@@ -9,9 +9,8 @@
              float16) x the points where the kernel evaluates it: the whole iteration shape for a
              value that varies along the reduce axes (so a small producer broadcast into a big kernel
              is recomputed per point), one per row for a reduced value
-    threads  aicore.launch_threads: min(block_dim, host threads) for a launch of 1M points or more
-             (weighed by how many inputs and outputs span them), else 1; block_dim from
-             `block_dim_for`, 1 for a float16 ReduceSum
+    threads  aicore.launch_threads: min(block_dim, host threads) for a launch of 1M points or more,
+             else 1; block_dim from `block_dim_for`, 1 for a float16 ReduceSum
     UB       a reduce-then-broadcast kernel keeps every row value it needs in a later phase in the UB:
              ub_bytes = row length x their bytes; when that overflows the UB only stitch fusion may
              run it, recomputing and re-reading the row per phase.
@@ -96,7 +95,7 @@ def _estimate(graph: Graph, core_num: int) -> Estimate:
             total, sum(op_cost(n) for n in graph.nodes if n.op != "Const"),
             sum(v.dtype.itemsize for v in ks.aligned),
             sum(v.type.nbytes for v in graph.inputs) + sum(v.type.nbytes for v in graph.outputs),
-            core_num, max(1.0, recompute), _single_core(graph), _full_buffers(graph, total))
+            core_num, max(1.0, recompute), _single_core(graph))
     row = math.prod(ks.shape[a] for a in ks.reduce_axes)
     rows = max(1, total // max(row, 1))
 
@@ -145,16 +144,11 @@ def _estimate(graph: Graph, core_num: int) -> Estimate:
     nbytes += sum(v.type.nbytes for v in graph.outputs)
     items, per_item = (rows, row) if rows > 1 else (total, 1)
     return _timed(ops, nbytes, ub_bytes, fits_ub, items, per_item, total, core_num, ks.num_phases,
-                  _single_core(graph), recompute, _full_buffers(graph, total))
-
-
-def _full_buffers(graph: Graph, total: int) -> int:
-    """Inputs and outputs spanning the kernel's whole iteration shape (kernels.lower.full_buffers)."""
-    return sum(v.type.size == total for v in graph.inputs + graph.outputs)
+                  _single_core(graph), recompute)
 
 
 def elementwise_estimate(total: int, op_costs: float, value_bytes: int, nbytes: int, core_num: int,
-                         recompute: float = 1.0, single_core: bool = False, full_buffers: int = 2) -> Estimate:
+                         recompute: float = 1.0, single_core: bool = False) -> Estimate:
     """The estimate of a kernel without reduce axes over `total` elements: `op_costs` is the sum of
     its primitives' op_cost, `value_bytes` the itemsizes of every value of its subgraph (a tile keeps
     one element of each per point), `nbytes` its inputs' and outputs' bytes. Sums only: fusion adds
@@ -162,14 +156,14 @@ def elementwise_estimate(total: int, op_costs: float, value_bytes: int, nbytes: 
     per_element = value_bytes or 1
     ub_bytes = min(total, aicore.tile_elements(per_element)) * per_element
     return _timed(float(op_costs) * total, nbytes, ub_bytes, ub_bytes <= aicore.UB_BYTES, total, 1, total,
-                  core_num, 1, single_core, recompute, full_buffers)
+                  core_num, 1, single_core, recompute)
 
 
 def _timed(ops: float, nbytes: int, ub_bytes: int, fits_ub: bool, items: int, per_item: int, total: int,
-           core_num: int, phases: int, single_core: bool, recompute: float, full_buffers: int = 2) -> Estimate:
+           core_num: int, phases: int, single_core: bool, recompute: float) -> Estimate:
     """The Estimate of a kernel of these figures: launch + max(memory, compute) over its threads."""
     block_dim = aicore.block_dim_for(items, core_num, single_core=single_core, elements_per_item=per_item)
-    threads = aicore.launch_threads(block_dim, total, full_buffers=full_buffers)
+    threads = aicore.launch_threads(block_dim, total)
     launch = aicore.LAUNCH_SECONDS + (aicore.PARALLEL_LAUNCH_SECONDS if threads > 1 else 0.0)
     share = 1.0 if threads > 1 else aicore.SINGLE_THREAD_BANDWIDTH_SHARE
     memory = nbytes / (aicore.bandwidth(nbytes) * share)
