@@ -38,6 +38,7 @@ _structure_version = [0]
 # holds the modes of the Cells its construct can read (its subtree, and any other Cell a trace entered),
 # so switching train -> eval -> train finds both compiles again.
 _mode_version = [0]
+_mode_ids: dict[tuple, int] = {}   # each tuple of training flags seen, as a small int for the cache keys
 
 
 class Cell:
@@ -169,14 +170,16 @@ class Cell:
             _mode_version[0] += 1
         return self
 
-    def _modes(self) -> tuple:
-        """The training flags of every Cell a trace of this one can read: its subtree and the Cells outside
-        it that its traces entered (recomputed only after a set_train or a structure change)."""
+    def _modes(self) -> int:
+        """The training flags of every Cell a trace of this one can read (its subtree and the Cells outside
+        it that its traces entered), as a small int: walked again only after a set_train or a structure
+        change, so a call's cache key stays cheap to hash."""
         versions = (_mode_version[0], _structure_version[0], len(self._entered))
         seen = self._modes_seen
         if seen is None or seen[0] != versions:
             cells = [cell for _, cell in self.cells_and_names()] + list(self._entered.values())
-            seen = (versions, tuple(cell.training for cell in cells))
+            flags = tuple(cell.training for cell in cells)
+            seen = (versions, _mode_ids.setdefault(flags, len(_mode_ids)))
             object.__setattr__(self, "_modes_seen", seen)
         return seen[1]
 
