@@ -53,7 +53,7 @@ class Cell:
         object.__setattr__(self, "_jit_level", None)   # (level, switch) of set_jit_config
         object.__setattr__(self, "_float_dtype", None)  # to_float: the dtype its float inputs are cast to
         object.__setattr__(self, "_entered", {})       # id -> Cell outside the subtree a trace entered
-        object.__setattr__(self, "_modes_seen", None)  # (versions, modes) cached by _modes
+        object.__setattr__(self, "_modes_seen", None)  # (versions, mode id) cached by _modes
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
