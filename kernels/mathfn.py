@@ -5,7 +5,8 @@ straight-line float32 code (selects, no branches, no calls) that inlines into th
 
     exp(x)  = 2**n * e**r,  n = round(x / ln2), r = x - n*ln2 (Cody-Waite, fma), e**r a degree-6
               polynomial; 2**n built from exponent bits in two halves so subnormal results round once;
-              x clamped on its bits with integer min (2 instructions; float compares took 7)
+              x clamped on its bits with integer min (2 instructions; float compares took 7) to
+              [-176, 89]: far below exp's range both halves of 2**n are exact zeros, no underflow
     log(x)  = e*ln2 + log1p(f),  x = 2**e * (1 + f) with 1 + f in [sqrt(.5), sqrt(2)) (bit
               arithmetic; subnormals pre-scaled by 2**23), log1p(f) = f - f**2/2 + f**3 * P8(f)
     tanh(a) = a + a**3 * P4(a**2) below 0.625, else 1 - 2 / (exp(2a) + 1); sign copied bitwise
@@ -114,7 +115,8 @@ _EXP_C2, _EXP_C3, _EXP_C4, _EXP_C5, _EXP_C6 = (f32(0.4999999403953552), f32(0.16
                                                f32(0.001381461275741458))
 
 
-_EXP_LO_BITS = np.int32(-1026555904)        # bits of -104.0: exp(-104) is 0
+_EXP_LO_BITS = np.int32(-1020264448)        # bits of -176.0: exp is 0 from -104, and at -176 both
+                                            # halves of 2**n are +0.0 (n = -254): see exp_f32
 _EXP_HI_BITS = np.int32(0x42B20000)         # bits of 89.0: exp(89) is inf
 _EXP_ONE_BITS = np.int32(127 << 23)         # bits of 1.0: 2**k is (k << 23) + these
 
@@ -122,7 +124,7 @@ _EXP_ONE_BITS = np.int32(127 << 23)         # bits of 1.0: 2**k is (k << 23) + t
 @njit(inline="always")
 def exp_f32(x):
     """e**x for float32 x, within EXP_F32_MAX_ULP of numpy's np.exp."""
-    xb = f32_bits(x)                                   # x clamped to [-104, 89] on its bits: two integer
+    xb = f32_bits(x)                                   # x clamped to [-176, 89] on its bits: two integer
     xb = xb if np.uint32(xb) < np.uint32(_EXP_LO_BITS) else _EXP_LO_BITS   # min (vpminud, vpminsd), where
     xb = xb if xb < _EXP_HI_BITS else _EXP_HI_BITS     # float compares cost a compare, a blend and an and each
     xc = bits_f32(xb)
@@ -136,6 +138,9 @@ def exp_f32(x):
     tb = f32_bits(t)                                   # 2**n as two normal powers of two, 2**n1 * 2**(n - n1),
     half = np.int32(np.int32(tb >> 1) << 23)           # n1 = n >> 1, shifted straight from t's bits (the
     whole = np.int32(tb << 23)                         # bits of _ROUND_SHIFT shift out): n1 << 23, n << 23
+    # at x = -176 (n = -254) both halves are +0.0, so y is an exact 0: a product that underflows to 0
+    # or a subnormal takes the processor's slow path (~2x the whole exp here), and an attention mask
+    # of -10000 would pay it in every vector it touches; between -176 and -104 y rounds to 0 as well
     y = p * bits_f32(np.int32(half + _EXP_ONE_BITS)) * bits_f32(np.int32(np.int32(whole + _EXP_ONE_BITS) - half))
     return x if x != x else y
 

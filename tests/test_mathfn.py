@@ -18,7 +18,8 @@ _EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e
                    88.72283, 88.72284, -87.33654, -103.27893, -103.97208, -103.97209, -104.0,
                    0.625, 0.62499994, 1.0, 0.99999994, 3.9375, 3.9374998, 9.010913, 0.34657359,
                    -0.34657359, 0.70710677, 1.4142135, 3.4028235e38, -3.4028235e38,
-                   89.0, 89.00001, 88.99999, -104.00001, -103.99999, -np.nan, -1e-30, 1e-30], np.float32)
+                   89.0, 89.00001, 88.99999, -104.00001, -103.99999, -np.nan, -1e-30, 1e-30,
+                   -176.0, -176.00002, -175.99998, -1e4, -3e38], np.float32)
 SWEEP = np.concatenate([_STRIDE_SWEEP, _EDGES])
 
 
@@ -76,6 +77,28 @@ def test_dense_sweep_within_documented_ulp(name):
         with np.errstate(all="ignore"):
             d = ulp_distance(got, getattr(np, name)(x))
         assert d.max() <= max_numpy, f"{name}_f32({x[np.argmax(d)]!r}) is {d.max()} ulp from numpy"
+
+
+def _float32_between(hi: float, lo: float) -> np.ndarray:
+    """Every float32 from `hi` down to `lo` (both negative), in order."""
+    first, last = (np.array([v], np.float32).view(np.uint32)[0] for v in (hi, lo))
+    return np.arange(first, last + 1, dtype=np.uint32).view(np.float32)
+
+
+def test_exp_every_float_of_the_negative_tail():
+    """exp's clamp: every float32 from -87 (subnormal results begin near -87.3) to -176 (the clamp, where
+    2**n's two halves are exact zeros) within the bounds, and every one from -104 down exactly +0.0;
+    below -176, -inf included, +0.0 (a stride: 2**31 values)."""
+    x = _float32_between(-87.0, -176.0)
+    got = OURS["exp"](x)
+    max_exact, max_numpy = BOUNDS["exp"]
+    assert ulp_distance(got, exact("exp", x)).max() <= max_exact
+    assert ulp_distance(got, np.exp(x)).max() <= max_numpy
+    zero = x <= np.float32(-104.0)
+    assert (got[zero].view(np.uint32) == 0).all()
+    below = np.concatenate([np.arange(np.array([-176.0], np.float32).view(np.uint32)[0] + 1, 0xFF800000, 4099,
+                                      dtype=np.uint32).view(np.float32), np.array([-3.4028235e38, -np.inf], np.float32)])
+    assert (OURS["exp"](below).view(np.uint32) == 0).all()
 
 
 def test_erf_saturates_to_one():
