@@ -30,17 +30,21 @@ ALIGN_BYTES = 32
 # 2026-11-22 were taken under load, with libm's exp and numba's reduction loops
 LAUNCH_SECONDS = 0.25e-6           # a sequential kernel call from the executor
 PARALLEL_LAUNCH_SECONDS = 50e-6    # extra for a prange launch: waking the sleeping workers and joining
-                                   # (OMP_WAIT_POLICY=PASSIVE, above); only launches over
-                                   # PARALLEL_MIN_ELEMENTS pay it
+                                   # (OMP_WAIT_POLICY=PASSIVE, above); only launches whose
+                                   # weighted points (work_weight) reach PARALLEL_MIN_ELEMENTS pay it
 BANDWIDTH_CACHED = 120e9           # bytes/s when the working set fits the 32 MB L3
 BANDWIDTH_DRAM = 35e9              # bytes/s beyond it
 CACHE_BYTES = 32 * 1024 * 1024
 OPS_PER_SECOND_PER_THREAD = 140e9  # vectorized float32 elementwise operations per thread
 TRANSCENDENTAL_COST = 100          # an exp/tanh/erf/log (kernels.mathfn) counts as this many operations
 MIN_ELEMENTS_PER_BLOCK = 32 * 1024  # below this a block is not worth a block of its own
-PARALLEL_MIN_ELEMENTS = 1 << 20     # a launch over fewer iteration points runs its blocks in turn on
-                                    # one thread: waking the other threads costs microseconds on an idle
-                                    # machine and a scheduler tick (4 ms) when they were descheduled
+PARALLEL_MIN_ELEMENTS = 1 << 20     # a launch over fewer weighted iteration points runs its blocks in
+                                    # turn on one thread: waking the other threads costs microseconds on
+                                    # an idle machine and a scheduler tick (4 ms) when they were
+                                    # descheduled (a machine busier than its cores: then every parallel
+                                    # launch, heavy mid-size ones as much as the 1M-point ones, waits)
+TRANSCENDENTAL_WEIGHT = 3           # work_weight: an exp/log/tanh/erf per point, in passes
+DIVIDE_WEIGHT = 0.5                 # ... a divide or square root per point
 REDUCE_CHUNK_ELEMENTS = 16 * 1024   # a long reduced row is cut into chunks of this many elements;
                                     # fixed, never derived from block_dim, so results are bitwise stable
 FLOAT16_OP_COST = 3                # a float16 primitive: widen the bits, compute, round back
@@ -57,12 +61,23 @@ def host_threads() -> int:
         return os.cpu_count() or 1
 
 
-def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS) -> int:
+def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS,
+                   weight: float = 1.0) -> int:
     """Host threads a launch of `block_dim` blocks over `elements` iteration points runs on: the
-    blocks are spread over numba's threads (prange) only when there is enough work to share."""
-    if block_dim <= 1 or elements < min_elements:
+    blocks are spread over numba's threads (prange) only when there is enough work to share, the
+    points weighed by what one costs (`work_weight`): a Softmax row costs several copies' worth."""
+    if block_dim <= 1 or elements * weight < min_elements:
         return 1
     return max(1, min(block_dim, host_threads()))
+
+
+def work_weight(passes: int, transcendentals: int, divides: int) -> float:
+    """What one iteration point of a kernel costs, in points of a one-pass elementwise kernel (a copy):
+    a sweep over the data per pass, an exp/tanh/erf/log per point (kernels.mathfn, ~30 vector
+    instructions per 8 lanes) about three, a divide half of one (one thread, rows in cache: a copy
+    0.16 ns per element, exp 0.5, Softmax(128) 1.4). A 256x1024 Softmax is then worth the thread
+    wake-up (~12 us with sleeping workers) and an x*2+1 of that size is not."""
+    return float(passes + TRANSCENDENTAL_WEIGHT * transcendentals + DIVIDE_WEIGHT * divides)
 
 
 def bandwidth(working_set_bytes: int) -> float:

@@ -38,7 +38,7 @@ from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.interpret import interpret
 from ir.printer import printable
-from ir.ops import Pattern, branches, evaluate, get, placement
+from ir.ops import Cost, Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
 from kernels.cache import fetch_kernel
@@ -49,7 +49,7 @@ from kernels.scatter import segment_sum_fn
 from kernels.compile import multi_tensor_signature, signature
 from kernels.in_place import plan_in_place
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
-from kernels.emitters import EMITTERS, REDUCERS, float16_supported
+from kernels.emitters import EMITTERS, REDUCERS, Operands, float16_supported, math_functions
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.layout import KernelSpec, describe
 
@@ -114,6 +114,29 @@ def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[st
                 max(1, aicore.tile_elements(live) // work))
     block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
     return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
+
+
+def work_weight(spec: KernelSpec) -> float:
+    """aicore.work_weight of a kernel: its passes over the data, and the transcendentals and divides
+    it computes per point (a value computed once per row after a reduction does not count)."""
+    consts = {n: node.attrs[0][2] for n, node in enumerate(spec.nodes) if node.op == "Const"}
+    per_point = [_point_cost(node, consts) for node in spec.nodes
+                 if not (node.reduced and spec.has_reduce and node.phase >= 1)
+                 and node.op != "Const" and get(node.op).pattern != Pattern.REDUCE]
+    return aicore.work_weight(spec.num_passes, per_point.count(Cost.TRANSCENDENTAL), per_point.count(Cost.DIVIDE))
+
+
+def _point_cost(node, consts: dict) -> Cost:
+    """The op's cost class, but a transcendental whose emitted expression calls no function (Pow by a
+    small integer: multiplications) costs as arithmetic."""
+    cost = get(node.op).cost
+    if cost != Cost.TRANSCENDENTAL or node.op not in EMITTERS:
+        return cost
+    args = [f"a{k}" for k in range(len(node.args))]
+    operand_consts = tuple(consts.get(ref[1]) if ref[0] == "v" else None for ref in node.args)
+    expr = EMITTERS[node.op](Operands(args, node.in_dtypes, node.dtypes, dict(node.attrs), operand_consts))
+    return cost if ("math." in expr or "**" in expr or any(f"{fn}(" in expr for fn in math_functions())) \
+        else Cost.ARITH
 
 
 def _lanes(variant: str) -> int:
@@ -326,7 +349,8 @@ class _Builder:
         spec = replace(spec, in_place=aliases)
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
         dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs) if k not in spec.aliased]
-        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements) > 1
+        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements,
+                                         work_weight(spec)) > 1
         name, source = render(spec, variant, parallel)
         fn, origin = fetch_kernel(name, name, source, parallel,
                                   signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
@@ -347,7 +371,8 @@ class _Builder:
         mspec = replace(mspec, spec=replace(mspec.spec, in_place=aliases))
         total = sum(counts)
         variant, block_dim, tile, lanes = choose_launch(mspec.spec, (total,), self.cfg.core_num)
-        parallel = aicore.launch_threads(block_dim, total, self.cfg.parallel_min_elements) > 1
+        parallel = aicore.launch_threads(block_dim, total, self.cfg.parallel_min_elements,
+                                         work_weight(mspec.spec)) > 1
         name, source = render(mspec, "multi_tensor", parallel)
         fn, origin = fetch_kernel(name, name, source, parallel, multi_tensor_signature(mspec),
                                   self.cfg.cache_mode, self.cfg.cache_dir)

@@ -53,6 +53,9 @@ SIZES = {
     "columns": f"the last axis around {COLUMN_MIN} (rows or columns variant) and {COLUMN_LANES} (column tiles)",
     "long": f"the inner reduced axis longer than {SPLIT_ROW} (split variant, a row past the UB tile)",
     "blocks": f"more than {2 * aicore.MIN_ELEMENTS_PER_BLOCK} elements: block_dim > 1, one thread",
+    "heavy": f"a quarter of {aicore.PARALLEL_MIN_ELEMENTS} elements: a parallel launch when the work per "
+             "element (passes, transcendentals, divides: kernels.lower.work_weight) makes up the rest, one "
+             "thread otherwise",
     "parallel": f"more than {aicore.PARALLEL_MIN_ELEMENTS} elements: a parallel launch",
 }
 
@@ -158,7 +161,7 @@ def reduce_design() -> list[tuple]:
     base = [(red, (rank, axes), keep, dtype) for red in REDUCTIONS for rank, axes in canonical_axis_sets()
             for keep in (True, False) for dtype in DTYPES]
     extra = {"operand": OPERANDS, "consumer": CONSUMERS, "size": tuple(SIZES), "core_num": CORE_NUMS}
-    cost = ("small", "tiny", "columns", "lanes", "long", "blocks", "parallel")   # run time, roughly
+    cost = ("small", "tiny", "columns", "lanes", "long", "blocks", "heavy", "parallel")   # run time, roughly
     return pairwise(base, REDUCE_FACTORS[:4], extra, cost=lambda combo: cost.index(combo[2]))
 
 
@@ -220,8 +223,9 @@ def reduce_shape(rank: int, axes: tuple[int, ...], size: str, seed: int) -> tupl
             fill(kept, _spread(total // 200, len(kept)))
         else:
             fill(red, _spread(total, len(red)))
-    elif size == "parallel":
-        total = aicore.PARALLEL_MIN_ELEMENTS + int(rng.integers(20000, 60000))   # above what _spread may lose
+    elif size in ("heavy", "parallel"):
+        total = {"heavy": aicore.PARALLEL_MIN_ELEMENTS // 4, "parallel": aicore.PARALLEL_MIN_ELEMENTS}[size] + \
+            int(rng.integers(20000, 60000))   # above what _spread's rounding may lose
         if kept:
             fill(red, _spread(1000, len(red)))
             fill(kept, _spread(total // 1000, len(kept)))
@@ -239,7 +243,7 @@ def reduce_shape(rank: int, axes: tuple[int, ...], size: str, seed: int) -> tupl
 AXIS_PATTERNS = ("both", "x", "y", "none")
 CHAINS = ("arith", "select", "transcendental", "random")
 ALIASING = ("distinct", "same_value", "same_array")
-EW_SIZES = ("tiny", "small", "long_row", "blocks", "parallel")
+EW_SIZES = ("tiny", "small", "long_row", "blocks", "heavy", "parallel")
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,8 @@ def _ew_extents(rank: int, size: str, rng) -> list[int]:
         return [int(rng.choice([3, 5, 7])) for _ in range(rank)]
     if size == "long_row":   # the last axis longer than a UB tile
         return [2] * (rank - 1) + [aicore.tile_elements(4 * 4) + int(rng.integers(1, 999))]
-    total = {"blocks": 3 * aicore.MIN_ELEMENTS_PER_BLOCK, "parallel": aicore.PARALLEL_MIN_ELEMENTS + 4096}[size]
+    total = {"blocks": 3 * aicore.MIN_ELEMENTS_PER_BLOCK, "heavy": aicore.PARALLEL_MIN_ELEMENTS // 4 + 4096,
+             "parallel": aicore.PARALLEL_MIN_ELEMENTS + 4096}[size]
     inner = max(2, total // 2 ** (rank - 1))
     return [2] * (rank - 1) + [inner + int(rng.integers(1, 97))]
 
@@ -305,7 +310,7 @@ def elementwise_design() -> list[tuple]:
     base = [(r, pattern) for r in range(0, 6) for pattern in itertools.product(AXIS_PATTERNS, repeat=r)]
     base += [(1, pattern) for pattern in itertools.product(AXIS_PATTERNS, repeat=1)]  # rank 1 pairs with 5 sizes
     extra = {"dtype": DTYPES, "chain": CHAINS, "aliasing": ALIASING, "size": EW_SIZES, "core_num": CORE_NUMS}
-    cost = ("small", "tiny", "long_row", "blocks", "parallel")   # run time, roughly
+    cost = ("small", "tiny", "long_row", "blocks", "heavy", "parallel")   # run time, roughly
     rows = pairwise(base, ("rank",), extra, cost=lambda combo: cost.index(combo[3]))
     return [(p, chain, dtype, alias, size, core) for _, p, dtype, chain, alias, size, core in rows]
 

@@ -13,7 +13,7 @@ import pytest
 
 from kernels import aicore
 from kernels.layout import describe
-from kernels.lower import choose_launch
+from kernels.lower import choose_launch, work_weight
 from tests import sweep_cases as sc
 from tests.sweep_run import elementwise_graph, programs, reduce_graph, run_elementwise_case, run_reduce_case
 
@@ -72,6 +72,8 @@ def test_sizes_sit_on_the_side_of_the_threshold_they_name():
             assert max(shape[a] for a in case.axes) >= sc.SPLIT_ROW
         elif case.size == "blocks":
             assert 2 * aicore.MIN_ELEMENTS_PER_BLOCK < n < aicore.PARALLEL_MIN_ELEMENTS, case.id
+        elif case.size == "heavy":
+            assert aicore.PARALLEL_MIN_ELEMENTS // 4 < n < aicore.PARALLEL_MIN_ELEMENTS // 3, case.id
         elif case.size == "parallel":
             assert n > aicore.PARALLEL_MIN_ELEMENTS, case.id
         elif case.size == "lanes":
@@ -79,9 +81,9 @@ def test_sizes_sit_on_the_side_of_the_threshold_they_name():
         assert reduced >= 1
 
 
-def _launches(graph, core_num):
+def _launches(graph, core_num, thresholds=(aicore.PARALLEL_MIN_ELEMENTS, 0)):
     """(variant, parallel, multi-block) of every kernel each program of a case would launch, without
-    compiling anything: the lowering's own choice (kernels.lower.choose_launch)."""
+    compiling anything: the lowering's own choice (kernels.lower.choose_launch, work_weight)."""
     found = set()
     _, graphs = programs(graph, core_num)
     for g in graphs.values():
@@ -89,8 +91,8 @@ def _launches(graph, core_num):
         for sub in subs:
             spec, sizes = describe(sub)
             variant, block_dim, _, _ = choose_launch(spec, sizes, core_num)
-            for threshold in (aicore.PARALLEL_MIN_ELEMENTS, 0):
-                parallel = aicore.launch_threads(block_dim, math.prod(sizes), threshold) > 1
+            for threshold in thresholds:
+                parallel = aicore.launch_threads(block_dim, math.prod(sizes), threshold, work_weight(spec)) > 1
                 found.add((variant, parallel, block_dim > 1))
     return found
 
@@ -109,3 +111,20 @@ def test_every_kernel_variant_and_thread_mode_is_reached(monkeypatch):
     want = {(v, p, m) for v in ("elementwise", "rows", "columns", "split")
             for p, m in ((False, False), (False, True), (True, True))}
     assert want - found == set()
+
+
+def test_heavy_cases_sit_on_both_sides_of_the_weighted_threshold(monkeypatch):
+    """Below PARALLEL_MIN_ELEMENTS points, a kernel whose work per point makes up the rest launches over
+    the threads and a light one does not: the "heavy" cases hold both, rows and elementwise."""
+    monkeypatch.setattr(aicore, "host_threads", lambda: 2)
+    found = set()
+    for case in REDUCE_CASES:
+        if case.size == "heavy" and case.core_num > 1:
+            found |= {("reduce", v == "elementwise", p) for v, p, _ in
+                      _launches(reduce_graph(case)[0], case.core_num, (aicore.PARALLEL_MIN_ELEMENTS,))}
+    for case in ELEMENTWISE_CASES:
+        if case.size == "heavy" and case.core_num > 1:
+            found |= {("elementwise", True, p) for _, p, _ in
+                      _launches(elementwise_graph(case)[0], case.core_num, (aicore.PARALLEL_MIN_ELEMENTS,))}
+    assert {("reduce", False, True), ("reduce", False, False), ("elementwise", True, True),
+            ("elementwise", True, False)} <= found, found

@@ -10,7 +10,10 @@
              value that varies along the reduce axes (so a small producer broadcast into a big kernel
              is recomputed per point), one per row for a reduced value
     threads  aicore.launch_threads: min(block_dim, host threads) for a launch of 1M points or more,
-             else 1; block_dim from `block_dim_for`, 1 for a float16 ReduceSum
+             else 1; block_dim from `block_dim_for`, 1 for a float16 ReduceSum. The lowering also
+             weighs the points by the work of each (kernels.lower.work_weight: a 256x1024 Softmax runs
+             over the threads); the model does not, so it times such a heavy mid-size kernel on one
+             thread, too slow by up to the thread count, its parts and its fusion alike
     UB       a reduce-then-broadcast kernel keeps every row value it needs in a later phase in the UB:
              ub_bytes = row length x their bytes; when that overflows the UB only stitch fusion may
              run it, recomputing and re-reading the row per phase.
