@@ -233,3 +233,28 @@ def test_targets_count_the_row_workloads_against_onnx_runtime():
     lines = [t for t in report.targets(results) if t.startswith("LayerNorm and Softmax rows")]
     assert lines == ["LayerNorm and Softmax rows (W4, W5, the ONNX models), fused/ORT <= 1.0: 1 of 3 "
                      "(worst W5 Softmax(128) 256x1024 2.00)"]
+
+
+def test_interleaved_waits_out_a_spinning_peer_and_settles_each_side():
+    """Each side is timed in its steady state: the implementation after one whose threads spin on
+    (ONNX Runtime's pool) starts only `spins_s` after that one's last call, and every side makes untimed
+    calls for SETTLE_S before its timed ones."""
+    import time
+    from graphkernel.bench import timing
+    calls = []
+
+    def impl(name, spins_s=0.0):
+        return timing.Impl(name, lambda: calls.append((name, time.perf_counter())), spins_s=spins_s)
+    times = timing.interleaved([impl("spinner", spins_s=0.03), impl("ours")], rounds=2, per_round=2)
+    assert {k: len(v) for k, v in times.items()} == {"spinner": 4, "ours": 4}
+    runs = []                                   # consecutive calls of one implementation: (name, first, last)
+    for name, t in calls:
+        if runs and runs[-1][0] == name:
+            runs[-1][2] = t
+        else:
+            runs.append([name, t, t])
+    assert [r[0] for r in runs] == ["spinner", "ours", "spinner"]   # round 2 starts with "ours", as round 1 ended
+    assert runs[1][1] - runs[0][2] >= 0.03                          # waited out the spinner
+    assert runs[2][1] - runs[1][2] < 0.03                           # "ours" does not spin: no wait
+    for _, first, last in runs:
+        assert last - first >= timing.SETTLE_S                     # settled before the timed calls

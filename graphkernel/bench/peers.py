@@ -9,6 +9,7 @@ installed or required.
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -17,6 +18,9 @@ from graphkernel.bench.timing import Impl
 
 
 ORT_MAX_IR_VERSION = 10    # opsets 17 and 20 need no newer IR
+ORT_SPIN_S = 0.15          # ONNX Runtime's intra-op pool spins after a run: its process used ~50 ms of CPU in
+                           # a 1 s sleep after one 256x1024 Softmax, and a parallel launch timed meanwhile got
+                           # one core (0.47 ms against 0.26); 150 ms later it had stopped
 
 
 class Unavailable(Exception):
@@ -95,4 +99,5 @@ def ort_impl(workload, arrays: list[np.ndarray], threads: int | None = None) -> 
 
     def call():
         return session.run(None, feeds)[0]
-    return Impl("onnxruntime", call), setup_s
+    pool = (threads or os.cpu_count() or 1) > 1
+    return Impl("onnxruntime", call, spins_s=ORT_SPIN_S if pool else 0.0), setup_s

@@ -2,9 +2,11 @@
 profiles through the executor's hook, the copy that bounds a memory-bound kernel, a progress line.
 
     warm-up   every implementation called `warmup` times (first-call costs: output buffers, arenas)
-    rounds    round r runs every implementation in turn, the order rotated by r: one settling call
-              (untimed: lets the previous implementation's spinning threads go idle), then `per_round`
-              timed calls. Drift of a shared machine thus hits every side alike.
+    rounds    round r runs every implementation in turn, the order rotated by r: it waits while the
+              previous implementation's threads still spin (Impl.spins_s: ONNX Runtime's pool kept a
+              core ~50 ms after a run), makes untimed calls for SETTLE_S (at least one: sleeping
+              workers wake, the clock ramps up), then `per_round` timed calls. Each side is timed in
+              its steady state, and drift of a shared machine hits every side alike.
     figures   median and the interquartile range (q25, q75) of all timed calls, and the minimum
               (the call least disturbed by other processes), in seconds
 """
@@ -22,12 +24,17 @@ import numpy as np
 OPAQUE_OPS = ("MatMul", "BatchMatMul")
 
 
+SETTLE_S = 0.05   # untimed calls before an implementation's timed ones: after the wait below, a parallel
+                  # launch's first calls took 0.6-0.9 ms against 0.26 back to back (256x1024 Softmax)
+
+
 @dataclass
 class Impl:
     """One way of running a workload: `call()` runs a step and returns its result."""
     name: str
     call: Callable[[], object]
     before: Callable[[], None] = lambda: None   # e.g. set the context this implementation runs under
+    spins_s: float = 0.0   # how long its threads keep spinning on a core after a call: the next one waits
 
 
 def summary(times: list[float]) -> dict:
@@ -50,11 +57,15 @@ def estimate_call(impl: Impl, warmup: int) -> float:
 def interleaved(impls: list[Impl], rounds: int, per_round: int, tick=None) -> dict[str, list[float]]:
     """Timed calls of every implementation over `rounds` interleaved rounds."""
     times: dict[str, list[float]] = {impl.name: [] for impl in impls}
+    previous = None
     for r in range(rounds):
         for k in range(len(impls)):
             impl = impls[(k + r) % len(impls)]
+            if previous is not None and previous is not impl:
+                time.sleep(previous.spins_s)
             impl.before()
-            impl.call()
+            settle(impl)
+            previous = impl
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 impl.call()
@@ -62,6 +73,14 @@ def interleaved(impls: list[Impl], rounds: int, per_round: int, tick=None) -> di
         if tick is not None:
             tick(f"round {r + 1}/{rounds}")
     return times
+
+
+def settle(impl: Impl, seconds: float = SETTLE_S) -> None:
+    """Untimed calls of `impl` for `seconds`, at least one."""
+    end = time.perf_counter() + seconds
+    impl.call()
+    while time.perf_counter() < end:
+        impl.call()
 
 
 @dataclass
