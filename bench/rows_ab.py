@@ -9,8 +9,8 @@ machine's load hits both alike; per call: one settling call, then 3 timed calls 
 Prints a markdown table of medians: fused before and after, and fused/ORT of each tree (its own ORT
 session, same process). Read the one-thread tables: with --threads 2 each worker's parallel launches share the
 two cores with the other worker and with ONNX Runtime's spinning pool in its own process, so its figures
-measure that contention (bench/results/rows_2026-11-26.md); `graphkernel bench`, one implementation per
-process, gives the 2-thread ratios. The workloads: the seed nets at 4096x1024, W1-W6 at 256x1024 and 4096x1024, W4
+measure that contention (bench/results/rows_2026-11-26.md); `graphkernel bench`, which waits out ONNX
+Runtime's spinning pool before timing the next side, gives the 2-thread ratios. The workloads: the seed nets at 4096x1024, W1-W6 at 256x1024 and 4096x1024, W4
 and W5 at 16384x1024, the two ONNX models, T1/T2 at 256x1024 and the BERT layer from ONNX.
 """
 from __future__ import annotations
