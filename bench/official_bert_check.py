@@ -199,7 +199,7 @@ def timed(framework: str, train, data) -> dict:
         times.append(time.perf_counter() - t0)
     result = {"first_s": first, "step_s": statistics.median(times)}
     if framework == "graphkernel":
-        from graphkernel.bench.timing import StepProfile   # a worker's own import: graphkernel is loaded here
+        from graphkernel.tools.bench.timing import StepProfile   # a worker's own import: graphkernel is loaded here
         compiled = train.compile(*data)
         kernels = compiled.kernels
         result["phases"] = {p: sum(k.phase == p for k in kernels) for p in sorted({k.phase for k in kernels})}

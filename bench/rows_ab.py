@@ -29,7 +29,7 @@ def worker(threads: int, only: str) -> None:
     numba.set_num_threads(threads)
     import numpy as np
     from graphkernel import Tensor, context
-    from graphkernel.bench import harness, peers, train, workloads as W
+    from graphkernel.tools.bench import harness, peers, train, workloads as W
     chosen = W.seed_nets((4096, 1024))
     for rows in (256, 4096):
         chosen += W.kernel_suite(rows)

@@ -32,9 +32,65 @@ def _check_own_packages() -> None:
 
 _check_own_packages()
 
+# Public paths kept where modules moved into folders: the old name imports the module at its new place
+# (the same module object), so `import graphkernel.dump`, `from graphkernel import debug` and
+# `python -m graphkernel.op_table` keep working.
+MOVED = {
+    "graphkernel.log": "graphkernel.settings.log",                 # MindSpore's mindspore.log
+    "graphkernel.profiler": "graphkernel.observation.profiler",    # MindSpore's mindspore.profiler
+    "graphkernel.dump": "graphkernel.observation.dump",            # graphkernel.dump.render
+    "graphkernel.report": "graphkernel.observation.report",
+    "graphkernel.debug": "graphkernel.tools.debug",                # graphkernel.debug.compare
+    "graphkernel.demo": "graphkernel.tools.demo",
+    "graphkernel.op_table": "graphkernel.tools.op_table",
+    "graphkernel.cli": "graphkernel.tools.cli",                    # console scripts of earlier installs
+}
+
+
+class _MovedModuleFinder:
+    """A meta path finder and loader for MOVED: the old name's module is replaced, while it loads, by the
+    module at its new place."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname not in MOVED:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(fullname, _MovedModuleFinder)
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        import importlib
+        import sys
+        sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
+
+    @staticmethod
+    def get_code(fullname):
+        """For `python -m <old name>`: the new module's code."""
+        import importlib.util
+        new = MOVED[fullname]
+        return importlib.util.find_spec(new).loader.get_code(new)
+
+
+def __getattr__(name: str):
+    """`graphkernel.dump` after a plain `import graphkernel`."""
+    if f"graphkernel.{name}" in MOVED:
+        import importlib
+        return importlib.import_module(MOVED[f"graphkernel.{name}"])
+    raise AttributeError(f"module 'graphkernel' has no attribute {name!r}")
+
+
+import sys as _sys  # noqa: E402
+if not any(isinstance(f, type) and f.__name__ == "_MovedModuleFinder" for f in _sys.meta_path):
+    _sys.meta_path.append(_MovedModuleFinder)
+
 from graphkernel import context, dtype  # noqa: E402
 from graphkernel.tensor import Parameter, Tensor  # noqa: E402
-from graphkernel.profiler import Profiler  # noqa: E402
+from graphkernel.observation.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
 from graphkernel.gradients import grad, jit, value_and_grad  # noqa: E402
 from graphkernel.checkpoint import (CheckpointError, load_checkpoint, load_param_into_net,  # noqa: E402
@@ -42,10 +98,10 @@ from graphkernel.checkpoint import (CheckpointError, load_checkpoint, load_param
 from graphkernel import nn, ops  # noqa: E402
 from graphkernel import train  # noqa: E402
 from graphkernel.train import Model  # noqa: E402
-from graphkernel.seed import get_seed, set_seed  # noqa: E402
+from graphkernel.settings.seed import get_seed, set_seed  # noqa: E402
 from graphkernel.context import GRAPH_MODE, PYNATIVE_MODE, get_context, set_context, set_device  # noqa: E402
-from graphkernel.jit_config import JitConfig  # noqa: E402
-from graphkernel.arguments import mutable  # noqa: E402
+from graphkernel.settings.jit_config import JitConfig  # noqa: E402
+from graphkernel.tracing.arguments import mutable  # noqa: E402
 from graphkernel.dtype import (bfloat16, bool_, complex64, float16, float32, float64, int8, int16,  # noqa: E402
                                int32, int64, uint8)
 from ir.errors import GraphKernelError  # noqa: E402

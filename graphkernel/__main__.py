@@ -1,6 +1,6 @@
 """`python -m graphkernel ...` is the `graphkernel` command."""
 import sys
 
-from graphkernel.cli import main
+from graphkernel.tools.cli import main
 
 sys.exit(main())

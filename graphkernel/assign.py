@@ -16,7 +16,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from graphkernel.tensor import Parameter, Tensor, primitives
-from graphkernel.trace import SymbolicTensor, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, active_trace
 
 
 class AssignError(GraphKernelError, TypeError):

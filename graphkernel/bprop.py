@@ -13,7 +13,7 @@ from ir.graph import Graph
 from ir.ops import make_node
 from ir.ops.gradient import BpropGraph
 from graphkernel.tensor import Tensor
-from graphkernel.trace import SymbolicTensor, Trace
+from graphkernel.tracing.trace import SymbolicTensor, Trace
 
 
 class BpropError(GraphKernelError, TypeError):
@@ -31,7 +31,7 @@ def call_with_bprop(cell, trace: Trace, args, construct):
 
 
 def record_with_bprop(cell, tape, args, result):
-    """PYNATIVE: construct ran eagerly on a tape (graphkernel/tape.py), recording its ops; its results
+    """PYNATIVE: construct ran eagerly on a tape (graphkernel/tracing/tape.py), recording its ops; its results
     now stand behind a Bprop node of the recording."""
     symbolic = [SymbolicTensor(tape.value_of(a)) if isinstance(a, Tensor) else a for a in args]
     single = not isinstance(result, tuple)

@@ -16,15 +16,15 @@ from ir.errors import GraphKernelError
 from ir.graph import TensorType
 from graphkernel import context
 from graphkernel.compiler import compile_graph, options_from_context
-from graphkernel.seed import get_seed
+from graphkernel.settings.seed import get_seed
 from graphkernel.bprop import call_with_bprop, has_bprop, record_with_bprop
-from graphkernel.tape import active_tape
-from graphkernel.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
+from graphkernel.tracing.tape import active_tape
+from graphkernel.tracing.arguments import check as check_argument, eager_arguments, graph_inputs, signature, trace_arguments
 from graphkernel.assign import assign
-from graphkernel.jit_config import JitConfig, JitConfigError, JitConfigWarning
+from graphkernel.settings.jit_config import JitConfig, JitConfigError, JitConfigWarning
 from graphkernel.tensor import (PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, TensorOps,
                                 is_python_scalar, primitives)
-from graphkernel.trace import SymbolicTensor, Trace, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
 
 
 class CellCallError(GraphKernelError, TypeError):
@@ -185,7 +185,7 @@ class Cell:
 
     def set_jit_config(self, jit_config: JitConfig) -> None:
         """MindSpore 2.x: this Cell compiles at `jit_config.jit_level` ("O1": fusion on), which comes
-        before the session's jit_level (graphkernel/jit_config.py). As in MindSpore it is set once: a
+        before the session's jit_level (graphkernel/settings/jit_config.py). As in MindSpore it is set once: a
         second call warns and changes nothing."""
         if not isinstance(jit_config, JitConfig):
             raise JitConfigError(f"{type(self).__name__}.set_jit_config: expected a JitConfig, got "
@@ -218,7 +218,7 @@ class Cell:
 
     def _cache_key(self, args):
         """(input signature, compile settings, structure version), or None for arguments a call cannot
-        take. A Python constant's value is part of the signature (graphkernel/arguments.py)."""
+        take. A Python constant's value is part of the signature (graphkernel/tracing/arguments.py)."""
         sig = signature(args)
         if sig is None:
             return None
@@ -290,7 +290,7 @@ class Cell:
             inputs = trace_arguments(args, lambda a, i: trace.input(
                 TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}"))
 
-            def run():   # once per path through construct's tensor conditions (graphkernel/branching.py)
+            def run():   # once per path through construct's tensor conditions (graphkernel/tracing/branching.py)
                 trace.cells.append(self)
                 return _flatten(self.construct(*self._cast_inputs(inputs)), trace)
             trace.run_paths(run)

@@ -27,23 +27,24 @@ from ir.graph import Graph, TensorType
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
-from graphkernel import context, observe
+from graphkernel import context
+from graphkernel.settings import observe
 from graphkernel.context import max_device_memory
-from graphkernel.compile_record import compile_record, dumps as record_text, record_stem
-from graphkernel.datadump import DataDump, DumpError
+from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
+from graphkernel.observation.datadump import DataDump, DumpError
 from graphkernel.device import lower_for_device
-from graphkernel.dump import StageDumper
-from graphkernel.dump_settings import parse_steps
-from graphkernel.flags import parse_flags
-from graphkernel.fusion_switch import read_fusion_switch
-from graphkernel.jit_config import resolve as resolve_fusion
-from graphkernel.observe import NOT_LAUNCHED, GraphObservation, launches_of
-from graphkernel.options import CompileOptions, FusionLog, PassContext
-from graphkernel.overflow import OverflowCheck
-from graphkernel.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
-from graphkernel.report import write_page, write_report
+from graphkernel.observation.dump import StageDumper
+from graphkernel.settings.dump_settings import parse_steps
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.fusion_switch import read_fusion_switch
+from graphkernel.settings.jit_config import resolve as resolve_fusion
+from graphkernel.settings.observe import NOT_LAUNCHED, GraphObservation, launches_of
+from graphkernel.settings.options import CompileOptions, FusionLog, PassContext
+from graphkernel.observation.overflow import OverflowCheck
+from graphkernel.passes.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
+from graphkernel.observation.report import write_page, write_report
 from graphkernel.precision import effective_mode, read_customize_dtypes, read_mixlist, warn_unused_files
-from graphkernel.tape import active_tape
+from graphkernel.tracing.tape import active_tape
 from graphkernel.tensor import Tensor
 
 
@@ -68,7 +69,7 @@ class KernelSummary:
 
 def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileOptions:
     """The options of a compile now; `graph_level` is the (jit_level, switch) of the graph itself (a
-    jit decorator's, a Cell's JitConfig), which comes before the session's (graphkernel/jit_config.py)."""
+    jit decorator's, a Cell's JitConfig), which comes before the session's (graphkernel/settings/jit_config.py)."""
     switch = context.get_context("fusion_switch_file")
     mixlist, dtypes = context.get_context("modify_mixlist"), context.get_context("customize_dtypes")
     mixlist = read_mixlist(mixlist) if mixlist else None
@@ -139,7 +140,7 @@ class CompiledGraph:
     parameters: list = field(default_factory=list)
     out_tree: object = None
     program: object = None   # kernels.Program on the Ascend target
-    observation: object = None   # graphkernel.observe.GraphObservation: data dump, overflow check
+    observation: object = None   # graphkernel.settings.observe.GraphObservation: data dump, overflow check
     checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
     log: FusionLog = field(default_factory=FusionLog)   # the passes' decisions (PassContext.log)
 
@@ -275,7 +276,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
 
 def write_record(compiled: CompiledGraph, dumper: StageDumper) -> None:
     """The compile record beside the stage dumps; with --dump_as_html the graph's report page and the
-    index of the pages in the directory too (graphkernel/report.py)."""
+    index of the pages in the directory too (graphkernel/observation/report.py)."""
     stage_files = [os.path.basename(f) for f in dumper.files if f.endswith(".dot")]
     dumper.write(record_stem(compiled.graph_id), record=record_text(compile_record(compiled, stage_files)))
     if compiled.options.flags.dump_as_html:

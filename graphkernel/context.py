@@ -13,14 +13,14 @@ from typing import Any, Callable
 
 from ir.errors import GraphKernelError
 from graphkernel import precision
-from graphkernel.config_file import file_version
-from graphkernel.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
-from graphkernel.flags import parse_flags
-from graphkernel.fusion_switch import read_fusion_switch
-from graphkernel.limits import ENV, MemorySettingError, machine_memory, parse_size
-from graphkernel.pipeline import check_flag_names
-from graphkernel.jit_config import check_context_jit_config, check_context_jit_level
-from graphkernel.parallel_context import (ParallelContextError, ParallelMode,  # noqa: F401  (context.<name>)
+from graphkernel.settings.config_file import file_version
+from graphkernel.settings.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.fusion_switch import read_fusion_switch
+from graphkernel.settings.limits import ENV, MemorySettingError, machine_memory, parse_size
+from graphkernel.passes.pipeline import check_flag_names
+from graphkernel.settings.jit_config import check_context_jit_config, check_context_jit_level
+from graphkernel.communication.parallel_context import (ParallelContextError, ParallelMode,  # noqa: F401  (context.<name>)
                                           get_auto_parallel_context, reset_auto_parallel_context,
                                           set_auto_parallel_context)
 
@@ -127,7 +127,7 @@ KEYS: dict[str, Key] = {
     # scope names: `Default/<attr>-<Class>/...` (True, MindSpore's default) or `Default/<attr>/...`
     "reserve_class_name_in_scope": Key(True, _bool),
     "enable_graph_kernel": Key(False, _bool),
-    # MindSpore 2.x's switch of fusion (graphkernel/jit_config.py: which one decides)
+    # MindSpore 2.x's switch of fusion (graphkernel/settings/jit_config.py: which one decides)
     "jit_level": Key(None, check_context_jit_level),
     "jit_config": Key(None, check_context_jit_config, compile=False),   # its jit_level goes to jit_level
     "graph_kernel_flags": Key("", _flags),
@@ -169,7 +169,7 @@ def _check_together(settings: dict) -> None:
 
 _settings: dict[str, Any] = {k: key.default for k, key in KEYS.items()}
 # the fusion switches set_context was given: whether enable_graph_kernel was, and which spelling set
-# jit_level last (graphkernel/jit_config.py resolves them)
+# jit_level last (graphkernel/settings/jit_config.py resolves them)
 _switches: dict[str, Any] = {"enable_graph_kernel": False, "jit_level": None}
 
 

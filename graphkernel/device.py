@@ -6,7 +6,7 @@ import os
 
 from kernels import DeviceConfig, kernel_graph_dot, kernels_to_build, lower
 from graphkernel import context
-from graphkernel.progress import CompileProgress
+from graphkernel.observation.progress import CompileProgress
 
 
 def device_config(opts, source_dir: str | None = None):
@@ -19,7 +19,7 @@ def device_config(opts, source_dir: str | None = None):
 def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
     """The kernels.Program that runs `graph` on the emulated device (its buffers planned against the
     memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources. On a
-    terminal a long build shows its progress (graphkernel/progress.py; not for a PYNATIVE one-op run)."""
+    terminal a long build shows its progress (graphkernel/observation/progress.py; not for a PYNATIVE one-op run)."""
     source_dir = None
     if dumper.directory is not None and opts.flags.dump_as_text:
         source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")

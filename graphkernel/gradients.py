@@ -38,13 +38,13 @@ from ir.errors import GraphKernelError
 from ir.graph import TensorType, Value
 from ir.ops import make_node
 from graphkernel import context
-from graphkernel.arguments import graph_inputs
+from graphkernel.tracing.arguments import graph_inputs
 from graphkernel.cell import Cell
 from graphkernel.compiler import run_eager
-from graphkernel.jit_config import jit_decorator_level
-from graphkernel.tape import Tape, active_tape, recording
+from graphkernel.settings.jit_config import jit_decorator_level
+from graphkernel.tracing.tape import Tape, active_tape, recording
 from graphkernel.tensor import Parameter, Tensor
-from graphkernel.trace import SymbolicTensor, Trace, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
 
 
 class GradError(GraphKernelError, ValueError):
@@ -314,7 +314,7 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
     signature, in GRAPH_MODE and PYNATIVE_MODE alike; inside it, `grad`/`value_and_grad` functions and
     Cells are traced inline. `f.compile(*args)` returns the CompiledGraph a call uses.
 
-    MindSpore 2.10's arguments, checked as it checks them (graphkernel/jit_config.py): `jit_level` "O0"
+    MindSpore 2.10's arguments, checked as it checks them (graphkernel/settings/jit_config.py): `jit_level` "O0"
     (fusion off) or "O1" (on) decides for this function's graphs; left out, the session's switches
     decide. capture_mode, dynamic, fullgraph, backend and the known options change nothing here (the
     function is traced in every capture mode); the deprecated `jit_config=JitConfig(...)` warns and,
@@ -345,7 +345,7 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
     return decorate if function is None else decorate(function)
 
 
-# --- PYNATIVE_MODE: the taped gradient (graphkernel/tape.py records, this runs it) ---------------------
+# --- PYNATIVE_MODE: the taped gradient (graphkernel/tracing/tape.py records, this runs it) ---------------------
 def run_taped(request, args):
     """Run `request.fn` eagerly on a tape and return what the grad function returns. Inside another
     taped gradient (a gradient of a gradient), the outer tape records this one too: its Gradient node

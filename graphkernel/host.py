@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from graphkernel.trace import active_trace
+from graphkernel.tracing.trace import active_trace
 
 
 @contextmanager

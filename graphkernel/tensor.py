@@ -289,9 +289,9 @@ PARAMETER_FLAGS_VERSION = [0]
 
 
 # bool() of a Parameter while a construct is traced: its value at that point is a tensor condition
-# (graphkernel/trace.py sets the function; None outside a trace means the stored value decides).
+# (graphkernel/tracing/trace.py sets the function; None outside a trace means the stored value decides).
 TRACED_CONDITION: list = [None]
-# Parameter.value() while a construct is traced: the symbolic value there (graphkernel/trace.py sets it)
+# Parameter.value() while a construct is traced: the symbolic value there (graphkernel/tracing/trace.py sets it)
 TRACED_VALUE: list = [None]
 
 

@@ -11,7 +11,7 @@ silenced: NaN and Inf propagate as numpy computes them. A failing node raises Ex
 
 `reference_values(graph, arrays, wanted)` runs the same way and also hands back the arrays of chosen
 values at any depth, inside composites included: what each kernel of a lowered graph should compute
-(graphkernel.debug.compare).
+(graphkernel.tools.debug.compare).
 """
 from __future__ import annotations
 

@@ -347,7 +347,7 @@ class Program:
         """Launch step `index` alone on `arrays`, one per value of its `values_in` (shaped as that
         value), and return its outputs as fresh arrays shaped as its `values_out`. The kernel sees
         copies: the caller's arrays are never written, and no buffer of `run` is touched. Kernel by
-        kernel debugging (graphkernel.debug.compare) feeds each step the reference's inputs."""
+        kernel debugging (graphkernel.tools.debug.compare) feeds each step the reference's inputs."""
         if not 0 <= index < len(self.steps):
             raise IndexError(f"step {index}: the program has {len(self.steps)} steps")
         step = self.steps[index]

@@ -13,8 +13,8 @@ from ir.builder import GraphBuilder
 from ir.graph import Graph, TensorType, Value
 from ir.interpret import interpret as ir_interpret
 from ir.verify import verify as ir_verify
-from graphkernel.flags import parse_flags
-from graphkernel.options import CompileOptions, FusionLog, PassContext
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.options import CompileOptions, FusionLog, PassContext
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.fusion_utils import kernel_count

@@ -20,9 +20,9 @@ from ir.interpret import interpret
 from ir.verify import verify
 from kernels import DeviceConfig, lower
 from kernels.fusible import unsupported_reason
-from graphkernel.flags import parse_flags
-from graphkernel.options import CompileOptions
-from graphkernel.pipeline import run_pipeline
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pipeline import run_pipeline
 from ir import GraphBuilder
 from tests.kernel_graphs import fused
 from tests.sweep_cases import ElementwiseCase, ReduceCase, dyadic, sum_is_exact

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from graphkernel import GraphKernelError, Tensor, context
-from graphkernel.demo import NetBasicFuse
+from graphkernel.tools.demo import NetBasicFuse
 
 
 def test_defaults_and_round_trip():

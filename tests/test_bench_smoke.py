@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from graphkernel.bench import harness, peers, report
-from graphkernel.bench.cli import BenchError, run, workload_list
-from graphkernel.cli import main
+from graphkernel.tools.bench import harness, peers, report
+from graphkernel.tools.bench.cli import BenchError, run, workload_list
+from graphkernel.tools.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ TRAIN_LOG = []
 
 @pytest.fixture(scope="module")
 def train_results():
-    from graphkernel.bench import train_bench, train_peers
+    from graphkernel.tools.bench import train_bench, train_peers
     settings = dataclasses.replace(train_bench.TRAIN_TINY, layers=(1,), equal_steps=4, progress=False)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(train_peers, "installed", lambda name: False)
@@ -120,7 +120,7 @@ def train_results():
 
 
 def test_train_bench_announces_a_missing_framework_once(train_results):
-    from graphkernel.bench import train_peers
+    from graphkernel.tools.bench import train_peers
     frameworks = sorted({p.split(".")[0] for p in train_peers.PEERS})
     assert [line for line in TRAIN_LOG if "not installed" in line] == [
         f"{name}: not installed, skipped ({train_peers.INSTALL[name]})" for name in frameworks]
@@ -152,7 +152,7 @@ def test_train_bench_checks_losses_and_measures_every_phase(train_results):
 
 
 def test_train_bench_report(train_results, tmp_path):
-    from graphkernel.bench import train_report
+    from graphkernel.tools.bench import train_report
     names = [t["target"] for t in train_results["targets"]]
     assert "1 layers: step fused/unfused" in names
     paths = train_report.write(train_results, str(tmp_path), "train_tiny")
@@ -162,7 +162,7 @@ def test_train_bench_report(train_results, tmp_path):
 
 
 def test_train_bench_full_model_with_embeddings():
-    from graphkernel.bench import train_bench
+    from graphkernel.tools.bench import train_bench
     settings = dataclasses.replace(train_bench.BERT_LARGE_TINY, layers=(1,), rounds=1, progress=False)
     (c,) = train_bench.run(settings, log=lambda line: None)["configs"]
     assert c["shape"]["vocab"] == 100 and "reference" not in c["impls"]
@@ -171,7 +171,7 @@ def test_train_bench_full_model_with_embeddings():
 
 
 def test_train_bench_disagreeing_losses_stop_the_run():
-    from graphkernel.bench.train_bench import TrainBenchError, _check
+    from graphkernel.tools.bench.train_bench import TrainBenchError, _check
     losses = {"reference": [1.0, 0.9, 0.8], "fused": [1.0, 0.9, 0.8], "unfused": [1.0, 0.9, 0.8],
               "torch": [1.0, 0.9, 0.8001]}
     _check(dict(losses, torch=[1.0, 0.9, 0.800001]), {"name": "n"})
@@ -180,8 +180,8 @@ def test_train_bench_disagreeing_losses_stop_the_run():
 
 
 def test_train_peers_missing_or_unknown():
-    from graphkernel.bench import train_peers
-    from graphkernel.bench.train_model import Shape
+    from graphkernel.tools.bench import train_peers
+    from graphkernel.tools.bench.train_model import Shape
     with pytest.raises(ValueError, match="unknown peer 'nonesuch'"):
         train_peers.make("nonesuch", Shape(64, 4, 256, 8, 2), {}, {})
     with pytest.raises(train_peers.PeerMissing, match="encoder stack only"):
@@ -193,7 +193,7 @@ def test_onnx_models_run_as_torch_exports_them():
     reference, and the model ONNX Runtime would run computes the same (onnx's own reference evaluator)."""
     import numpy as np
     from onnx.reference import ReferenceEvaluator
-    from graphkernel.bench import workloads
+    from graphkernel.tools.bench import workloads
 
     settings = dataclasses.replace(harness.TINY, peers=False, progress=False)
     chosen = workload_list(settings, only="ONNX")
@@ -215,7 +215,7 @@ def test_the_bound_copies_copy():
     """Both copies the bound is taken from move every element (the bound's bandwidth is only as good as
     the copy it times), for one thread and several, on sizes that do not split evenly."""
     import numpy as np
-    from graphkernel.bench import timing
+    from graphkernel.tools.bench import timing
     for threads in (1, 2, 3):
         impl = timing.stream_impl(1001, threads)
         out = impl.call()
@@ -240,7 +240,7 @@ def test_interleaved_waits_out_a_spinning_peer_and_settles_each_side(monkeypatch
     (ONNX Runtime's pool) waits that one's `spins_s` first, and every side makes untimed calls for
     SETTLE_S before its timed ones."""
     import time
-    from graphkernel.bench import timing
+    from graphkernel.tools.bench import timing
     calls, sleeps = [], []
     monkeypatch.setattr(timing.time, "sleep", sleeps.append)
 

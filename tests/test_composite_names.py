@@ -1,6 +1,6 @@
 """A composite has one name everywhere: its node's `Fused_<ops>_<n>` in the stage dump (the
 .dot cluster's title), the fusion log, CompiledGraph.kernels, the kernel graph dump, the profiler's
-name and op_type columns, the data dump's files and graphkernel.debug.compare's rows. The compiled
+name and op_type columns, the data dump's files and graphkernel.tools.debug.compare's rows. The compiled
 kernel it runs, shared by every composite of the same structure, is named by its structure hash in a
 column of its own (`kernel`)."""
 import csv
@@ -10,10 +10,11 @@ import re
 import numpy as np
 import pytest
 
-from graphkernel import Profiler, Tensor, context, debug
+from graphkernel import Profiler, Tensor, context
+from graphkernel.tools import debug
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.profiler import KERNEL_COLUMNS
+from graphkernel.observation.profiler import KERNEL_COLUMNS
 from ir.filenames import safe_filename
 
 
@@ -87,7 +88,7 @@ def test_one_compiled_graph_names_each_composite_alike_everywhere(tmp_path, targ
     for name in names:
         assert any(safe_filename(name, hash_changes=False) in f for f in files)
 
-    if target == "Ascend":   # graphkernel.debug.compare runs the emulated AI Core's kernels
+    if target == "Ascend":   # graphkernel.tools.debug.compare runs the emulated AI Core's kernels
         context.set_context(enable_dump=False, save_graphs=False)
         result = debug.compare(net, x, w)
         assert [(r.name, r.kernel) for r in result.rows if r.ops == ("Mul", "Add", "Exp")] == [

@@ -1,4 +1,4 @@
-"""Tensor control flow in GRAPH_MODE (graphkernel/branching.py, the If op of ir/ops/control.py): `if`/`elif`/
+"""Tensor control flow in GRAPH_MODE (graphkernel/tracing/branching.py, the If op of ir/ops/control.py): `if`/`elif`/
 `else`, `and`/`or`/`not`, nested ifs and early returns on tensor conditions, in construct, sub-cells, helper
 methods and jit functions. Both outcomes of each agree across the numpy reference, the device unfused and
 fused, and PYNATIVE_MODE (where Python runs the branch itself); the branch not taken launches nothing and a
@@ -11,8 +11,8 @@ import pytest
 
 import graphkernel as gk
 from graphkernel import GraphKernelError, Parameter, Tensor, context, nn, ops
-from graphkernel import debug
-from graphkernel.branching import BranchError
+from graphkernel.tools import debug
+from graphkernel.tracing.branching import BranchError
 from graphkernel.cell import Cell
 from graphkernel.ops import operations as P
 from ir.printer import print_graph

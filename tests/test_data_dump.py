@@ -14,12 +14,12 @@ import pytest
 
 from graphkernel import Tensor, context
 from graphkernel.context import ContextError
-from graphkernel.datadump import DumpError, DumpLayerWarning, file_stem, statistics
+from graphkernel.observation.datadump import DumpError, DumpLayerWarning, file_stem, statistics
 from graphkernel.nn import Cell
-from graphkernel.observe import Launch
+from graphkernel.settings.observe import Launch
 from graphkernel.ops import operations as P
 from ir.filenames import safe_filename
-from graphkernel.overflow import OverflowWarning
+from graphkernel.observation.overflow import OverflowWarning
 from tolerance import assert_close
 
 TARGETS = ("CPU", "Ascend")

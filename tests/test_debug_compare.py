@@ -1,4 +1,4 @@
-"""graphkernel.debug.compare and `graphkernel run MODEL --check`: every kernel run alone on the reference's
+"""graphkernel.tools.debug.compare and `graphkernel run MODEL --check`: every kernel run alone on the reference's
 values of its inputs and compared with the numpy reference.
 
 Normal graphs (elementwise chains in float32 and float16 with a bool output, Softmax/LayerNorm with
@@ -19,17 +19,17 @@ import pytest
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-import graphkernel.debug
+import graphkernel.tools.debug
 import graphkernel.onnx
 import kernels.emitters
 import tolerance as test_tolerance
 from graphkernel import Parameter, Tensor, context
 from graphkernel import dtype as mstype
-from graphkernel.cli import main
-from graphkernel.debug import CompareError, compare
+from graphkernel.tools.cli import main
+from graphkernel.tools.debug import CompareError, compare
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.tolerance import ATOL, RTOL, measure, ulp_distance
+from graphkernel.settings.tolerance import ATOL, RTOL, measure, ulp_distance
 from ir.errors import GraphKernelError, IRError
 from ir.interpret import reference_values
 from kernels import DeviceConfig, InputMismatchError, lower
@@ -159,7 +159,7 @@ def test_onnx_model_with_a_shape_input():
 
 
 def test_docstring_example():
-    results = doctest.testmod(graphkernel.debug, optionflags=doctest.ELLIPSIS)
+    results = doctest.testmod(graphkernel.tools.debug, optionflags=doctest.ELLIPSIS)
     assert results.attempted > 5 and results.failed == 0
 
 

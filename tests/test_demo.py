@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from graphkernel.cli import main
-from graphkernel.demo import NetBasicFuse, NetCompositeFuse, reference, run_demo
+from graphkernel.tools.cli import main
+from graphkernel.tools.demo import NetBasicFuse, NetCompositeFuse, reference, run_demo
 
 SEED_DUMPS = {  # MindSpore's file names, graph 0 of each directory
     False: ["6_validate.dot", "hwopt_d_expand_end_graph_0.dot", "hwopt_d_simplify_end_graph_0.dot"],

@@ -13,7 +13,7 @@ from ir.dtypes import DType
 from ir.graph import TensorType
 from graphkernel.compiler import compile_graph
 from fusion_helpers import options
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from ir.interpret import interpret
 from op_samples import kernel_ops
 from tolerance import assert_close

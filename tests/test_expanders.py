@@ -10,8 +10,8 @@ from ir.ops import OPS, Pattern, get
 from ir.ops.float_status import STATUS_OPS
 from graphkernel import expanders
 from graphkernel.expanders import EXPANDERS, expand
-from graphkernel.flags import GraphKernelFlags, parse_flags
-from graphkernel.options import CompileOptions
+from graphkernel.settings.flags import GraphKernelFlags, parse_flags
+from graphkernel.settings.options import CompileOptions
 from ir import GraphBuilder
 from pass_helpers import F16, F32, F64, I32, interpret, ops, random_inputs, tt, verify
 from tolerance import assert_close

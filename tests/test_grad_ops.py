@@ -8,8 +8,8 @@ import pytest
 
 from graphkernel.compiler import compile_graph
 from graphkernel.expanders import expand
-from graphkernel.flags import parse_flags
-from graphkernel.options import CompileOptions
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.options import CompileOptions
 from fusion_helpers import options
 from ir import GraphBuilder
 from ir.dtypes import DType

@@ -12,7 +12,7 @@ from fusion_helpers import interpret, options, random_inputs
 from test_fusion_property import random_graph
 from tolerance import assert_close
 from graphkernel.compiler import compile_graph
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from ir import GraphBuilder, print_graph
 from ir.autodiff import differentiate
 from ir.graph import Graph

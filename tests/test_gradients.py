@@ -202,7 +202,7 @@ def test_composite_rule_equals_the_gradient_of_its_expansion(case):
     """A composite op's rule (a composite gradient op) against autodiff through the primitives its
     expander writes, both in float64."""
     from graphkernel.expanders import expand
-    from graphkernel.options import CompileOptions
+    from graphkernel.settings.options import CompileOptions
     rng = np.random.default_rng(4)
     node = make_node(case.op, GraphBuilder(*[TensorType(a.shape, DType(a.dtype.name))
                                              for a in case.arrays]).inputs, case.attrs)

@@ -12,7 +12,7 @@ import pytest
 
 import graphkernel as ms
 from graphkernel import Tensor, context
-from graphkernel.jit_config import JitConfigError, JitConfigWarning
+from graphkernel.settings.jit_config import JitConfigError, JitConfigWarning
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 

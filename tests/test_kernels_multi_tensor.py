@@ -15,7 +15,7 @@ import pytest
 
 from graphkernel import context, nn
 from graphkernel.cell import Cell
-from graphkernel.options import CompileOptions, PassContext
+from graphkernel.settings.options import CompileOptions, PassContext
 from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
 from graphkernel.ops import operations as P
 from graphkernel.tensor import Parameter, Tensor

@@ -9,7 +9,7 @@ import pytest
 
 import graphkernel as ms
 from graphkernel import Tensor, ops
-from graphkernel.flags import parse_flags
+from graphkernel.settings.flags import parse_flags
 from graphkernel.nn import Cell
 from tolerance import ATOL, RTOL, assert_close
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from graphkernel import GraphKernelError, Tensor, context
-from graphkernel.flags import FlagWarning, parse_flags
+from graphkernel.settings.flags import FlagWarning, parse_flags
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 

@@ -6,7 +6,7 @@ import pytest
 
 from graphkernel.compiler import compile_graph
 from graphkernel.expanders import EXPANDERS
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from fusion_helpers import options
 from ir import GraphBuilder
 from ir.dtypes import as_dtype

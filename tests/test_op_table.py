@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 import graphkernel.onnx
 import kernels.emitters
 from graphkernel import Tensor, context, ops
-from graphkernel.op_table import render
+from graphkernel.tools.op_table import render
 from graphkernel.ops import operations as P
 from ir.ops import ALIASES, OPS, Cost, Pattern, evaluate, make_node
 from kernels.fusible import unsupported_reason
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_docs_op_table_is_current():
     text = (ROOT / "docs" / "ops.md").read_text("utf-8")
-    assert text == render(), "regenerate it: python -m graphkernel.op_table > docs/ops.md"
+    assert text == render(), "regenerate it: python -m graphkernel.tools.op_table > docs/ops.md"
     for name in OPS:
         assert f"| {name} |" in text
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from graphkernel import GraphKernelError, Tensor, context
-from graphkernel.demo import NetCompositeFuse
+from graphkernel.tools.demo import NetCompositeFuse
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 

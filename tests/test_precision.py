@@ -20,12 +20,12 @@ from graphkernel.context import ContextError
 from graphkernel.expanders import expand
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.passes.precision import precision
 from graphkernel.precision import (PrecisionConfigError, read_customize_dtypes, read_mixlist, render_table,
                                    resolve)
 from graphkernel.precision.lists import table
-from graphkernel.config_file import strip_line_comments
+from graphkernel.settings.config_file import strip_line_comments
 from fusion_helpers import bert_layer
 from pass_helpers import F16, F32, F64, I32, interpret, random_inputs, tt, verify
 from tolerance import assert_close

@@ -6,11 +6,12 @@ import csv
 import numpy as np
 import pytest
 
-from graphkernel import Profiler, Tensor, context, observe
+from graphkernel import Profiler, Tensor, context
+from graphkernel.settings import observe
 from graphkernel import dtype as mstype
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.profiler import KERNEL_COLUMNS, ProfilerError, dt_name, format_table
+from graphkernel.observation.profiler import KERNEL_COLUMNS, ProfilerError, dt_name, format_table
 from ir.dtypes import DType
 
 SEED_COLUMNS = ["op_type", "block_dim", "input_shape", "input_data_type", "input_formats"]

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import graphkernel
-from graphkernel import Profiler, Tensor, context, observe
+from graphkernel import Profiler, Tensor, context
+from graphkernel.settings import observe
 from graphkernel import dtype as mstype
-from graphkernel.chrome_trace import TRACKS
+from graphkernel.observation.chrome_trace import TRACKS
 from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P

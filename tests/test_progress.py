@@ -1,4 +1,4 @@
-"""A compile's progress on a terminal (graphkernel/progress.py): kernels built / total and cache hits,
+"""A compile's progress on a terminal (graphkernel/observation/progress.py): kernels built / total and cache hits,
 shown only on a terminal."""
 import io
 
@@ -7,7 +7,7 @@ import numpy as np
 from graphkernel import Tensor, context
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
-from graphkernel.progress import CompileProgress
+from graphkernel.observation.progress import CompileProgress
 from kernels import DeviceConfig, kernels_to_build, lower
 from ir import GraphBuilder
 
@@ -53,7 +53,7 @@ def test_nothing_is_written_off_a_terminal_or_for_nothing_to_build():
 def test_a_compile_reports_to_stderr_when_it_is_a_terminal(monkeypatch):
     stream = Terminal()
     monkeypatch.setattr("sys.stderr", stream)
-    monkeypatch.setattr("graphkernel.progress.DELAY_SECONDS", 0.0)
+    monkeypatch.setattr("graphkernel.observation.progress.DELAY_SECONDS", 0.0)
 
     class Chain(Cell):
         def construct(self, x):

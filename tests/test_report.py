@@ -1,4 +1,4 @@
-"""The report pages (graphkernel/report.py) and the compile record, checked offline: what a page holds,
+"""The report pages (graphkernel/observation/report.py) and the compile record, checked offline: what a page holds,
 that the same compile gives the same bytes, that a hostile name stays text, and the command line.
 tests/test_report_browser.py loads a page in headless Chromium."""
 import html
@@ -11,11 +11,12 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from graphkernel import Profiler, Tensor, context, observe
-from graphkernel.cli import main
+from graphkernel import Profiler, Tensor, context
+from graphkernel.settings import observe
+from graphkernel.tools.cli import main
 from graphkernel.compiler import compile_graph, options_from_context
-from graphkernel.demo import NetCompositeFuse, run_demo
-from graphkernel.report import ReportError, find_graphs, read_profile, write_report
+from graphkernel.tools.demo import NetCompositeFuse, run_demo
+from graphkernel.observation.report import ReportError, find_graphs, read_profile, write_report
 from ir import GraphBuilder
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

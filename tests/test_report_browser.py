@@ -13,7 +13,7 @@ import pytest
 
 from graphkernel import Tensor, context
 from graphkernel.compiler import compile_graph, options_from_context
-from graphkernel.demo import NetCompositeFuse
+from graphkernel.tools.demo import NetCompositeFuse
 from ir import GraphBuilder
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from graphkernel import Profiler, Tensor, context
-from graphkernel.datadump import DataDump, file_stem
-from graphkernel.dump import StageDumper
-from graphkernel.observe import Launch
-from graphkernel.overflow import OverflowCheck
+from graphkernel.observation.datadump import DataDump, file_stem
+from graphkernel.observation.dump import StageDumper
+from graphkernel.settings.observe import Launch
+from graphkernel.observation.overflow import OverflowCheck
 from ir.dtypes import DType
 from ir.filenames import HASH_CHARS, NAME_LIMIT, UnsafePathError, path_in, safe_filename
 from ir.graph import TensorType

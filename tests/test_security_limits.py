@@ -18,7 +18,7 @@ from graphkernel import Tensor, context
 from graphkernel import dtype as mstype
 from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.context import max_device_memory
-from graphkernel.limits import ENV, machine_memory
+from graphkernel.settings.limits import ENV, machine_memory
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from ir import parse_graph

@@ -11,7 +11,7 @@ from ir.graph import Graph
 from ir.ops import OPS, OpDef, Pattern
 from ir.parser import parse_graph
 from ir.printer import print_graph
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.passes.arith_simplify import arith_simplify
 from graphkernel.passes.constant_fold import MAX_FOLDED_ELEMENTS, constant_fold
 from graphkernel.passes.cse import cse

@@ -25,7 +25,7 @@ import numpy as np
 
 from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError
-from graphkernel.seed import generator
+from graphkernel.settings.seed import generator
 from graphkernel.tensor import Tensor
 
 

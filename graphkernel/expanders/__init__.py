@@ -62,7 +62,7 @@ from graphkernel.expanders.square_sum_all import expand_square_sum_all
 from graphkernel.expanders.squared_difference import expand_squared_difference
 from graphkernel.expanders.strided_slice import expand_strided_slice
 from graphkernel.expanders.tanh_grad import expand_tanh_grad
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 Expander = Callable[[Node, tuple[Value, ...], GraphBuilder], tuple[Value, ...]]
 

@@ -31,7 +31,7 @@ from graphkernel.onnx.loader import (InputSpec, ModelSpec, check_fields, check_m
                                      read_model)
 from graphkernel.onnx.types import OnnxImportError, OnnxInputError
 from graphkernel.tensor import Parameter, Tensor
-from graphkernel.trace import SymbolicTensor, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, active_trace
 
 
 def _identifiers(names: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""MindSpore's collective primitives in a one-device run (graphkernel/parallel_context.py):
+"""MindSpore's collective primitives in a one-device run (graphkernel/communication/parallel_context.py):
 `P.AllReduce(op="sum", group=...)(x)` reduces over a group of one device, so it is x itself."""
 from __future__ import annotations
 

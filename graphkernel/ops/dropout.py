@@ -23,10 +23,10 @@ import zlib
 import numpy as np
 
 from ir.errors import GraphKernelError
-from graphkernel import seed as _seed
+from graphkernel.settings import seed as _seed
 from graphkernel.ops.primitive import Primitive
 from graphkernel.tensor import Parameter, Tensor
-from graphkernel.trace import SymbolicTensor, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, active_trace
 
 GENERATOR_OFFSET = Parameter(np.zeros((1,), np.int32), name="random_generator_offset", requires_grad=False)
 _seed.on_set_seed(lambda: GENERATOR_OFFSET.set_data(np.zeros((1,), np.int32)))

@@ -24,7 +24,7 @@ from ir.ops.float_status import CLEAR_OPS, STATUS_OPS
 from graphkernel.assign import assign
 from graphkernel.ops.primitive import EAGER_STATUS, Primitive, PrimitiveCallError
 from graphkernel.tensor import Parameter, Tensor
-from graphkernel.trace import SymbolicTensor, active_trace
+from graphkernel.tracing.trace import SymbolicTensor, active_trace
 
 
 class NPUAllocFloatStatus(Primitive):

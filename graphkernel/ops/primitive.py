@@ -21,8 +21,8 @@ from ir.ops.registry import REQUIRED, Pattern
 from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
-from graphkernel.tape import active_tape
-from graphkernel.trace import SymbolicTensor, Trace, active_trace
+from graphkernel.tracing.tape import active_tape
+from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
 
 
 class PrimitiveCallError(GraphKernelError, TypeError):
@@ -254,7 +254,7 @@ def _run_eager(prim: Primitive, operands, attrs):
     if EAGER_STATUS.armed and not EAGER_STATUS.overflow:
         EAGER_STATUS.overflow = overflowed(arrays)
     tape = active_tape()
-    if tape is not None:   # a PYNATIVE gradient is recording (graphkernel/tape.py)
+    if tape is not None:   # a PYNATIVE gradient is recording (graphkernel/tracing/tape.py)
         tape.record(prim, operands, attrs, outs)
     return outs[0] if len(outs) == 1 else outs
 

@@ -35,7 +35,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.graph import Graph, Literal, Node, Value, live_nodes
 from ir.ops import Pattern, get, make_node
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 Rule = Callable[[Node, tuple[Value, ...], Callable[[Node], Node]], Node | tuple[Value, ...] | None]
 

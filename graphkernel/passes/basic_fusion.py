@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ir.graph import Graph, Node
 from ir.ops import get
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.passes.fusion_driver import fuse
 
 STAGE = "fuse_basic"

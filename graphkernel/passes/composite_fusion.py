@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ir.graph import Graph, Node
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.passes.fusion_driver import fuse
 
 STAGE = "composite"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ir.graph import Graph, Literal, Node, Value
 from ir.ops import Pattern, branches, evaluate, get, make_node
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 MAX_FOLDED_ELEMENTS = 4096
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 
 def cse_key(node: Node, inputs: tuple[Value, ...]) -> tuple | None:

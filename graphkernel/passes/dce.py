@@ -10,7 +10,7 @@ needs disappear.
 from __future__ import annotations
 
 from ir.graph import Graph, live_nodes
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 
 def _dce_subgraphs(graph: Graph) -> Graph:

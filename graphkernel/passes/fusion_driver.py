@@ -34,7 +34,7 @@ from functools import partial
 from typing import Callable
 
 from ir.graph import Graph, Node
-from graphkernel.options import CompileOptions, FusionRecord, PassContext
+from graphkernel.settings.options import CompileOptions, FusionRecord, PassContext
 from graphkernel.passes.clusters import Clusters
 from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat

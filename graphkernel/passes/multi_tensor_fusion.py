@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ir.autodiff import update_nodes
 from ir.graph import Graph, Node
-from graphkernel.options import CompileOptions, PassContext
+from graphkernel.settings.options import CompileOptions, PassContext
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_utils import build_composite, fuse_groups
 from kernels.fusible import Unsupported

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ir.graph import Graph, Node
 from ir.ops import Pattern, pattern_of
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.cost_model import back_to_back
 from graphkernel.passes.fusion_driver import Search

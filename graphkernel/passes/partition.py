@@ -22,7 +22,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, Node, Value
 from ir.ops import make_node, placement
 from ir.printer import describe
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 
 _NO_COPY = ("Input", "Const")   # values that live on both sides
 

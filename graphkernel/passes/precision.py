@@ -36,7 +36,7 @@ from ir.errors import IRError
 from ir.graph import Graph, Node, Value
 from ir.ops import OPS, branches, is_host, make_node
 from ir.ops.control import with_branches
-from graphkernel.options import CompileOptions
+from graphkernel.settings.options import CompileOptions
 from graphkernel.precision import (ALLOW_FP32_TO_FP16, BLACK, FORCE_FP16, GRAY, WHITE,
                                    PrecisionConfigError, default_list, lacks_fp32, pass_runs)
 from graphkernel.precision.lists import default_lists

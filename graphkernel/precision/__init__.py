@@ -8,7 +8,7 @@ black/white/gray lists and the user's files that edit them (modify_mixlist) or o
     customize_dtypes.py  customize_dtypes file -> per-name / per-type dtype rules
 The pass that inserts the Casts is graphkernel/passes/precision.py.
 """
-from graphkernel.config_file import PrecisionConfigError
+from graphkernel.settings.config_file import PrecisionConfigError
 from graphkernel.precision.customize_dtypes import CustomizeDtypes, DtypeRule, read_customize_dtypes
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, lacks_fp32, render_table, resolve
 from graphkernel.precision.mixlist import Mixlist, read_mixlist

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 
 from ir.dtypes import DType
-from graphkernel.config_file import PrecisionConfigError, parsed_once, read_text
+from graphkernel.settings.config_file import PrecisionConfigError, parsed_once, read_text
 from graphkernel.precision.lists import resolve, unknown_name
 
 KEY = "customize_dtypes"

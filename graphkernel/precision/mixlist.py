@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from graphkernel.config_file import PrecisionConfigError, load_json, parsed_once, read_text
+from graphkernel.settings.config_file import PrecisionConfigError, load_json, parsed_once, read_text
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, resolve, unknown_name
 
 KEY = "modify_mixlist"

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ir.errors import GraphKernelError
-from graphkernel.seed import get_seed
+from graphkernel.settings.seed import get_seed
 from graphkernel.tensor import Tensor
 
 

@@ -10,7 +10,7 @@ A branch is a closed graph (it reads nothing but its inputs) and may hold If nod
 conditionals); it holds no Assign: the Parameters a branch updates leave it as results, and the
 enclosing graph assigns them (ir/ops/state.py), so an update inside a branch not taken writes the
 Parameter its own old value. The reference interpreter (ir/interpret.py), the pipeline (each pass runs
-inside each branch, graphkernel/pipeline.py) and the lowering (kernels/lower.py: one Program per branch)
+inside each branch, graphkernel/passes/pipeline.py) and the lowering (kernels/lower.py: one Program per branch)
 know the op; the numpy reference of the row itself refuses, since it has no interpreter to run a graph.
 
     branches(node)  -> (then graph, else graph) of an If node, () of any other node

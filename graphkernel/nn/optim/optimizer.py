@@ -34,9 +34,9 @@ from graphkernel.assign import AssignAdd, assign
 from graphkernel.cell import Cell
 from graphkernel.ops import operations as P
 from graphkernel.ops.multitype import HyperMap, Map
-from graphkernel.parallel_context import get_auto_parallel_context
+from graphkernel.communication.parallel_context import get_auto_parallel_context
 from graphkernel.tensor import Parameter, ParameterTuple, Tensor
-from graphkernel.trace import active_trace
+from graphkernel.tracing.trace import active_trace
 
 
 class OptimizerError(GraphKernelError, ValueError):

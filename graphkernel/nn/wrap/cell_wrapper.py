@@ -3,7 +3,7 @@ one call is one step (forward, backward, the optimizer's updates), compiled as o
 
 Its attributes are MindSpore's, which subclasses (the official BERT cells) read and replace: `network`,
 `optimizer`, `weights` (the optimizer's Parameters), `grad` (GradOperation(get_by_list=True,
-sens_param=True)), `sens`, `grad_reducer` (the identity on one device: graphkernel/parallel_context.py),
+sens_param=True)), `sens`, `grad_reducer` (the identity on one device: graphkernel/communication/parallel_context.py),
 `reducer_flag` (False), `parallel_mode`, `hyper_map`. The loss-scale cells are in loss_scale.py.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ir.errors import GraphKernelError
 from graphkernel.cell import Cell
 from graphkernel.gradients import GradOperation
 from graphkernel.ops.multitype import HyperMap
-from graphkernel.parallel_context import ParallelMode, get_auto_parallel_context
+from graphkernel.communication.parallel_context import ParallelMode, get_auto_parallel_context
 from graphkernel.tensor import Tensor
 
 

@@ -1,12 +1,12 @@
 """MindSpore's `DistributedGradReducer(parameters, mean=None, degree=None, fusion_type=1, group=...)`
 (`mindspore.nn.wrap.grad_reducer`): the AllReduce of the gradients over the data-parallel group, divided
-by its size when `mean`. graphkernel runs one device (graphkernel/parallel_context.py): the group is
+by its size when `mean`. graphkernel runs one device (graphkernel/communication/parallel_context.py): the group is
 one member, so the reduced gradients are the gradients."""
 from __future__ import annotations
 
 from graphkernel.cell import Cell
 from graphkernel.nn.wrap.cell_wrapper import TrainCellError
-from graphkernel.parallel_context import get_auto_parallel_context
+from graphkernel.communication.parallel_context import get_auto_parallel_context
 
 
 class DistributedGradReducer(Cell):

@@ -17,7 +17,7 @@ cells) call in their own constructs:
     status, scaling_sens = self.start_overflow_check(loss, scaling_sens)
     cond = self.get_overflow_status(status, grads)
     overflow = self.process_loss_scale(cond)      # the update cell on scale_sense
-    if not overflow:                              # a tensor condition (graphkernel/branching.py)
+    if not overflow:                              # a tensor condition (graphkernel/tracing/branching.py)
         self.optimizer(grads)
 
 How the overflow is found follows MindSpore's targets, chosen by the same attributes: on the emulated
@@ -40,7 +40,7 @@ from graphkernel.cell import Cell
 from graphkernel.nn.wrap.cell_wrapper import TrainCellError, TrainOneStepCell
 from graphkernel.ops import operations as P
 from graphkernel.ops.multitype import HyperMap, MultitypeFuncGraph, partial
-from graphkernel.parallel_context import ParallelMode
+from graphkernel.communication.parallel_context import ParallelMode
 from graphkernel.tensor import Parameter, Tensor
 
 _grad_scale = MultitypeFuncGraph("grad_scale")

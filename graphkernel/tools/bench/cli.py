@@ -1,0 +1,151 @@
+"""`graphkernel bench [--quick | --tiny] [--only NAME] [--out DIR]`: run the workloads, write the results.
+
+    run(settings, only=None) -> results dict        (programmatic: the smoke test uses TINY)
+    add_bench_parser(subparsers)                    (graphkernel/tools/cli.py registers the subcommand)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+
+from ir.errors import GraphKernelError
+from graphkernel import context
+from graphkernel.tools.bench import harness, peers, report, train, train_bench, train_report, workloads
+from graphkernel.tools.bench.timing import Progress
+from graphkernel.tools.cli_args import positive_int
+
+
+class BenchError(GraphKernelError, ValueError):
+    """A bench request that cannot run (an --only that names no workload)."""
+
+
+def workload_list(settings: harness.Settings, only: str | None = None) -> list:
+    out = []
+    for shape in settings.seed_shapes:
+        out += workloads.seed_nets(shape)
+    for rows in settings.w_rows:
+        out += workloads.kernel_suite(rows)
+    if settings.models is not None:
+        out += workloads.onnx_suite(*settings.models)
+    for rows in settings.w_rows:
+        out += train.train_suite(rows)
+    wanted = [w.strip().lower() for w in only.split(",")] if only else None
+    if settings.bert is not None and (wanted is None or any("bert" in w for w in wanted)):
+        out += workloads.bert(**settings.bert) + train.bert_step(**settings.bert)
+    if wanted is not None:
+        out = [w for w in out if any(name in w.name.lower() for name in wanted)]
+        if not out:
+            raise BenchError(f"--only {only!r} names no workload; names contain e.g. 'W3', 'LayerNorm', "
+                             "'NetBasicFuse', 'ONNX', 'BERT', 'fwd+bwd', 'T1', 'Grad', '4096x1024'")
+    return out
+
+
+def run(settings: harness.Settings, only: str | None = None, log=print) -> dict:
+    """Measure every workload (in this process) and return the results."""
+    chosen = workload_list(settings, only)
+    results = {"mode": settings.mode, "only": only, "settings": dataclasses.asdict(settings),
+               "environment": harness.environment(), "workloads": []}
+    if results["environment"]["openblas_vars_set"]:
+        log("warning: OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE is set; bench/run.sh unsets them")
+    saved = {k: context.get_context(k) for k in ("device_target", "enable_graph_kernel", "op_compiler_cache_dir")}
+    progress = Progress(len(chosen), enabled=settings.progress)
+    t0 = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="graphkernel-bench-") as scratch:
+            runner = harness.Runner(settings, scratch, progress, log)
+            for workload in chosen:
+                progress.begin(workload.name)
+                entry = runner.measure(workload)
+                progress.end()
+                results["workloads"].append(entry)
+                log(_line(entry))
+    finally:
+        context.set_context(**saved)
+    results["wall_s"] = time.perf_counter() - t0
+    results["loadavg_end"] = list(os.getloadavg())
+    results["targets"] = report.targets(results)
+    return results
+
+
+def _line(e: dict) -> str:
+    r = e["ratios"]
+    parts = [f"{e['name']}: kernels {e['impls']['unfused']['kernels']}->{e['impls']['fused']['kernels']}",
+             f"fused {e['impls']['fused']['time']['median_s'] * 1e3:.3g} ms"]
+    parts += [f"{k} {v:.2f}" for k, v in r.items()]
+    phases = e["impls"]["fused"].get("phases", {})
+    if "backward" in phases:
+        unfused = e["impls"]["unfused"]["phases"]
+        parts.append("per phase " + ", ".join(f"{p} {unfused.get(p, 0)}->{n}" for p, n in phases.items()))
+    if not e["verified"]:
+        bad = [n for n, d in e["impls"].items() if "verify" in d and not d["verify"]["ok"]]
+        parts.append(f"VERIFY FAILED: {', '.join(bad)}")
+    return "  ".join(parts)
+
+
+def _train(args) -> int:
+    if args.train == "bert-large":
+        settings = train_bench.BERT_LARGE_TINY if args.tiny else train_bench.BERT_LARGE
+    else:
+        settings = train_bench.TRAIN_TINY if args.tiny else train_bench.TRAIN_QUICK if args.quick \
+            else train_bench.TRAIN_FULL
+    if args.no_peers:
+        settings = dataclasses.replace(settings, peers=())
+    results = train_bench.run(settings)
+    stem = "train_" + settings.mode.replace("-", "_")
+    paths = train_report.write(results, args.out, stem)
+    for t in results["targets"]:
+        print(f"{t['target']}: {t['value'] if t['value'] is None else round(t['value'], 3)} "
+              f"(target {'<=' if t['below'] else '>='} {t['limit']:g})")
+    if paths["png"] is None:
+        print("matplotlib is not installed: no chart (pip install matplotlib, or graphkernel[bench])")
+    print(f"wrote {', '.join(p for p in paths.values() if p)} in {results['wall_s']:.0f} s")
+    return 0
+
+
+def _main(args) -> int:
+    if args.train:
+        return _train(args)
+    settings = harness.TINY if args.tiny else harness.QUICK if args.quick else harness.FULL
+    if args.no_peers:
+        settings = dataclasses.replace(settings, peers=False)
+    if args.no_cold:
+        settings = dataclasses.replace(settings, cold_compile=False)
+    if args.threads:
+        import numba
+        numba.set_num_threads(args.threads)
+        peers.limit_jax_threads(args.threads)
+        settings = dataclasses.replace(settings, threads=args.threads)
+    results = run(settings, args.only)
+    stem = f"bench_{settings.mode}" + (f"_t{args.threads}" if args.threads else "")
+    paths = report.write(results, args.out, stem=stem,
+                         readme_table=settings.mode == "full" and not args.only and not args.threads)
+    if paths["png"] is None:
+        print("matplotlib is not installed: no chart (pip install matplotlib, or graphkernel[bench])")
+    print(f"wrote {', '.join(p for p in paths.values() if p)} in {results['wall_s']:.0f} s")
+    return 0 if all(e["verified"] for e in results["workloads"]) else 1
+
+
+def add_bench_parser(sub) -> None:
+    p = sub.add_parser("bench", help="step-time benchmarks: fusion on vs off, numpy, jax, ONNX Runtime")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="smaller sizes and repeats (under 3 minutes)")
+    size.add_argument("--tiny", action="store_true", help="tiny sizes, one round (a smoke run)")
+    p.add_argument("--only", metavar="NAME", help="workloads whose name contains NAME (comma-separated "
+                   "alternatives, case-insensitive), e.g. W3, BERT, 4096x1024")
+    p.add_argument("--out", default=os.path.join("bench", "results"), metavar="DIR",
+                   help="where the JSON, the chart and the table go (default bench/results)")
+    p.add_argument("--train", nargs="?", const="stack", choices=("stack", "bert-large"),
+                   help="the BERT-large training step with nn.AdamW, fusion on and off, beside torch eager, "
+                   "torch.compile and jax.jit when installed (pip install torch==2.13.0; pip install jax "
+                   "jaxlib): 'stack' (default) the encoder at 1 and 4 layers; 'bert-large' the 24-layer model "
+                   "with embeddings and the MLM projection, fused and unfused")
+    p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime (with --train: torch and jax)")
+    p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
+    p.add_argument("--threads", type=positive_int, metavar="N",
+                   help="threads of graphkernel's kernels (numba), ONNX "
+                   "Runtime and XLA (default: each one's own, the core count); numpy's BLAS takes "
+                   "OPENBLAS_NUM_THREADS from the environment (bench/run.sh sets it); results go to "
+                   "bench_<mode>_t<N>.*")
+    p.set_defaults(run=_main)
