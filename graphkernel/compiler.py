@@ -28,7 +28,6 @@ from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from graphkernel import context
-from graphkernel.settings import observe
 from graphkernel.context import max_device_memory
 from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
 from graphkernel.observation.datadump import DataDump, DumpError
@@ -38,7 +37,8 @@ from graphkernel.settings.dump_settings import parse_steps
 from graphkernel.settings.flags import parse_flags
 from graphkernel.settings.fusion_switch import read_fusion_switch
 from graphkernel.settings.jit_config import resolve as resolve_fusion
-from graphkernel.settings.observe import NOT_LAUNCHED, GraphObservation, launches_of
+from graphkernel.observation.launches import NOT_LAUNCHED, GraphObservation, observe_graph, run_observed
+from graphkernel.observation.profiler import active_profiler
 from graphkernel.settings.options import CompileOptions, FusionLog, PassContext
 from graphkernel.observation.overflow import OverflowCheck
 from graphkernel.passes.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
@@ -140,7 +140,7 @@ class CompiledGraph:
     parameters: list = field(default_factory=list)
     out_tree: object = None
     program: object = None   # kernels.Program on the Ascend target
-    observation: object = None   # graphkernel.settings.observe.GraphObservation: data dump, overflow check
+    observation: object = None   # graphkernel.observation.launches.GraphObservation: data dump, overflow check
     checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
     log: FusionLog = field(default_factory=FusionLog)   # the passes' decisions (PassContext.log)
 
@@ -168,8 +168,9 @@ class CompiledGraph:
     def _run(self, arrays):
         for check in self.checks:
             check()
-        if self.observation is not None or observe.profiler is not None:
-            outs = observe.run_observed(self, arrays)
+        profiler = active_profiler()
+        if self.observation is not None or profiler is not None:
+            outs = run_observed(self, arrays, profiler)
         elif self.program is not None:
             outs = self.program.run(arrays)
         else:
@@ -294,7 +295,7 @@ def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) ->
     if path is None:
         which = "enable_dump" if dump else "enable_dump_debug"
         raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
-    obs = GraphObservation(launches_of(program, graph))
+    obs = observe_graph(program, graph)
     if dump:
         step = context.get_context("dump_step")
         obs.sinks.append(DataDump(graph_id, stages, obs.launches, path, context.get_context("dump_mode"),

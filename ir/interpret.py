@@ -9,12 +9,20 @@ writable arrays, even when an output is an input or a constant. numpy floating-p
 silenced: NaN and Inf propagate as numpy computes them. A failing node raises ExecutionError,
 "While executing <op> (<name>): ...", chained to the original error.
 
+`interpret(graph, arrays, observer)` shows each node it runs, as it completes, to
+`observer.node(node, inputs, outputs, seconds)` (as kernels.Program.run shows its launches to
+`observer.kernel(...)`): the nodes of the graph and of the branch each If takes, an If itself not (its
+branch's nodes are shown), a composite as one node. The arrays are the ones the run holds (inputs
+read-only): an observer reads or copies them while it is called. graphkernel's profiler, data dump and
+overflow check see the CPU target's launches this way.
+
 `reference_values(graph, arrays, wanted)` runs the same way and also hands back the arrays of chosen
 values at any depth, inside composites included: what each kernel of a lowered graph should compute
 (graphkernel.tools.debug.compare).
 """
 from __future__ import annotations
 
+import time
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -59,9 +67,10 @@ def _last_uses(graph: Graph) -> list[list[Value]]:
     return drops
 
 
-def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> list[np.ndarray]:
+def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None, observer=None) -> list[np.ndarray]:
     """The outputs of `graph`; with `record` ({value: None} for the values asked for), every asked-for
-    value of `graph` and of its composites' subgraphs is stored into it as it is computed."""
+    value of `graph` and of its composites' subgraphs is stored into it as it is computed; with
+    `observer`, each node of `graph` and of the branches taken is shown to it (module docstring)."""
     drops = _last_uses(graph)
     wanted = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
     if record is not None:
@@ -74,12 +83,13 @@ def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> 
         except KeyError:
             raise ExecutionError(f"While executing {describe(node)}: it reads a value not computed before it "
                                  "(ir.verify tells which)") from None
+        start = time.perf_counter() if observer is not None else 0.0
         try:
             if node.subgraph is not None:
                 results = _run(node.subgraph, _check_arrays(node.subgraph, args, "subgraph "), record)
             elif node.op == IF:   # only the branch taken runs
                 branch = branches(node)[0 if args[0].reshape(-1)[0] else 1]
-                results = _run(branch, _check_arrays(branch, args[1:], "branch "), record)
+                results = _run(branch, _check_arrays(branch, args[1:], "branch "), record, observer)
             else:
                 results = evaluate(node, args)
             if len(results) != len(node.outputs):
@@ -87,6 +97,8 @@ def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> 
         except Exception as e:
             cause = str(e) if isinstance(e, ExecutionError) else f"{type(e).__name__}: {e}"
             raise ExecutionError(f"While executing {describe(node)}: {cause}") from e
+        if observer is not None and node.op != IF:
+            observer.node(node, args, results, time.perf_counter() - start)
         del args
         for v, r in zip(node.outputs, results):
             if v in wanted:
@@ -102,14 +114,15 @@ def _run(graph: Graph, arrays: list[np.ndarray], record: dict | None = None) -> 
         raise ExecutionError("a graph output is not computed by the graph (ir.verify tells which)") from None
 
 
-def interpret(graph: Graph, arrays: Sequence) -> list[np.ndarray]:
+def interpret(graph: Graph, arrays: Sequence, observer=None) -> list[np.ndarray]:
     """The graph's outputs for the given input arrays, computed by the numpy references (a graph that
-    asks for gradients is differentiated first, as the pipeline does)."""
+    asks for gradients is differentiated first, as the pipeline does); `observer` is shown every node
+    run (module docstring)."""
     if needs_autodiff(graph):
         graph = differentiate(graph)
     views = _check_arrays(graph, list(arrays))
     with np.errstate(all="ignore"):
-        results = _run(graph, views)
+        results = _run(graph, views, None, observer)
     del views
     out, seen = [], set()
     for r in results:

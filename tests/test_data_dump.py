@@ -16,7 +16,7 @@ from graphkernel import Tensor, context
 from graphkernel.context import ContextError
 from graphkernel.observation.datadump import DumpError, DumpLayerWarning, file_stem, statistics
 from graphkernel.nn import Cell
-from graphkernel.settings.observe import Launch
+from graphkernel.observation.launches import Launch
 from graphkernel.ops import operations as P
 from ir.filenames import safe_filename
 from graphkernel.observation.overflow import OverflowWarning

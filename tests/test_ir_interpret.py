@@ -13,7 +13,8 @@ from hypothesis import given, settings
 
 from ir import (DTypeError, ExecutionError, Graph, GraphBuilder, IRError, Node, ShapeError, interpret, make_node,
                 parse_graph, print_graph)
-from ir_graphs import (F16, F32, I32, composite, layer_norm_graph, literal_graph, net_basic_fuse,
+from ir.graph import Branch
+from ir_graphs import (BOOL, F16, F32, I32, composite, layer_norm_graph, literal_graph, net_basic_fuse,
                        net_composite_fused, random_graphs, random_inputs, seed_graphs, tt, two_composites)
 
 interpreter = importlib.import_module("ir.interpret")  # `ir.interpret` is the function
@@ -116,6 +117,48 @@ def test_values_are_freed_after_their_last_use(monkeypatch):
     # while Sqrt runs only its input (Tanh's) and the long-lived Exp are alive; the rest are gone
     assert alive_at["Sqrt"] == ["Exp", "Tanh"]
     assert alive_at["late use of Exp"] == ["Exp", "Neg"]
+
+
+class Shown:
+    """An interpreter observer that keeps what it is shown: (name, inputs, outputs, seconds) per node."""
+
+    def __init__(self):
+        self.nodes = []
+
+    def node(self, node, inputs, outputs, seconds):
+        self.nodes.append((node.name or node.op, [a.copy() for a in inputs], [a.copy() for a in outputs], seconds))
+
+
+def test_an_observer_sees_each_node_with_its_arrays_and_composites_as_one():
+    x, b = rand(2, 3), rand(3, seed=1)
+    shown = Shown()
+    got = interpret(two_composites(), [x, b], shown)
+    assert [name for name, *_ in shown.nodes] == ["Fused_Add_Exp_0", "Fused_ReduceSum_RealDiv_Mul_1",
+                                                  "Default/Neg-op5"]
+    for r, want in zip(got, interpret(two_composites(), [x, b])):
+        np.testing.assert_array_equal(r, want)   # observed or not, the same bits
+    (_, ins, outs, seconds), (_, _, fused, _), (_, _, neg, _) = shown.nodes
+    np.testing.assert_array_equal(ins[0], x)
+    np.testing.assert_array_equal(outs[0], got[2])
+    np.testing.assert_array_equal(fused[0], got[0])
+    np.testing.assert_array_equal(neg[0], got[1])
+    assert all(s >= 0 for *_, s in shown.nodes)
+
+
+@pytest.mark.parametrize("cond, seen", [(True, ["Exp"]), (False, ["Exp", "Neg"])])
+def test_an_observer_sees_the_nodes_of_the_branch_taken_not_the_if(cond, seen):
+    y, = Graph.with_inputs([tt(F32, 2, 3)])
+    neg = make_node("Neg", [y])
+    then, else_ = GraphBuilder(tt(F32, 2, 3)), Graph([y], [neg], [neg.out])   # the identity, the negation
+    b = GraphBuilder(tt(BOOL), tt(F32, 2, 3))
+    e = b.op("Exp", b.inputs[1], name="Exp")
+    graph = b.graph(*b.ops("If", b.inputs[0], e, then=Branch(then.graph(*then.inputs)), **{"else": Branch(else_)}))
+    x = rand(2, 3)
+    shown = Shown()
+    out, = interpret(graph, [np.array(cond), x], shown)
+    assert [name for name, *_ in shown.nodes] == seen
+    np.testing.assert_array_equal(shown.nodes[-1][2][0], out)
+    np.testing.assert_array_equal(out, np.exp(x) if cond else -np.exp(x))
 
 
 def test_an_error_names_the_node_and_chains_the_cause():

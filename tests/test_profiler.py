@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from graphkernel import Profiler, Tensor, context
-from graphkernel.settings import observe
+from graphkernel.observation.profiler import active_profiler
 from graphkernel import dtype as mstype
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
@@ -21,8 +21,8 @@ SEED_SHAPE = (1, 256, 256, 3)
 @pytest.fixture(autouse=True)
 def no_profiler_left():
     yield
-    if observe.profiler is not None:
-        observe.profiler.stop()
+    if active_profiler() is not None:
+        active_profiler().stop()
 
 
 class MulAddExp(Cell):
@@ -144,7 +144,7 @@ def test_stop_start_and_one_profiler_at_a_time(tmp_path):
     later = Profiler(output_path=str(tmp_path / "later"))
     net(*args)
     assert {r["calls"] for r in later.analyse(print_table=False)} == {1}
-    assert observe.profiler is None
+    assert active_profiler() is None
 
 
 def test_pynative_ops_are_kernels_but_no_steps(tmp_path):
@@ -162,7 +162,7 @@ def test_unwritable_output_path_names_it(tmp_path):
     blocker.write_text("x")
     with pytest.raises(ProfilerError, match=str(blocker / "out" / "profiler")):
         Profiler(output_path=str(blocker / "out"))
-    assert observe.profiler is None
+    assert active_profiler() is None
 
 
 def test_cann_dtype_names():

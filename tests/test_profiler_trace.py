@@ -9,7 +9,7 @@ import pytest
 
 import graphkernel
 from graphkernel import Profiler, Tensor, context
-from graphkernel.settings import observe
+from graphkernel.observation.profiler import active_profiler
 from graphkernel import dtype as mstype
 from graphkernel.observation.chrome_trace import TRACKS
 from graphkernel.compiler import compile_graph, options_from_context
@@ -24,8 +24,8 @@ METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_
 @pytest.fixture(autouse=True)
 def no_profiler_left():
     yield
-    if observe.profiler is not None:
-        observe.profiler.stop()
+    if active_profiler() is not None:
+        active_profiler().stop()
 
 
 def validate(doc: dict) -> list[dict]:

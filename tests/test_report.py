@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphkernel import Profiler, Tensor, context
-from graphkernel.settings import observe
+from graphkernel.observation.profiler import active_profiler
 from graphkernel.tools.cli import main
 from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.tools.demo import NetCompositeFuse, run_demo
@@ -27,8 +27,8 @@ X = np.arange(16, dtype=np.float32).reshape(4, 4) / 8
 @pytest.fixture(autouse=True)
 def no_profiler_left():
     yield
-    if observe.profiler is not None:
-        observe.profiler.stop()
+    if active_profiler() is not None:
+        active_profiler().stop()
 
 
 class Tags(HTMLParser):

@@ -11,7 +11,7 @@ import pytest
 from graphkernel import Profiler, Tensor, context
 from graphkernel.observation.datadump import DataDump, file_stem
 from graphkernel.observation.dump import StageDumper
-from graphkernel.settings.observe import Launch
+from graphkernel.observation.launches import Launch
 from graphkernel.observation.overflow import OverflowCheck
 from ir.dtypes import DType
 from ir.filenames import HASH_CHARS, NAME_LIMIT, UnsafePathError, path_in, safe_filename

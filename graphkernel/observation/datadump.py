@@ -36,7 +36,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
 from graphkernel.settings.dump_settings import ensure_directory
-from graphkernel.settings.observe import user_stacklevel
+from graphkernel.settings.user_frame import user_stacklevel
 
 
 class DumpError(GraphKernelError, OSError):

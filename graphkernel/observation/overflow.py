@@ -28,7 +28,7 @@ import numpy as np
 from ir.printer import printable
 from graphkernel.observation.datadump import (DumpError, dump_file, ensure_directory, file_stem, format_shape, save_array,
                                   write_atomic)
-from graphkernel.settings.observe import user_stacklevel
+from graphkernel.settings.user_frame import user_stacklevel
 
 MAX_ENTRIES = 200
 

@@ -19,7 +19,8 @@ target); shapes are written `1,256,256,3`, dtypes `DT_FLOAT16`, several inputs j
 input_formats is `ND` (graphkernel tensors carry no layout). kernel is the generated kernel the launch
 runs (`Fused_Mul_Add_<hash>`, shared by every composite of that structure; empty on the CPU target and
 for MatMul, host ops and copies), name the node's scope name or the composite's name. One Profiler collects at a
-time (graphkernel.settings.observe.profiler). Times include the per-launch observation and, on the CPU
+time (`active_profiler()`; compiled graphs show it their launches through
+graphkernel/observation/launches.py). Times include the per-launch observation and, on the CPU
 target, the numpy reference: compare them with each other, not with unprofiled runs.
 """
 from __future__ import annotations
@@ -34,8 +35,8 @@ from ir.errors import GraphKernelError
 from ir.filenames import path_in
 from ir.printer import printable
 from graphkernel.observation import chrome_trace
-from graphkernel.settings import observe
 from graphkernel.observation.datadump import csv_bytes, format_shape, write_atomic
+from graphkernel.observation.launches import Launch
 
 KERNEL_COLUMNS = ("op_type", "block_dim", "input_shape", "input_data_type", "input_formats", "kernel", "name",
                   "calls", "total_time_us", "avg_time_us", "graph_id")
@@ -58,9 +59,17 @@ def dt_name(dtype: DType) -> str:
 @dataclass
 class _KernelStat:
     graph_id: object
-    launch: observe.Launch
+    launch: Launch
     calls: int = 0
     seconds: float = 0.0
+
+
+_active = None     # the Profiler collecting now, if any
+
+
+def active_profiler() -> Profiler | None:
+    """The Profiler collecting now (None: no call is profiled)."""
+    return _active
 
 
 class Profiler:
@@ -87,14 +96,16 @@ class Profiler:
 
     # --- collecting --------------------------------------------------------------------------
     def start(self) -> None:
-        if observe.profiler is not None and observe.profiler is not self:
+        global _active
+        if _active is not None and _active is not self:
             raise ProfilerError("another Profiler is collecting; call its stop() first")
-        observe.profiler = self
+        _active = self
         self.collecting = True
 
     def stop(self) -> None:
-        if observe.profiler is self:
-            observe.profiler = None
+        global _active
+        if _active is self:
+            _active = None
         self.collecting = False
 
     def begin_step(self, compiled, step: int) -> None:

@@ -57,7 +57,7 @@ from ir.printer import printable
 from kernels.executor import Conditional
 from graphkernel import context
 from graphkernel.cell import Cell
-from graphkernel.settings.observe import Launch, launches
+from graphkernel.observation.launches import Launch, launches
 from graphkernel.tensor import Tensor
 from graphkernel.settings.tolerance import Errors, measure, tolerance_text
 

@@ -33,7 +33,6 @@ import ast
 import functools
 import linecache
 import os
-import sys
 from dataclasses import dataclass, field
 
 from ir.autodiff import GRADIENT, backward
@@ -80,18 +79,6 @@ def same_step(recorded: Node, node: Node) -> bool:
 
 
 # --- where a decision is taken ------------------------------------------------------------------
-_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                  for m in (sys.modules["ir"], sys.modules["graphkernel"]))
-
-
-def user_frame():
-    """The innermost frame outside graphkernel and ir: the user code whose statement calls bool()."""
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_OWN_DIRS):
-        frame = frame.f_back
-    return frame
-
-
 _TREES: dict[str, ast.AST | None] = {}
 
 

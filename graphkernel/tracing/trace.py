@@ -24,8 +24,9 @@ from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 from ir.limits import check_node
 from ir.ops import make_node
 from ir.ops.host import to_host_call
+from graphkernel.settings.user_frame import user_frame
 from graphkernel.tracing.branching import (MAX_PATHS, BranchError, Leaf, Segment, build_graph, describe_frame,
-                                   loop_statement, same_step, user_frame)
+                                   loop_statement, same_step)
 from graphkernel.context import max_device_memory
 from graphkernel import tensor as _tensor
 from graphkernel.tensor import TensorOps

@@ -1,9 +1,10 @@
-"""Observed runs of compiled graphs: the per-launch view shared by the Profiler and the data dump.
+"""Launches and observed runs of compiled graphs: the per-launch view shared by the Profiler, the data
+dump and the overflow check.
 
     CompiledGraph.run_arrays
         nothing observes           the plain path (Program.run / ir.interpret); nothing here runs
         a Profiler is active, or the graph was compiled with a data dump or an overflow check
-            run_observed(compiled, arrays)
+            run_observed(compiled, arrays, profiler)
                 sink.begin_step(graph, step)                       once per call (a step)
                 sink.kernel(graph, step, launch, inputs, outputs, seconds)
                                                                    once per kernel launch, in order
@@ -15,7 +16,8 @@ and the fusion log give it), its op type (a primitive's op, a composite's name),
 it runs (shared by every composite of one structure), its op types, block_dim, input and output types,
 and the names of the primitives a composite holds. On the Ascend
 target the launches are the Program's steps (kernels.Program.run with an observer); on the CPU
-target every top-level node that computes is one launch, run by the numpy reference. The arrays a
+target every top-level node that computes is one launch, run by the numpy reference
+(ir.interpret with an observer: it shows each node it runs). The arrays a
 sink receives have their tensor's shape; on the Ascend target they are the executor's buffers,
 reused by the next call, so a sink reads or copies them while it is called.
 
@@ -23,35 +25,18 @@ Steps are numbered per compiled graph from 0. Observed runs of one graph are ser
 """
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir.errors import ExecutionError
 from ir.graph import Graph, Node, TensorType
 from ir.interpret import interpret
-from ir.ops import branches, evaluate, placement
-from ir.printer import describe
-
-profiler = None     # the active graphkernel.Profiler, if one is collecting
+from ir.ops import branches, placement
 
 # Ops that are no kernel launch on the reference target: constants are buffers, a Reshape is a view.
 NOT_LAUNCHED = ("Const", "Reshape")
-
-_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                  for m in (sys.modules["ir"], sys.modules["kernels"], sys.modules["graphkernel"]))
-
-
-def user_stacklevel() -> int:
-    """The warnings.warn stacklevel (for its caller) of the first frame outside graphkernel, ir and kernels."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_OWN_DIRS):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 @dataclass(frozen=True)
@@ -76,9 +61,10 @@ class Launch:
 
 @dataclass
 class GraphObservation:
-    """Per compiled graph: its launches, its step count, and the sinks compiled with it (data dump,
-    overflow check)."""
+    """Per compiled graph: its launches (on the CPU target `at` maps each launched node to its Launch),
+    its step count, and the sinks compiled with it (data dump, overflow check)."""
     launches: list[Launch]
+    at: dict[Node, Launch] = field(default_factory=dict)
     sinks: list = field(default_factory=list)
     steps: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -120,27 +106,30 @@ def _reference_launches(graph: Graph, skipped: tuple[str, ...], out: dict | None
     return out
 
 
+def observe_graph(program, graph: Graph) -> GraphObservation:
+    """The observation state of a compiled graph (its program on the Ascend target, else None), no sinks yet."""
+    if program is not None:
+        return GraphObservation(_device_launches(program))
+    at = _reference_launches(graph, NOT_LAUNCHED)
+    return GraphObservation(list(at.values()), at)
+
+
 def observation(compiled) -> GraphObservation:
     """The compiled graph's observation state, made on first use."""
     obs = compiled.observation
     if obs is None:
-        obs = compiled.observation = GraphObservation(launches(compiled))
+        obs = compiled.observation = observe_graph(compiled.program, compiled.graph)
     return obs
 
 
 def launches(compiled) -> list[Launch]:
-    return launches_of(compiled.program, compiled.graph)
-
-
-def launches_of(program, graph: Graph) -> list[Launch]:
     """The launches of a compiled graph: its program's steps on the device, else its computing nodes."""
-    if program is not None:
-        return _device_launches(program)
-    return list(_reference_launches(graph, NOT_LAUNCHED).values())
+    return observe_graph(compiled.program, compiled.graph).launches
 
 
-def run_observed(compiled, arrays) -> list[np.ndarray]:
-    """Run `compiled` on arrays, showing every launch to the active profiler and the graph's dump."""
+def run_observed(compiled, arrays, profiler=None) -> list[np.ndarray]:
+    """Run `compiled` on arrays, showing every launch to `profiler` (the active Profiler, if any) and to
+    the sinks the graph was compiled with."""
     obs = observation(compiled)
     with obs.lock:
         sinks = obs.sinks if profiler is None else [profiler, *obs.sinks]
@@ -148,12 +137,12 @@ def run_observed(compiled, arrays) -> list[np.ndarray]:
         obs.steps += 1
         for s in sinks:
             s.begin_step(compiled, step)
-        relay = _Relay(compiled, step, obs.launches, sinks)
+        relay = _Relay(compiled, step, obs, sinks)
         start = time.perf_counter()
         if compiled.program is not None:
             results = compiled.program.run(arrays, relay)
         else:
-            results = _interpret_observed(compiled.graph, arrays, relay)
+            results = interpret(compiled.graph, arrays, relay)
         seconds = time.perf_counter() - start
         for s in sinks:
             s.end_step(compiled, step, seconds, relay.count)
@@ -161,59 +150,25 @@ def run_observed(compiled, arrays) -> list[np.ndarray]:
 
 
 class _Relay:
-    """The executor's observer: shapes the flat buffers and passes each launch on to the sinks."""
+    """The run's observer: passes each launch on to the sinks. The executor shows it kernels by their
+    index, with flat buffers (shaped here); the reference interpreter shows it nodes (those that are
+    no launch, constants and Reshapes, are passed over)."""
 
-    def __init__(self, compiled, step: int, launch_list: list[Launch], sinks: list):
-        self.compiled, self.step, self.launches, self.sinks = compiled, step, launch_list, sinks
+    def __init__(self, compiled, step: int, obs: GraphObservation, sinks: list):
+        self.compiled, self.step, self.obs, self.sinks = compiled, step, obs, sinks
         self.count = 0
 
     def kernel(self, index, info, inputs, outputs, seconds):
-        launch = self.launches[index]
+        launch = self.obs.launches[index]
         self.deliver(launch, [a.reshape(t.shape) for a, t in zip(inputs, launch.inputs)],
                      [a.reshape(t.shape) for a, t in zip(outputs, launch.outputs)], seconds)
+
+    def node(self, node, inputs, outputs, seconds):
+        launch = self.obs.at.get(node)
+        if launch is not None:
+            self.deliver(launch, inputs, outputs, seconds)
 
     def deliver(self, launch: Launch, inputs, outputs, seconds: float) -> None:
         self.count += 1
         for s in self.sinks:
             s.kernel(self.compiled, self.step, launch, inputs, outputs, seconds)
-
-
-def _interpret_observed(graph: Graph, arrays, relay: _Relay, launch_at: dict | None = None) -> list[np.ndarray]:
-    """ir.interpret, one top-level node at a time, timing and showing each launch; an If runs the branch
-    its condition selects the same way."""
-    if launch_at is None:
-        launch_at = _reference_launches(graph, NOT_LAUNCHED)
-    last = {v: i for i, node in enumerate(graph.nodes) for v in node.inputs}
-    keep = set(graph.outputs)
-    env = {}
-    for v, a in zip(graph.inputs, arrays):
-        view = np.asarray(a).view()
-        view.flags.writeable = False
-        env[v] = view
-    with np.errstate(all="ignore"):
-        for i, node in enumerate(graph.nodes):
-            args = [env[v] for v in node.inputs]
-            start = time.perf_counter()
-            try:
-                if branches(node):
-                    branch = branches(node)[0 if args[0].reshape(-1)[0] else 1]
-                    results = _interpret_observed(branch, args[1:], relay, launch_at)
-                else:
-                    results = interpret(node.subgraph, args) if node.subgraph is not None else evaluate(node, args)
-            except Exception as e:
-                raise ExecutionError(f"While executing {describe(node)}: {type(e).__name__}: {e}") from e
-            seconds = time.perf_counter() - start
-            if node in launch_at:
-                relay.deliver(launch_at[node], args, results, seconds)
-            env.update(zip(node.outputs, results))
-            for v in node.inputs:
-                if last.get(v) == i and v not in keep:
-                    env.pop(v, None)
-    out, seen = [], set()
-    for v in graph.outputs:
-        r = env[v]
-        if not (r.flags.writeable and r.flags.owndata) or id(r) in seen:
-            r = r.copy()
-        seen.add(id(r))
-        out.append(r)
-    return out
