@@ -175,6 +175,16 @@ def _timed(ops: float, nbytes: int, ub_bytes: int, fits_ub: bool, items: int, pe
                     phases, fits_ub, single_core, recompute)
 
 
+def joint_estimate(parts: list[Estimate], points: int, core_num: int) -> Estimate:
+    """One launch doing the work of `parts`, kernels of one code without reduce axes over different
+    sizes, over their `points` together (a multi-tensor kernel, kernels/multi_tensor.py: its blocks share
+    the parts' concatenated elements): the parts' bytes and operations, the block_dim and threads of
+    that many points, a tile the size of the largest part's."""
+    return _timed(sum(p.ops for p in parts), sum(p.bytes for p in parts), max(p.ub_bytes for p in parts),
+                  all(p.fits_ub for p in parts), points, 1, points, core_num, 1, False,
+                  max(p.recompute for p in parts))
+
+
 def back_to_back(parts: list[Estimate]) -> list[Estimate]:
     """Independent kernels run one after the other: together they stream the bytes of all of them, so
     each is timed at the bandwidth of that total (a part alone may fit the cache, the pair may not)."""

@@ -139,24 +139,28 @@ class Search:
         return self.facts(a).count + self.facts(b).count
 
     def kernels(self, a: Node, b: Node) -> list[Kernel]:
-        """The merged kernel: from the two summaries when both are flat, else from its subgraph."""
-        clusters, core_num = self.clusters, self.opts.core_num
-        fa, fb = self.facts(a), self.facts(b)
-        flat = merge_flat(fa.flat, fb.flat, lambda v: clusters.inside(v, (a, b)),
-                          lambda v: clusters.read_outside(v, (a, b))) if fa.flat and fb.flat else None
-        if flat is not None:
-            merged, estimate = None, partial(flat.estimate, core_num)
-        else:
-            nodes = sorted(clusters.members[a] + clusters.members[b], key=clusters.position.__getitem__)
-            merged = clusters.subgraph(nodes)
-            estimate = partial(clusters.estimate, nodes, core_num, merged)
-        facts = Facts(fa.count + fb.count, None, flat)
+        """The merged kernel (`merged_kernel`), its facts kept should can_fuse accept the pair."""
+        merged, estimate, flat = self.merged_kernel(a, b)
+        facts = Facts(self.facts(a).count + self.facts(b).count, None, flat)
         self._merged = (a, b, facts)
 
         def fused() -> Estimate:    # kept as the merged cluster's, should can_fuse accept
             facts.estimate = estimate()
             return facts.estimate
         return [Kernel(merged, fused)]
+
+    def merged_kernel(self, a: Node, b: Node) -> tuple[Graph | None, Callable[[], Estimate], Flat | None]:
+        """The kernel merging a and b makes: its subgraph (None when known by its summary), its
+        estimate, its summary. From the two summaries when both are flat, else from its subgraph."""
+        clusters, core_num = self.clusters, self.opts.core_num
+        fa, fb = self.facts(a), self.facts(b)
+        flat = merge_flat(fa.flat, fb.flat, lambda v: clusters.inside(v, (a, b)),
+                          lambda v: clusters.read_outside(v, (a, b))) if fa.flat and fb.flat else None
+        if flat is not None:
+            return None, partial(flat.estimate, core_num), flat
+        nodes = sorted(clusters.members[a] + clusters.members[b], key=clusters.position.__getitem__)
+        merged = clusters.subgraph(nodes)
+        return merged, partial(clusters.estimate, nodes, core_num, merged), None
 
     def creates_cycle(self, a: Node, b: Node) -> bool:
         return self.clusters.creates_cycle(a, b)
