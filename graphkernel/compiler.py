@@ -11,6 +11,9 @@
 
 device_target "CPU" runs the final IR on the numpy reference (ir.interpret; composites are interpreted
 through their subgraphs). "Ascend" lowers it to numba kernels (kernels.lower).
+
+A compile reads its CompileOptions and nothing else: `options_from_context` is the one place that reads
+the context's settings (fusion, flags, precision, dumps, data dump, kernel cache) and freezes them.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from graphkernel.observation.compile_record import compile_record, dumps as reco
 from graphkernel.observation.datadump import DataDump, DumpError
 from graphkernel.device import lower_for_device
 from graphkernel.observation.dump import StageDumper
-from graphkernel.settings.dump_settings import parse_steps
+from graphkernel.settings.dump_settings import DataDumpOptions, parse_steps
 from graphkernel.settings.flags import parse_flags
 from graphkernel.settings.fusion_switch import read_fusion_switch
 from graphkernel.settings.jit_config import resolve as resolve_fusion
@@ -68,29 +71,38 @@ class KernelSummary:
 
 
 def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileOptions:
-    """The options of a compile now; `graph_level` is the (jit_level, switch) of the graph itself (a
-    jit decorator's, a Cell's JitConfig), which comes before the session's (graphkernel/settings/jit_config.py)."""
-    switch = context.get_context("fusion_switch_file")
-    mixlist, dtypes = context.get_context("modify_mixlist"), context.get_context("customize_dtypes")
+    """The options of a compile now: the one place a compile reads the context. `graph_level` is the
+    (jit_level, switch) of the graph itself (a jit decorator's, a Cell's JitConfig), which comes
+    before the session's (graphkernel/settings/jit_config.py)."""
+    get = context.get_context
+    switch, mixlist, dtypes = get("fusion_switch_file"), get("modify_mixlist"), get("customize_dtypes")
     mixlist = read_mixlist(mixlist) if mixlist else None
     dtypes = read_customize_dtypes(dtypes) if dtypes else None
-    mode = effective_mode(context.get_context("precision_mode"), context.get_context("precision_mode_v2"))
+    mode = effective_mode(get("precision_mode"), get("precision_mode_v2"))
     warn_unused_files(mode, mixlist, dtypes)
-    fusion = resolve_fusion(context.get_context("enable_graph_kernel"), context.enable_graph_kernel_set(),
-                            graph_level, context.session_jit_level())
+    fusion = resolve_fusion(get("enable_graph_kernel"), context.enable_graph_kernel_set(), graph_level,
+                            context.session_jit_level())
+    step = get("dump_step")
     return CompileOptions(
-        device_target=context.get_context("device_target"),
+        device_target=get("device_target"),
         enable_graph_kernel=fusion.enabled,
         fusion_switch=fusion,
-        flags=parse_flags(context.get_context("graph_kernel_flags"), check_names=check_flag_names),
-        core_num=context.get_context("core_num"),
-        deterministic=context.get_context("deterministic"),
+        flags=parse_flags(get("graph_kernel_flags"), check_names=check_flag_names),
+        core_num=get("core_num"),
+        deterministic=get("deterministic"),
         precision_mode=mode,
         mixlist=mixlist,
         customize_dtypes=dtypes,
         fusion_switch_off=read_fusion_switch(switch) if switch else frozenset(),
-        mix_compile_mode=context.get_context("mix_compile_mode"),
+        mix_compile_mode=get("mix_compile_mode"),
         max_device_memory=max_device_memory(),
+        save_graphs=get("save_graphs"),
+        save_graphs_path=get("save_graphs_path"),
+        data_dump=DataDumpOptions(get("enable_dump"), get("enable_dump_debug"), get("dump_path"), get("dump_mode"),
+                                  None if step is None else parse_steps(step), get("dump_layer"), get("dump_data"),
+                                  get("dump_debug_mode")),
+        cache_mode=get("op_compiler_cache_mode"),
+        cache_dir=get("op_compiler_cache_dir"),
     )
 
 
@@ -246,9 +258,9 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     """
     check_graph(graph, opts.max_device_memory)
     graph_id = None if eager else context.next_graph_id()
-    save = context.get_context("save_graphs") and not eager
-    dumper = StageDumper(context.get_context("save_graphs_path") if save else None, graph_id or 0,
-                         opts.flags.dump_as_text, STAGE_DUMPS)
+    save = opts.save_graphs and not eager
+    dumper = StageDumper(opts.save_graphs_path if save else None, graph_id or 0, opts.flags.dump_as_text,
+                         STAGE_DUMPS)
     stages: dict[str, Graph] = {}
 
     def on_stage(stage: str, g: Graph) -> None:
@@ -267,7 +279,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     else:
         check_reference_peak(final, opts.max_device_memory)
     kernels = list(program.kernels) if program is not None else summarize_kernels(final)
-    observation = None if eager else data_dump_observation(graph_id, stages, program, final)
+    observation = None if eager else data_dump_observation(opts.data_dump, graph_id, stages, program, final)
     compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
                              program=program, observation=observation, checks=list(checks), log=passes.log)
     if dumper.directory is not None:
@@ -285,24 +297,21 @@ def write_record(compiled: CompiledGraph, dumper: StageDumper) -> None:
         dumper.files.append(write_report(dumper.directory, pages=False, recursive=False)[-1])
 
 
-def data_dump_observation(graph_id: int, stages: dict, program, graph: Graph) -> GraphObservation | None:
+def data_dump_observation(dump: DataDumpOptions, graph_id: int, stages: dict, program,
+                          graph: Graph) -> GraphObservation | None:
     """The observation state of a graph compiled with enable_dump or enable_dump_debug: its launches with
     the data dump and overflow check sinks (None: neither is on)."""
-    dump, debug = context.get_context("enable_dump"), context.get_context("enable_dump_debug")
-    if not (dump or debug):
+    if not (dump.enable_dump or dump.enable_dump_debug):
         return None
-    path = context.get_context("dump_path")
-    if path is None:
-        which = "enable_dump" if dump else "enable_dump_debug"
+    if dump.path is None:
+        which = "enable_dump" if dump.enable_dump else "enable_dump_debug"
         raise DumpError(f"{which}=True needs a dump directory: set_context(dump_path=DIR)")
     obs = observe_graph(program, graph)
-    if dump:
-        step = context.get_context("dump_step")
-        obs.sinks.append(DataDump(graph_id, stages, obs.launches, path, context.get_context("dump_mode"),
-                                  None if step is None else parse_steps(step), context.get_context("dump_layer"),
-                                  context.get_context("dump_data")))
-    if debug:
-        obs.sinks.append(OverflowCheck(path, context.get_context("dump_debug_mode")))
+    if dump.enable_dump:
+        obs.sinks.append(DataDump(graph_id, stages, obs.launches, dump.path, dump.mode, dump.steps, dump.layer,
+                                  dump.data))
+    if dump.enable_dump_debug:
+        obs.sinks.append(OverflowCheck(dump.path, dump.debug_mode))
     return obs
 
 

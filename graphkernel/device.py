@@ -1,19 +1,17 @@
 """The emulated Ascend device: lower a compiled graph to numba kernels (kernels.lower) and write the
-`kernel_graph_<id>.dot` dump. The context's cache and core settings become a kernels.DeviceConfig."""
+`kernel_graph_<id>.dot` dump. The compile's cache and core options become a kernels.DeviceConfig."""
 from __future__ import annotations
 
 import os
 
 from kernels import DeviceConfig, kernel_graph_dot, kernels_to_build, lower
-from graphkernel import context
 from graphkernel.observation.progress import CompileProgress
 
 
 def device_config(opts, source_dir: str | None = None):
-    return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic,
-                        cache_mode=context.get_context("op_compiler_cache_mode"),
-                        cache_dir=context.get_context("op_compiler_cache_dir"), source_dir=source_dir,
-                        max_device_memory=opts.max_device_memory)
+    """The kernels.DeviceConfig of a compile's CompileOptions."""
+    return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic, cache_mode=opts.cache_mode,
+                        cache_dir=opts.cache_dir, source_dir=source_dir, max_device_memory=opts.max_device_memory)
 
 
 def lower_for_device(graph, opts, graph_id, dumper, eager: bool):

@@ -260,3 +260,68 @@ def test_moved_public_paths_still_import(old):
     new = graphkernel.MOVED[old]
     assert importlib.import_module(old) is importlib.import_module(new)
     assert getattr(graphkernel, old.rsplit(".", 1)[1]) is importlib.import_module(new)
+
+
+# Where a module below the api layer may use graphkernel.context, (module, function, name): the one reader of
+# the settings a compile takes, options_from_context (CompileOptions describes a whole compile: passes, compiler
+# and device read it alone); PYNATIVE's one-op compile cache, keyed by the settings like a Cell's; the process's
+# graph counter, which numbers compiles (no setting); and the memory limit a trace checks each traced shape
+# against while construct runs, before anything compiles.
+CONTEXT_READERS = {
+    ("graphkernel.compiler", "options_from_context", "context.get_context"),
+    ("graphkernel.compiler", "options_from_context", "context.enable_graph_kernel_set"),
+    ("graphkernel.compiler", "options_from_context", "context.session_jit_level"),
+    ("graphkernel.compiler", "options_from_context", "max_device_memory"),
+    ("graphkernel.compiler", "run_eager", "context.compile_settings_id"),
+    ("graphkernel.compiler", "compile_graph", "context.next_graph_id"),
+    ("graphkernel.tracing.trace", "Trace._reset_run", "max_device_memory"),
+}
+
+
+def context_uses(module: str, source: str) -> set[tuple[str, str, str]]:
+    """(module, enclosing function, name) for every use of graphkernel.context in `source`: `context.f` through
+    a name bound to the module, or a name imported from it."""
+    tree = ast.parse(source)
+    modules, names = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "graphkernel":
+            modules |= {a.asname or a.name for a in node.names if a.name == "context"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "graphkernel.context":
+            names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname for a in node.names if a.name == "graphkernel.context" and a.asname}
+    found = set()
+
+    def walk(node, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{where}.{child.name}" if where else child.name
+            if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id in modules:
+                found.add((module, where, f"context.{child.attr}"))
+            elif isinstance(child, ast.Name) and child.id in names and isinstance(child.ctx, ast.Load):
+                found.add((module, where, child.id))
+            walk(child, inner)
+
+    walk(tree, "")
+    return found
+
+
+def test_the_context_reader_finds_every_spelling():
+    src = ("from graphkernel import context\nfrom graphkernel.context import max_device_memory as mdm\n"
+           "x = context.get_context('core_num')\n"
+           "class T:\n    def f(self):\n        return mdm()\n")
+    assert context_uses("m", src) == {("m", "", "context.get_context"), ("m", "T.f", "mdm")}
+
+
+def test_below_the_api_layer_only_options_from_context_reads_the_settings():
+    """A compile does what its CompileOptions say: nothing below the api layer reads the context, but the
+    places CONTEXT_READERS names (tests/test_pipeline_options.py runs a compile with the context locked)."""
+    api, context_layer = ([name for name, _ in LAYERS].index(n) for n in ("api", "context"))
+    found = set()
+    for m, path in MODULES.items():
+        if m.startswith("graphkernel") and layer_of(m) < api and layer_of(m) != context_layer:
+            found |= context_uses(m, path.read_text("utf-8"))
+    assert found <= CONTEXT_READERS, "read the CompileOptions, not the context:\n" + "\n".join(
+        f"{m}: {fn or '<module>'} uses {name}" for m, fn, name in sorted(found - CONTEXT_READERS))
+    assert CONTEXT_READERS <= found, f"no longer read, drop from CONTEXT_READERS: {sorted(CONTEXT_READERS - found)}"

@@ -6,7 +6,11 @@ import os
 import numpy as np
 import pytest
 
-from graphkernel import GraphKernelError, Tensor, context
+from graphkernel import GraphKernelError, Tensor, context, device
+from graphkernel.compiler import compile_graph, options_from_context
+from ir.builder import GraphBuilder
+from ir.dtypes import DType
+from ir.graph import TensorType
 from graphkernel.tools.demo import NetCompositeFuse
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
@@ -65,6 +69,40 @@ def test_unwritable_save_graphs_path_is_named(cpu, x, tmp_path):
     context.set_context(save_graphs=True, save_graphs_path=str(blocker / "dumps"))
     with pytest.raises(GraphKernelError, match=r"save_graphs_path '.*a_file/dumps' cannot be created"):
         NetCompositeFuse().compile(x)
+
+
+def test_a_compile_does_what_its_options_say_and_reads_no_context(x, tmp_path, monkeypatch):
+    """CompileOptions describe a whole compile: built from one context, they decide the fusion, the stage
+    dumps, the data dump and overflow check, and the kernel cache, whatever the context holds when the
+    compile and the run take place; neither reads it (tests/test_imports.py checks the sources too)."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    context.set_context(enable_graph_kernel=True, save_graphs=True, save_graphs_path=str(first / "graphs"),
+                        enable_dump=True, enable_dump_debug=True, dump_path=str(first / "data"), dump_step="0",
+                        op_compiler_cache_mode="disable", op_compiler_cache_dir=str(first / "cache"))
+    opts = options_from_context()
+    context.set_context(enable_graph_kernel=False, save_graphs=False, save_graphs_path=str(later / "graphs"),
+                        enable_dump=False, enable_dump_debug=False, dump_path=str(later / "data"),
+                        op_compiler_cache_mode="enable", op_compiler_cache_dir=str(later / "cache"))
+    b = GraphBuilder(TensorType((4, 4), DType.float32))
+    graph = b.graph(b.op("Pow", b.op("Add", b.op("Mul", b.inputs[0], b.scalar(2.0, b.inputs[0])),
+                                     b.scalar(1.0, b.inputs[0])), b.scalar(3.0, b.inputs[0])))
+    configs = []
+    lower = device.lower
+    monkeypatch.setattr(device, "lower", lambda g, cfg, progress: configs.append(cfg) or lower(g, cfg, progress))
+
+    def locked(*args):
+        raise AssertionError("the compile read the context")
+    for name in ("get_context", "compile_settings", "compile_settings_id", "max_device_memory"):
+        monkeypatch.setattr(context, name, locked)
+    compiled = compile_graph(graph, opts)
+    compiled.run_arrays([x.asnumpy()])
+    monkeypatch.undo()
+    assert compiled.kernel_count == 1    # fused, as the first context said
+    assert (first / "graphs" / f"kernel_graph_{compiled.graph_id}.dot").exists()
+    assert (first / "data" / f"graph_{compiled.graph_id}" / "step_0").is_dir()
+    assert [type(s).__name__ for s in compiled.observation.sinks] == ["DataDump", "OverflowCheck"]
+    assert [(c.cache_mode, c.cache_dir) for c in configs] == [("disable", str(first / "cache"))]
+    assert not [p for p in later.rglob("*") if p.is_file()]   # set_context made dump_path; nothing went there
 
 
 def test_dump_as_text_writes_ir_and_a_fusion_log_with_reasons(cpu, x, tmp_path):

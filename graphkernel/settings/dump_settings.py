@@ -1,16 +1,32 @@
 """The data dump's settings (dump_path, dump_step, dump_layer), checked by set_context: plain parsers
-that know nothing of the context or of compiled graphs (graphkernel/observation/datadump.py uses them at compile time).
+that know nothing of the context or of compiled graphs; and `DataDumpOptions`, the settings of the
+data dump and the overflow check as one compile takes them (CompileOptions.data_dump; the compiler
+hands them to graphkernel/observation/datadump.py and overflow.py).
 """
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
 from ir.errors import GraphKernelError
 
 
 class DumpSettingError(GraphKernelError, ValueError):
     """A dump setting that does not parse; set_context reports it as a ContextError naming the key."""
+
+
+@dataclass(frozen=True)
+class DataDumpOptions:
+    """enable_dump and enable_dump_debug with their settings, as set_context checked them."""
+    enable_dump: bool = False
+    enable_dump_debug: bool = False
+    path: str | None = None            # dump_path
+    mode: str = "output"               # dump_mode: input | output | all
+    steps: tuple[tuple[int, int], ...] | None = None   # dump_step parsed (parse_steps); None: every step
+    layer: str | None = None           # dump_layer: names separated by spaces; None: every launch
+    data: str = "tensor"               # dump_data: tensor | stats
+    debug_mode: str = "all"            # dump_debug_mode: aicore_overflow | atomic_overflow | all
 
 
 def check_dump_path(value):

@@ -1,15 +1,18 @@
 """CompileOptions: everything a compile depends on, frozen and compared by value; and PassContext,
 what the passes of one compile share besides: the fusion log they append their decisions to.
 
-compiler.options_from_context() builds the options from the context; passes read them, never the
-context. compile_graph opens one PassContext per compile (`with PassContext() as ctx:`), as TVM's
-PassContext scopes a build; a pass finds it with `PassContext.current()`.
+compiler.options_from_context() builds the options from the context, once per compile; the passes, the
+compiler and the device read them, never the context: a compile does what its options say, whatever
+the context holds while it runs (the dumps it writes, the kernel cache it uses included).
+compile_graph opens one PassContext per compile (`with PassContext() as ctx:`), as TVM's PassContext
+scopes a build; a pass finds it with `PassContext.current()`.
 """
 from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
 
+from graphkernel.settings.dump_settings import DataDumpOptions
 from graphkernel.settings.flags import GraphKernelFlags
 from graphkernel.settings.jit_config import FusionSwitch
 
@@ -80,6 +83,12 @@ class CompileOptions:
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
     mix_compile_mode: bool = False   # host ops may compile next to device work (passes/partition.py)
     max_device_memory: int | None = None   # bytes one tensor, or one call's device buffers, may take
+    # what the compile writes beside its result and where it keeps its kernels (no result depends on them)
+    save_graphs: bool = False        # the stage dumps (not for a PYNATIVE one-op compile)
+    save_graphs_path: str | None = "dot_out"
+    data_dump: DataDumpOptions = DataDumpOptions()   # enable_dump, enable_dump_debug and their settings
+    cache_mode: str = "enable"       # op_compiler_cache_mode: enable | disable | force
+    cache_dir: str | None = None     # op_compiler_cache_dir (None: the user's cache directory)
 
     @property
     def opt_level(self) -> int:
