@@ -12,9 +12,9 @@
     checkpoint_callback.py   ModelCheckpoint, CheckpointConfig
     loss_scale.py            FixedLossScaleManager, DynamicLossScaleManager
 """
-from graphkernel.train.callbacks import (Callback, CallbackError, LearningRateScheduler, LossMonitor, ProgressBar,
+from graphkernel.train.callback.base import (Callback, CallbackError, LearningRateScheduler, LossMonitor, ProgressBar,
                                          RunContext, TimeMonitor)
-from graphkernel.train.checkpoint_callback import CheckpointConfig, ModelCheckpoint
+from graphkernel.train.callback.model_checkpoint import CheckpointConfig, ModelCheckpoint
 from graphkernel.train.dataset import Dataset, DatasetError, GeneratorDataset, NumpySlicesDataset
 from graphkernel.train.loss_scale import (DynamicLossScaleManager, FixedLossScaleManager, LossScaleError,
                                           LossScaleManager)

@@ -43,7 +43,7 @@ from graphkernel.nn.loss import WithLossCell
 from graphkernel.nn.optim import Optimizer
 from graphkernel.nn.wrap import TrainOneStepCell, TrainOneStepWithLossScaleCell
 from graphkernel.tensor import Tensor
-from graphkernel.train.callbacks import CallbackList, CallbackParam, RunContext
+from graphkernel.train.callback.base import CallbackList, CallbackParam, RunContext
 from graphkernel.train.dataset import DatasetError, as_dataset
 from graphkernel.train.loss_scale import DynamicLossScaleManager, LossScaleManager
 from graphkernel.train.metrics import Loss, get_metrics

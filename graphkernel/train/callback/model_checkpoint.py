@@ -19,7 +19,7 @@ import os
 import time
 
 from graphkernel.checkpoint import save_checkpoint
-from graphkernel.train.callbacks import Callback, CallbackError
+from graphkernel.train.callback.base import Callback, CallbackError
 
 
 class CheckpointConfig:
