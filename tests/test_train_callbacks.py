@@ -9,9 +9,18 @@ import numpy as np
 import pytest
 
 import graphkernel as ms
-from graphkernel import nn
+from graphkernel import nn, train
+from graphkernel.train import callback
 from graphkernel.train import (Callback, CallbackError, CheckpointConfig, LearningRateScheduler, Model,
                                ModelCheckpoint, NumpySlicesDataset, ProgressBar, TimeMonitor)
+
+
+def test_mindspore_callback_path_is_the_package_of_the_callbacks():
+    """`mindspore.train.callback` (a package in MindSpore 2.x) names every callback graphkernel.train does."""
+    assert callback.__path__, "graphkernel.train.callback is a package"
+    for name in ("Callback", "RunContext", "LossMonitor", "TimeMonitor", "LearningRateScheduler", "ProgressBar",
+                 "ModelCheckpoint", "CheckpointConfig", "CallbackError"):
+        assert getattr(callback, name) is getattr(train, name), name
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@
     model.py                 Model (train with loop sinking, eval, predict, amp_level)
     dataset.py               NumpySlicesDataset, GeneratorDataset, batch, shuffle
     metrics.py               Metric, Accuracy, Loss, MAE, MSE
-    callbacks.py             Callback, RunContext, LossMonitor, TimeMonitor, LearningRateScheduler, ProgressBar
-    checkpoint_callback.py   ModelCheckpoint, CheckpointConfig
+    callback/                Callback, RunContext, LossMonitor, TimeMonitor, LearningRateScheduler, ProgressBar,
+                             ModelCheckpoint, CheckpointConfig (MindSpore's mindspore.train.callback)
     loss_scale.py            FixedLossScaleManager, DynamicLossScaleManager
 """
-from graphkernel.train.callback.base import (Callback, CallbackError, LearningRateScheduler, LossMonitor, ProgressBar,
-                                         RunContext, TimeMonitor)
-from graphkernel.train.callback.model_checkpoint import CheckpointConfig, ModelCheckpoint
+from graphkernel.train.callback import (Callback, CallbackError, CheckpointConfig, LearningRateScheduler, LossMonitor,
+                                        ModelCheckpoint, ProgressBar, RunContext, TimeMonitor)
 from graphkernel.train.dataset import Dataset, DatasetError, GeneratorDataset, NumpySlicesDataset
 from graphkernel.train.loss_scale import (DynamicLossScaleManager, FixedLossScaleManager, LossScaleError,
                                           LossScaleManager)

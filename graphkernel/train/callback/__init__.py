@@ -1,8 +1,13 @@
-"""MindSpore's `mindspore.train.callback` path: `Callback` (the base a user subclasses), RunContext and
-the callbacks of graphkernel.train.callbacks and checkpoint_callback."""
-from graphkernel.train.callback.base import (Callback, LearningRateScheduler, LossMonitor, ProgressBar, RunContext,
-                                         TimeMonitor)
+"""MindSpore's `mindspore.train.callback`: `Callback` (the base a user subclasses), RunContext, and the
+callbacks that come with the package.
+
+    base.py               Callback, RunContext, CallbackParam, CallbackList (what Model runs them with)
+    builtin.py            LossMonitor, TimeMonitor, LearningRateScheduler, ProgressBar
+    model_checkpoint.py   ModelCheckpoint, CheckpointConfig
+"""
+from graphkernel.train.callback.base import Callback, CallbackError, RunContext
+from graphkernel.train.callback.builtin import LearningRateScheduler, LossMonitor, ProgressBar, TimeMonitor
 from graphkernel.train.callback.model_checkpoint import CheckpointConfig, ModelCheckpoint
 
-__all__ = ["Callback", "RunContext", "LossMonitor", "TimeMonitor", "LearningRateScheduler", "ProgressBar",
-           "ModelCheckpoint", "CheckpointConfig"]
+__all__ = ["Callback", "CallbackError", "RunContext", "LossMonitor", "TimeMonitor", "LearningRateScheduler",
+           "ProgressBar", "ModelCheckpoint", "CheckpointConfig"]
