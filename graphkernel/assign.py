@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ir.errors import GraphKernelError
-from graphkernel.tensor import Parameter, Tensor, primitives
+from graphkernel.tensor import Parameter, Tensor, operations
 from graphkernel.tracing.trace import SymbolicTensor, active_trace
 
 
@@ -25,7 +25,7 @@ class AssignError(GraphKernelError, TypeError):
 
 def _cast_like(variable, value):
     """`value` as a tensor of the variable's dtype, a one-element value broadcast to its shape."""
-    P = primitives()
+    P = operations()
     if isinstance(value, (Tensor, SymbolicTensor)):
         shape = tuple(variable.shape)
         if tuple(value.shape) != shape and math.prod(value.shape) == 1:

@@ -23,7 +23,7 @@ from graphkernel.tracing.arguments import check as check_argument, eager_argumen
 from graphkernel.assign import assign
 from graphkernel.settings.jit_config import JitConfig, JitConfigError, JitConfigWarning
 from graphkernel.tensor import (PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, TensorOps,
-                                is_python_scalar, primitives)
+                                is_python_scalar, operations)
 from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
 
 
@@ -106,7 +106,7 @@ class Cell:
         dtype = self._float_dtype
         if dtype is None:
             return args
-        cast = primitives().Cast()
+        cast = operations().Cast()
         return tuple(cast(a, dtype) if isinstance(a, TensorOps) and a.dtype.is_float and a.dtype != dtype else a
                      for a in args)
 

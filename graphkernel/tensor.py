@@ -39,17 +39,17 @@ def _to_array(data, dtype) -> np.ndarray:
 
 # The primitives behind the operators: graphkernel.ops.operations (P), a layer above the tensors it
 # computes on, hands itself over when it is imported (as `import graphkernel` always does).
-_primitives: list = []
+_operations: list = []
 
 
-def use_primitives(module) -> None:
+def use_operations(module) -> None:
     """Called once by graphkernel.ops.operations with itself."""
-    _primitives[:] = [module]
+    _operations[:] = [module]
 
 
-def primitives():
-    """graphkernel.ops.operations: the primitives that Tensor operators and methods call."""
-    return _primitives[0]
+def operations():
+    """The module graphkernel.ops.operations (P): the primitives that Tensor operators and methods call."""
+    return _operations[0]
 
 
 class TensorOps:
@@ -58,7 +58,7 @@ class TensorOps:
     __array_priority__ = 100  # numpy scalars on the left defer to us
 
     def _binary(self, op, other, reverse=False):
-        P = primitives()
+        P = operations()
         if isinstance(other, np.ndarray):   # an array operand is a constant Tensor (as in MindSpore)
             other = Tensor(other)
         prim = getattr(P, op)()
@@ -79,11 +79,11 @@ class TensorOps:
     def __matmul__(self, o): return self._binary("MatMul", o)
 
     def __neg__(self):
-        P = primitives()
+        P = operations()
         return P.Neg()(self)
 
     def __abs__(self):
-        P = primitives()
+        P = operations()
         return P.Abs()(self)
 
     # == and != compare element by element, as in MindSpore: a bool tensor (so `if x == 0:` on a traced
@@ -128,7 +128,7 @@ class TensorOps:
         """Basic indexing, x[1], x[:, 0], x[..., 1:3], x[::2], x[None]: one StridedSlice (a Reshape
         when it only drops or inserts size-1 axes, ir/ops/strided_slice.py)."""
         begin, end, strides, masks = strided_slice_args(key)
-        return primitives().StridedSlice(**masks)(self, begin, end, strides)
+        return operations().StridedSlice(**masks)(self, begin, end, strides)
 
 
 class TensorIndexError(GraphKernelError, IndexError):
@@ -172,7 +172,7 @@ def strided_slice_args(key) -> tuple[tuple, tuple, tuple, dict]:
 
 def _method(x, name: str, d):
     """x.<name> bound: the row's primitive called on x, the method's arguments bound to its attributes."""
-    P = primitives()
+    P = operations()
     if not d.api.method_args:
         prim = getattr(P, d.name)()
 

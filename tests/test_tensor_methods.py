@@ -7,10 +7,18 @@ import pytest
 import graphkernel as ms
 from graphkernel import GraphKernelError, Tensor
 from graphkernel.nn import Cell
-from graphkernel.tensor import _METHODS
+from graphkernel.ops import operations as P
+from graphkernel.tensor import _METHODS, operations
 from tolerance import assert_close
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 4 + 0.25
+
+def test_tensor_operators_call_the_operations_module():
+    """tensor.operations() is graphkernel.ops.operations (P), handed over when P is imported; the
+    fusion passes' `primitives(node)` is another thing: the primitive nodes a node computes."""
+    assert operations() is P
+    assert (Tensor(X) * 2).asnumpy().tolist() == (X * 2).tolist()
+
 
 # (id, the call on a tensor, the same on a numpy array)
 CALLS = [

@@ -23,7 +23,7 @@ from graphkernel.ops.static import DType, Rank, Shape, Size  # noqa: F401  (trac
 from graphkernel.ops.collective import AllReduce  # noqa: F401  (one device: the identity)
 from graphkernel.ops.float_status import (  # noqa: F401  (the sticky overflow status)
     NPUAllocFloatStatus, NPUClearFloatStatus, NPUClearFloatStatusV2, NPUGetFloatStatus, NPUGetFloatStatusV2)
-from graphkernel.tensor import use_primitives
+from graphkernel.tensor import use_operations
 
 
 def signature(d: OpDef) -> str:
@@ -86,7 +86,7 @@ __all__ += ["AllReduce"]   # graphkernel/ops/collective.py
 __all__ += ["NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2", "NPUGetFloatStatus",
             "NPUGetFloatStatusV2"]   # graphkernel/ops/float_status.py
 
-use_primitives(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
+use_operations(sys.modules[__name__])   # Tensor operators and Parameter writes call these primitives
 
 
 def __getattr__(name: str):
