@@ -92,7 +92,8 @@ from graphkernel import context, dtype  # noqa: E402
 from graphkernel.tensor import Parameter, Tensor  # noqa: E402
 from graphkernel.observation.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
-from graphkernel.gradients import grad, jit, value_and_grad  # noqa: E402
+from graphkernel.common.api import jit  # noqa: E402
+from graphkernel.gradients import grad, value_and_grad  # noqa: E402
 from graphkernel.checkpoint import (CheckpointError, load_checkpoint, load_param_into_net,  # noqa: E402
                                     save_checkpoint)
 from graphkernel import nn, ops  # noqa: E402

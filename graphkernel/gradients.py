@@ -1,4 +1,5 @@
-"""Gradients with MindSpore's API: `grad`, `value_and_grad`, `GradOperation`; `jit` compiles a function.
+"""Gradients with MindSpore's API: `grad`, `value_and_grad`, `GradOperation` (`jit`, which compiles a
+function, is in graphkernel/common/api.py, MindSpore's mindspore.common.api).
 
     grad_fn = graphkernel.value_and_grad(forward_fn, None, weights, has_aux=True)
     (loss, logits), grads = grad_fn(data, label)
@@ -38,10 +39,9 @@ from ir.errors import GraphKernelError
 from ir.graph import TensorType, Value
 from ir.ops import make_node
 from graphkernel import context
-from graphkernel.tracing.arguments import graph_inputs
 from graphkernel.cell import Cell
+from graphkernel.common.api import jit
 from graphkernel.compiler import run_eager
-from graphkernel.settings.jit_config import jit_decorator_level
 from graphkernel.tracing.tape import Tape, active_tape, recording
 from graphkernel.tensor import Parameter, Tensor
 from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
@@ -278,71 +278,6 @@ def _wrap(fn, request: _Request):
         return request(*args)
     grad_fn.request = request
     return grad_fn
-
-
-class _FunctionCell(Cell):
-    """A Python function compiled as a Cell for one nesting of its arguments: tuples and lists of
-    Tensors among them are passed flat and rebuilt (`tree`) for the function."""
-
-    def __init__(self, fn, tree):
-        super().__init__()
-        object.__setattr__(self, "fn", fn)
-        object.__setattr__(self, "tree", tree)
-
-    def construct(self, *flat):
-        return self.fn(*_rebuild(self.tree, list(flat)))
-
-
-def _structure(x, flat: list):
-    """Append the leaves of nested tuples/lists `x` to `flat`; the (hashable) tree that rebuilds `x`."""
-    if isinstance(x, (tuple, list)):
-        return type(x), tuple(_structure(item, flat) for item in x)
-    flat.append(x)
-    return None
-
-
-def _rebuild(tree, flat: list):
-    if tree is None:
-        return flat.pop(0)
-    kind, items = tree
-    return kind(_rebuild(item, flat) for item in items)
-
-
-def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgraph=False, backend="",
-        **options):
-    """`@jit` (MindSpore's `ms.jit`): the function runs as one compiled graph, traced once per input
-    signature, in GRAPH_MODE and PYNATIVE_MODE alike; inside it, `grad`/`value_and_grad` functions and
-    Cells are traced inline. `f.compile(*args)` returns the CompiledGraph a call uses.
-
-    MindSpore 2.10's arguments, checked as it checks them (graphkernel/settings/jit_config.py): `jit_level` "O0"
-    (fusion off) or "O1" (on) decides for this function's graphs; left out, the session's switches
-    decide. capture_mode, dynamic, fullgraph, backend and the known options change nothing here (the
-    function is traced in every capture mode); the deprecated `jit_config=JitConfig(...)` warns and,
-    unlike in 2.10, still sets the level."""
-    graph_level = jit_decorator_level(capture_mode, "O0" if jit_level is None else jit_level, dynamic,
-                                      fullgraph, backend, options, jit_level is not None)
-
-    def decorate(fn):
-        cells: dict = {}
-
-        def compiled(args):
-            flat: list = []
-            tree = _structure(tuple(args), flat)
-            cell = cells.get(tree)
-            if cell is None:
-                cell = cells[tree] = _FunctionCell(fn, tree)
-                object.__setattr__(cell, "_jit_level", graph_level)
-            return cell.compile(*flat), flat
-
-        @functools.wraps(fn)
-        def run(*args):
-            if active_trace() is not None or active_tape() is not None:
-                return fn(*args)   # inline: inside a trace, or recorded op by op on a PYNATIVE tape
-            graph, flat = compiled(args)
-            return graph.call_unchecked(graph_inputs(flat))
-        run.compile = lambda *args: compiled(args)[0]
-        return run
-    return decorate if function is None else decorate(function)
 
 
 # --- PYNATIVE_MODE: the taped gradient (graphkernel/tracing/tape.py records, this runs it) ---------------------

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from graphkernel import Parameter, Tensor, context
-from graphkernel.gradients import GradError, GradOperation, grad, jit, value_and_grad
+from graphkernel.gradients import GradError, GradOperation, grad, value_and_grad
+from graphkernel.common.api import jit
 from graphkernel.nn import Cell
 from graphkernel.ops import composite as C
 from graphkernel.ops import operations as P

@@ -114,6 +114,7 @@ def test_jit_decorator_level(cpu, x):
     context.set_context(jit_config={"jit_level": "O1"})
     assert kernels(ms.jit(f).compile(x)) == FUSED
     assert kernels(ms.jit(f, jit_level="O0").compile(x)) == UNFUSED   # its own level before the session's
+    assert ms.common.api.jit is ms.jit   # where MindSpore keeps it, and the package's name for it
     compiled = ms.common.api.jit(f, jit_level="O1", capture_mode="bytecode", fullgraph=True, dynamic=1,
                                  backend="ms_backend").compile(x)
     assert kernels(compiled) == FUSED and compiled.options.fusion_switch.decided_by == "jit(jit_level='O1')"
