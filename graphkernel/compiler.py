@@ -42,7 +42,8 @@ from graphkernel.settings.fusion_switch import read_fusion_switch
 from graphkernel.settings.jit_config import resolve as resolve_fusion
 from graphkernel.observation.launches import NOT_LAUNCHED, GraphObservation, observe_graph, run_observed
 from graphkernel.observation.profiler import active_profiler
-from graphkernel.settings.options import CompileOptions, FusionLog, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import FusionLog, PassContext
 from graphkernel.observation.overflow import OverflowCheck
 from graphkernel.passes.pipeline import STAGE_DUMPS, check_flag_names, run_pipeline
 from graphkernel.observation.report import write_page, write_report

@@ -157,7 +157,7 @@ def pytest_terminal_summary(terminalreporter, config):
 @pytest.fixture(autouse=True)
 def pass_context():
     """One PassContext per test: the fusion log of the passes a test runs by hand (fusion_log())."""
-    from graphkernel.settings.options import PassContext
+    from graphkernel.passes.pass_context import PassContext
     with PassContext():
         yield
 

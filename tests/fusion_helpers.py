@@ -14,7 +14,8 @@ from ir.graph import Graph, TensorType, Value
 from ir.interpret import interpret as ir_interpret
 from ir.verify import verify as ir_verify
 from graphkernel.settings.flags import parse_flags
-from graphkernel.settings.options import CompileOptions, FusionLog, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import FusionLog, PassContext
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.fusion_utils import kernel_count

@@ -7,7 +7,7 @@ from fusion_helpers import fusion_log, F16, fuse_all, kernel_count, options, sof
 from graphkernel.passes import fusion_driver
 from graphkernel.passes.basic_fusion import is_basic
 from graphkernel.passes.composite_fusion import is_fusible
-from graphkernel.settings.options import PassContext
+from graphkernel.passes.pass_context import PassContext
 from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import CYCLE, SAVING, can_fuse, reduce_depth
 from graphkernel.passes.fusion_utils import build_composite

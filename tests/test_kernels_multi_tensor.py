@@ -15,7 +15,8 @@ import pytest
 
 from graphkernel import context, nn
 from graphkernel.cell import Cell
-from graphkernel.settings.options import CompileOptions, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import PassContext
 from graphkernel.passes.fusion_rules import CYCLE
 from graphkernel.passes.multi_tensor_fusion import multi_tensor_fusion
 from graphkernel.ops import operations as P

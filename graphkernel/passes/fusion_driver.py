@@ -34,7 +34,8 @@ from functools import partial
 from typing import Callable
 
 from ir.graph import Graph, Node
-from graphkernel.settings.options import CompileOptions, FusionRecord, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import FusionRecord, PassContext
 from graphkernel.passes.clusters import Clusters
 from graphkernel.passes.cost_model import Estimate, refusal_reason
 from graphkernel.passes.flat import Flat, flat_of, merge_flat

@@ -30,7 +30,8 @@ from ir.graph import Graph, Node
 from ir.ops import Pattern, get, pattern_of
 from kernels import aicore
 from kernels.fusible import unsupported_reason
-from graphkernel.settings.options import CompileOptions, FusionRecord, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import FusionRecord, PassContext
 from graphkernel.passes.cost_model import Estimate, estimate, score
 from graphkernel.passes.fusion_utils import build_composite, primitives
 

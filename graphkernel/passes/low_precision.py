@@ -24,7 +24,8 @@ from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Graph, Literal, Node, Value
 from ir.ops import make_node
-from graphkernel.settings.options import CompileOptions, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import PassContext
 
 F16, F32 = DType.float16, DType.float32
 STAGE = "low_precision"

@@ -20,7 +20,8 @@ from typing import Callable
 
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, pattern_of
-from graphkernel.settings.options import CompileOptions, FusionLog, FusionRecord, PassContext
+from graphkernel.settings.options import CompileOptions
+from graphkernel.passes.pass_context import FusionLog, FusionRecord, PassContext
 from graphkernel.passes.composite_fusion import is_fusible
 from graphkernel.passes.fusion_driver import label
 from graphkernel.passes.cost_model import Estimate
