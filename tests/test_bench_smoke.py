@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graphkernel.tools.bench import harness, peers, report
-from graphkernel.tools.bench.cli import BenchError, run, workload_list
+from graphkernel.tools.bench import harness, outputs, peers
+from graphkernel.tools.bench.command import BenchError, run, workload_list
 from graphkernel.tools.cli import main
 
 
@@ -41,7 +41,7 @@ def test_environment_notes_the_openblas_variables(results):
 
 
 def test_outputs_are_written(results, tmp_path):
-    paths = report.write(results, str(tmp_path))
+    paths = outputs.write(results, str(tmp_path))
     assert json.loads(open(paths["json"]).read())["workloads"][0]["name"] == "NetBasicFuse 4x4"
     table = open(paths["markdown"]).read()
     assert "| NetBasicFuse 4x4 | 2→1 |" in table
@@ -151,11 +151,11 @@ def test_train_bench_checks_losses_and_measures_every_phase(train_results):
     assert {"step fused/unfused", "fwd+bwd outside MatMul fused/unfused"} <= set(c["ratios"])
 
 
-def test_train_bench_report(train_results, tmp_path):
-    from graphkernel.tools.bench import train_report
+def test_train_bench_outputs(train_results, tmp_path):
+    from graphkernel.tools.bench import train_outputs
     names = [t["target"] for t in train_results["targets"]]
     assert "1 layers: step fused/unfused" in names
-    paths = train_report.write(train_results, str(tmp_path), "train_tiny")
+    paths = train_outputs.write(train_results, str(tmp_path), "train_tiny")
     text = open(paths["markdown"]).read()
     assert "| BERT encoder x1 b2 s8 h64 | fused |" in text and "fused vs unfused" in text
     assert json.loads(open(paths["json"]).read())["configs"][0]["shape"]["hidden"] == 64
@@ -230,7 +230,7 @@ def test_targets_count_the_row_workloads_against_onnx_runtime():
     results = {"workloads": [entry("W4 LayerNorm(1024) 256x1024", "W4", 0.8), entry("W5 Softmax(128) 256x1024", "W5", 2.0),
                              entry("ONNX masked Softmax 2x16x128x128", "ONNX masked Softmax", 1.5),
                              entry("W1 x*2+1 256x1024", "W1", 3.0)]}
-    lines = [t for t in report.targets(results) if t.startswith("LayerNorm and Softmax rows")]
+    lines = [t for t in outputs.targets(results) if t.startswith("LayerNorm and Softmax rows")]
     assert lines == ["LayerNorm and Softmax rows (W4, W5, the ONNX models), fused/ORT <= 1.0: 1 of 3 "
                      "(worst W5 Softmax(128) 256x1024 2.00)"]
 

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the subcommands' modules load here, not at import: `graphkernel` alone need not import onnx
     from graphkernel.tools.run import add_run_parser
     add_run_parser(sub)
-    from graphkernel.tools.bench.cli import add_bench_parser   # (as above)
+    from graphkernel.tools.bench.command import add_bench_parser   # (as above)
     add_bench_parser(sub)
     return parser
 

@@ -1,5 +1,5 @@
 """argparse value types shared by the command line's subcommands (graphkernel/tools/cli.py, onnx/run.py,
-bench/cli.py)."""
+bench/command.py)."""
 from __future__ import annotations
 
 import argparse

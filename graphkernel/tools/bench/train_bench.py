@@ -32,7 +32,7 @@ import numpy as np
 
 from graphkernel.tools.bench import train_peers
 from graphkernel.tools.bench.harness import environment
-from graphkernel.tools.bench.train_report import targets
+from graphkernel.tools.bench.train_outputs import targets
 from graphkernel.tools.bench.train_model import Shape, make_inputs, make_weights
 from ir.errors import GraphKernelError
 

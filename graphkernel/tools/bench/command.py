@@ -12,7 +12,7 @@ import time
 
 from ir.errors import GraphKernelError
 from graphkernel import context
-from graphkernel.tools.bench import harness, peers, report, train, train_bench, train_report, workloads
+from graphkernel.tools.bench import harness, outputs, peers, train, train_bench, train_outputs, workloads
 from graphkernel.tools.bench.timing import Progress
 from graphkernel.tools.cli_args import positive_int
 
@@ -65,7 +65,7 @@ def run(settings: harness.Settings, only: str | None = None, log=print) -> dict:
         context.set_context(**saved)
     results["wall_s"] = time.perf_counter() - t0
     results["loadavg_end"] = list(os.getloadavg())
-    results["targets"] = report.targets(results)
+    results["targets"] = outputs.targets(results)
     return results
 
 
@@ -94,7 +94,7 @@ def _train(args) -> int:
         settings = dataclasses.replace(settings, peers=())
     results = train_bench.run(settings)
     stem = "train_" + settings.mode.replace("-", "_")
-    paths = train_report.write(results, args.out, stem)
+    paths = train_outputs.write(results, args.out, stem)
     for t in results["targets"]:
         print(f"{t['target']}: {t['value'] if t['value'] is None else round(t['value'], 3)} "
               f"(target {'<=' if t['below'] else '>='} {t['limit']:g})")
@@ -119,7 +119,7 @@ def _main(args) -> int:
         settings = dataclasses.replace(settings, threads=args.threads)
     results = run(settings, args.only)
     stem = f"bench_{settings.mode}" + (f"_t{args.threads}" if args.threads else "")
-    paths = report.write(results, args.out, stem=stem,
+    paths = outputs.write(results, args.out, stem=stem,
                          readme_table=settings.mode == "full" and not args.only and not args.threads)
     if paths["png"] is None:
         print("matplotlib is not installed: no chart (pip install matplotlib, or graphkernel[bench])")
