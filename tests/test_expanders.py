@@ -1,5 +1,8 @@
 """Expanders: each composite op's expansion equals its numpy reference, keeps its types, verifies, and
 follows the kernel contract (keepdims reductions); the expand flags are respected."""
+import importlib
+import pkgutil
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,7 +12,7 @@ from ir.errors import IRError
 from ir.ops import OPS, Pattern, get
 from ir.ops.float_status import STATUS_OPS
 from graphkernel import expanders
-from graphkernel.expanders import EXPANDERS, expand
+from graphkernel.expanders import EXPANDERS, expand, expands
 from graphkernel.settings.flags import GraphKernelFlags, parse_flags
 from graphkernel.settings.options import CompileOptions
 from ir import GraphBuilder
@@ -116,6 +119,22 @@ def test_every_expandable_op_has_an_expander():
         "SparseSoftmaxCrossEntropyWithLogits", "OneHot",   # int inputs: their own tests below
         "AdamWeightDecay",   # float32 scalars with float16 tensors: tests/op_cases.py
         *STATUS_OPS, "FloatStatus"} == set(EXPANDERS)   # statuses of fixed dtypes: tests/op_cases.py
+
+
+def test_each_expander_module_registers_its_expanders_once():
+    """`@expands(op)` is the one registration: every module of the folder holds a registered expander, every
+    public `expand_*` function is registered, and a second expander for an op is refused, naming both."""
+    modules = {fn.__module__ for fn in EXPANDERS.values()}
+    folder = {f"graphkernel.expanders.{m.name}" for m in pkgutil.iter_modules(expanders.__path__)} - {
+        "graphkernel.expanders.registry"}
+    assert modules == folder
+    for name in folder:
+        module = importlib.import_module(name)
+        functions = {v for k, v in vars(module).items() if k.startswith("expand_") and callable(v)}
+        assert functions <= set(EXPANDERS.values()), f"{name}: {functions - set(EXPANDERS.values())}"
+    with pytest.raises(ValueError, match=r"two expanders for Square: graphkernel\.expanders\.square\.expand_square"):
+        expands("Square")(lambda node, inputs, b: inputs)
+    assert EXPANDERS["Square"].__module__ == "graphkernel.expanders.square"
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

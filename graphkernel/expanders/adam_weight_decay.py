@@ -6,8 +6,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("AdamWeightDecay")
 def expand_adam_weight_decay(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     var, m, v, g = (b.cast(x, DType.float32) for x in (inputs[0], inputs[1], inputs[2], inputs[8]))
     lr, beta1, beta2, eps, decay = (x if x.shape == () else b.op("Reshape", x, shape=()) for x in inputs[3:8])

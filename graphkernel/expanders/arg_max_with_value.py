@@ -10,8 +10,10 @@ from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.graph import Node, Value
 from ir.ops.math_composites import argmax_positions
+from graphkernel.expanders.registry import expands
 
 
+@expands("ArgMaxWithValue")
 def expand_arg_max_with_value(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     index_type, value_type = node.types

@@ -16,8 +16,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.batch_norm import count_per_channel, per_channel, reduced_axes
+from graphkernel.expanders.registry import expands
 
 
+@expands("BatchNorm")
 def expand_batch_norm(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, scale, bias, mean, variance = inputs
     fmt = node.attr("data_format")

@@ -16,8 +16,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.batch_norm import count_per_channel, per_channel, reduced_axes
+from graphkernel.expanders.registry import expands
 
 
+@expands("BatchNormGrad")
 def expand_batch_norm_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     dy, x, scale, mean, variance, _ = inputs
     fmt = node.attr("data_format")

@@ -10,8 +10,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import bias_axis
+from graphkernel.expanders.registry import expands
 
 
+@expands("BiasAdd")
 def expand_bias_add(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, bias = inputs
     trailing = x.type.rank - 1 - bias_axis(x.type.rank, node.attr("data_format"))

@@ -6,8 +6,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import bias_axis
+from graphkernel.expanders.registry import expands
 
 
+@expands("BiasAddGrad")
 def expand_bias_add_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (d,) = inputs
     channel = bias_axis(d.type.rank, node.attr("data_format"))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("EqualCount")
 def expand_equal_count(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, y = inputs
     ones = b.op("Cast", b.op("Equal", x, y), dtype=DType.int32)

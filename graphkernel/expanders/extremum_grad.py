@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
 def _expander(loses: str):
@@ -19,5 +20,5 @@ def _expander(loses: str):
     return expand
 
 
-expand_maximum_grad = _expander("Less")
-expand_minimum_grad = _expander("Greater")
+expand_maximum_grad = expands("MaximumGrad")(_expander("Less"))
+expand_minimum_grad = expands("MinimumGrad")(_expander("Greater"))

@@ -9,8 +9,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.mindspore_composites import FAST_GELU_COEF
+from graphkernel.expanders.registry import expands
 
 
+@expands("FastGeLUGrad")
 def expand_fast_gelu_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     dy, x = b.wide(*inputs)
     c = b.scalar(FAST_GELU_COEF, x)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.dtypes import DType
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
 def _flag(x: Value, b: GraphBuilder) -> Value:
@@ -18,10 +19,12 @@ def _flag(x: Value, b: GraphBuilder) -> Value:
     return flag if flag.shape == () else b.op("Reshape", flag, shape=())
 
 
+@expands("FloatStatus")
 def expand_float_status(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     return (b.op("Reshape", _flag(inputs[0], b), shape=(1,)),)
 
 
+@expands("NPUGetFloatStatus", "NPUGetFloatStatusV2")
 def expand_get_float_status(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     status, *watched = inputs
     flag = b.scalar(0, DType.float32)
@@ -30,5 +33,6 @@ def expand_get_float_status(node: Node, inputs: tuple[Value, ...], b: GraphBuild
     return (b.op("BroadcastTo", b.cast(flag, status.dtype), shape=status.shape),)
 
 
+@expands("NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2")
 def expand_zeros(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     return (b.fill(0, node.out.type),)

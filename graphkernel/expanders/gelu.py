@@ -10,8 +10,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import GELU_COEF, SQRT_2_OVER_PI
+from graphkernel.expanders.registry import expands
 
 
+@expands("GeLU")
 def expand_gelu(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     cube = b.op("Mul", b.op("Mul", x, x), x)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.composite import GELU_COEF, SQRT_2_OVER_PI
+from graphkernel.expanders.registry import expands
 
 
+@expands("GeLUGrad")
 def expand_gelu_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     dy, x, _ = b.wide(*inputs)
     square = b.op("Mul", x, x)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("LayerNorm")
 def expand_layer_norm(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, gamma, beta = inputs
     axes = tuple(range(node.attr("begin_norm_axis"), x.type.rank))

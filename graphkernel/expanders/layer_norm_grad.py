@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("LayerNormGrad")
 def expand_layer_norm_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, dy, variance, mean, gamma = b.wide(*inputs)
     norm = tuple(range(node.attr("begin_norm_axis"), x.type.rank))

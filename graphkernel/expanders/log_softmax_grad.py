@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("LogSoftmaxGrad")
 def expand_log_softmax_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     y, dy = b.wide(*inputs)
     total = b.reduce("ReduceSum", dy, node.attr("axis"))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("ReLU")
 def expand_relu(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     return (b.op("Maximum", x, b.scalar(0, x)),)

@@ -6,13 +6,16 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.selection import one_hot_shape, positions
+from graphkernel.expanders.registry import expands
 
 
+@expands("Argmax")
 def expand_argmax(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     index, _ = b.ops("ArgMaxWithValue", inputs[0], axis=node.attr("axis"), keep_dims=False)
     return (b.cast(index, node.out.dtype),)
 
 
+@expands("OneHot")
 def expand_one_hot(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     indices, on, off = inputs
     axis, depth = node.attr("axis"), node.attr("depth")
@@ -24,6 +27,7 @@ def expand_one_hot(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tu
     return (out if out.shape == node.out.shape else b.op("BroadcastTo", out, shape=node.out.shape),)
 
 
+@expands("AddN")
 def expand_add_n(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     total = inputs[0]
     for x in inputs[1:]:

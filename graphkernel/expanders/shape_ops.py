@@ -5,13 +5,16 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.shape_composites import tile_plan
+from graphkernel.expanders.registry import expands
 
 
+@expands("Squeeze", "ExpandDims")
 def expand_reshape(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     return (x if x.shape == node.out.shape else b.op("Reshape", x, shape=node.out.shape),)
 
 
+@expands("Tile")
 def expand_tile(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     _, interleaved, spread = tile_plan(x.shape, node.attr("multiples"))
@@ -21,5 +24,6 @@ def expand_tile(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple
     return (b.op("Reshape", y, shape=node.out.shape),)
 
 
+@expands("ZerosLike")
 def expand_zeros_like(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     return (b.fill(0, inputs[0].type),)

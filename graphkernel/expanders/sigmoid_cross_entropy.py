@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("SigmoidCrossEntropyWithLogits")
 def expand_sigmoid_cross_entropy(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, label = b.wide(*inputs)
     zero, one = b.scalar(0, x), b.scalar(1, x)

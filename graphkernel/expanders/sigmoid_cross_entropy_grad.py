@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("SigmoidCrossEntropyWithLogitsGrad")
 def expand_sigmoid_cross_entropy_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, label, dout = b.wide(*inputs)
     one = b.scalar(1, x)

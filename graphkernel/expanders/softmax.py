@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("Softmax")
 def expand_softmax(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     axes = node.attr("axis")

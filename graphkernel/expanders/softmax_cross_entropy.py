@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
 def log_softmax_rows(b: GraphBuilder, z: Value) -> Value:
@@ -17,6 +18,7 @@ def log_softmax_rows(b: GraphBuilder, z: Value) -> Value:
     return b.op("Sub", shifted, b.op("Log", b.reduce("ReduceSum", b.op("Exp", shifted), (1,))))
 
 
+@expands("SoftmaxCrossEntropyWithLogits")
 def expand_softmax_cross_entropy(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     z, labels = b.wide(*inputs)
     dtype = inputs[0].dtype

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("SoftmaxGrad")
 def expand_softmax_grad(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     y, dy = b.wide(*inputs)
     dot = b.reduce("ReduceSum", b.op("Mul", y, dy), node.attr("axis"))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("SoftmaxGradExt")
 def expand_softmax_grad_ext(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     x, y, z = b.wide(*inputs)
     total = b.reduce("ReduceSum", b.op("Mul", x, y), node.attr("axis"))

@@ -12,9 +12,11 @@ import numpy as np
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 from graphkernel.expanders.softmax_cross_entropy import log_softmax_rows
 
 
+@expands("SparseSoftmaxCrossEntropyWithLogits")
 def expand_sparse_softmax_cross_entropy(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (z,) = b.wide(inputs[0])
     labels = inputs[1]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
+from graphkernel.expanders.registry import expands
 
 
+@expands("SquareSumAll")
 def expand_square_sum_all(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     out = []
     for x, wide in zip(inputs, b.wide(*inputs)):

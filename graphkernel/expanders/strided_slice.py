@@ -6,8 +6,10 @@ from __future__ import annotations
 from ir.builder import GraphBuilder
 from ir.graph import Node, Value
 from ir.ops.strided_slice import resolve
+from graphkernel.expanders.registry import expands
 
 
+@expands("StridedSlice")
 def expand_strided_slice(node: Node, inputs: tuple[Value, ...], b: GraphBuilder) -> tuple[Value, ...]:
     (x,) = inputs
     r = resolve(x.shape, node.attr_dict)
