@@ -6,9 +6,10 @@
                                         together with the tile's live temporaries
     32-byte alignment               -> tile lengths are multiples of 32 bytes
 
-The timing figures are those of this CPU backend (2-core Zen4 VM; ../shared/ANCHORS.md and
-`bench/calibrate.py`): the cost model predicts kernel time from them, so fusion decisions follow
-what this machine really does.
+The timing figures are those of this CPU backend on the project's 2-core VM, measured by
+`bench/calibrate.py` (each figure's date and conditions beside it below; docs/benchmarks.md describes
+the machine and the copy bandwidth the benchmarks measure): the cost model predicts kernel time from
+them, so fusion decisions follow what this machine really does.
 """
 from __future__ import annotations
 

@@ -39,3 +39,14 @@ def test_docs_index_lists_every_page():
     listed = set(re.findall(r"\b(\w+\.md)\b", index))      # linked, or named while another branch writes it
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert pages <= listed, f"docs/README.md does not list {sorted(pages - listed)}"
+
+
+def test_sources_cite_no_file_outside_the_repository():
+    """A docstring or comment names the source of its figures inside the repository (bench/, docs/): a reader
+    of a clone has nothing else (the working notes beside the repository, `../shared/`, are not in it)."""
+    sources = [p for d in ("ir", "kernels", "graphkernel", "bench", "tests") for p in (ROOT / d).rglob("*")
+               if p.suffix in (".py", ".sh")] + PAGES
+    outside = re.compile(r"\.\./shared/|\bANCHORS\.md\b")
+    cited = [f"{p.relative_to(ROOT)}:{n}" for p in sources if p != Path(__file__)
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1) if outside.search(line)]
+    assert not cited, "cite a file of the repository instead: " + ", ".join(cited)

@@ -63,8 +63,8 @@ TINY = Settings("tiny", (8,), ((4, 4),), dict(hidden=64, heads=4, seq=8, batch=2
                 ((1, 2, 8, 8), (1, 1, 1, 8), (8, 64)), warmup=1, per_round=1,
                 min_rounds=1, max_rounds=2, budget_s=0.01, profile_calls=1, cold_compile=False)
 MODES = {s.mode: s for s in (FULL, QUICK, TINY)}
-# The copy bound means something where a launch costs little beside the traffic (ANCHORS.md quotes it at
-# 16M elements); below 4M elements (16 MB) launch and scheduling costs dominate both the copy and the kernel.
+# The copy bound means something where a launch costs little beside the traffic (docs/benchmarks.md quotes
+# it at 16M elements); below 4M elements (16 MB) launch and scheduling costs dominate both the copy and the kernel.
 BOUND_MIN_ELEMENTS = 4 * 1024 * 1024
 
 

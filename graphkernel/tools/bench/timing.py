@@ -156,8 +156,8 @@ _copy_kernel = None
 
 
 def copy_impl(elements: int) -> Impl:
-    """A parallel float32 copy of `elements` into a preallocated output (numba, as ../shared/ANCHORS.md
-    measures it), timed in the same interleaved rounds as a workload: the bound of a memory-bound kernel
+    """A parallel float32 copy of `elements` into a preallocated output (numba, as bench/calibrate.py
+    measures the bandwidth), timed in the same interleaved rounds as a workload: the bound of a memory-bound kernel
     is its minimal bytes / the bandwidth this copy reaches (2 * 4 * elements bytes per call)."""
     global _copy_kernel
     if _copy_kernel is None:
