@@ -325,3 +325,12 @@ def test_below_the_api_layer_only_options_from_context_reads_the_settings():
     assert found <= CONTEXT_READERS, "read the CompileOptions, not the context:\n" + "\n".join(
         f"{m}: {fn or '<module>'} uses {name}" for m, fn, name in sorted(found - CONTEXT_READERS))
     assert CONTEXT_READERS <= found, f"no longer read, drop from CONTEXT_READERS: {sorted(CONTEXT_READERS - found)}"
+
+
+def test_the_architecture_page_names_every_folder():
+    """docs/architecture.md's table of sub-packages has a row per folder of graphkernel/ holding modules."""
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    folders = sorted({p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "graphkernel").rglob("*.py")} -
+                     {"graphkernel"})
+    missing = [f for f in folders if f"| `{f}/` |" not in page]
+    assert not missing, f"give these folders a row in docs/architecture.md: {missing}"
