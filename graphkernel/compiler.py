@@ -30,6 +30,7 @@ from ir.graph import Graph, TensorType
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
+from kernels.commit import CommitPoint, commit_point
 from graphkernel import context
 from graphkernel.context import max_device_memory
 from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
@@ -38,6 +39,7 @@ from graphkernel.device import lower_for_device
 from graphkernel.observation.dump import StageDumper
 from graphkernel.settings.dump_settings import DataDumpOptions, parse_steps
 from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.interrupts import HELD, step_committed
 from graphkernel.settings.fusion_switch import read_fusion_switch
 from graphkernel.settings.jit_config import resolve as resolve_fusion
 from graphkernel.observation.launches import NOT_LAUNCHED, GraphObservation, observe_graph, run_observed
@@ -165,6 +167,12 @@ class CompiledGraph:
         self.updated_parameters = [self.parameters[i - first] for _, i in self.updates]
         self._lock = _UPDATE_LOCK if self.updates else None
         self._updated_ids = {id(p._array) for p in self.updated_parameters}
+        # the all-or-nothing step (docs/training.md): where the program starts writing Parameters, and
+        # the inputs to copy first when a launch from there on can raise of its own accord (a host op)
+        self.commit = commit_point(self.program) if self.program is not None and self.updates else \
+            CommitPoint(None, False)
+        self._snapshot = tuple(i for _, i in self.updates) if self.commit.may_raise else ()
+        self._counted = self.graph_id is not None   # a graph call is a step; a PYNATIVE op is not
 
     @property
     def kernel_count(self) -> int:
@@ -179,19 +187,47 @@ class CompiledGraph:
             return self._run(arrays)
 
     def _run(self, arrays):
+        """One step. A step that updates Parameters is all or nothing: signals wait for its end (HELD);
+        an exception before its first Parameter write leaves every Parameter as it was, and one after it
+        either waits for the last launch (an observer's) or puts the copies taken before back (a launch
+        that can raise: `commit.may_raise`)."""
         for check in self.checks:
             check()
+        if not self.updates:
+            return self._launch(arrays, None)
+        with HELD:
+            saved = [arrays[i].copy() for i in self._snapshot]
+            done = []   # set once every Parameter is written: from then on the step counts as done
+            try:
+                outs = self._launch(arrays, done)
+            except BaseException:
+                if done:
+                    self._committed()
+                else:
+                    for i, old in zip(self._snapshot, saved):
+                        np.copyto(arrays[i], old)
+                raise
+            self._committed()
+            return outs
+
+    def _committed(self):
+        if self._counted:
+            step_committed()
+
+    def _launch(self, arrays, done: list | None):
         profiler = active_profiler()
         if self.observation is not None or profiler is not None:
-            outs = run_observed(self, arrays, profiler)
+            outs = run_observed(self, arrays, profiler, done)
         elif self.program is not None:
-            outs = self.program.run(arrays)
+            return self.program.run(arrays)   # the results; the Parameters are updated in place
         else:
             outs = interpret(self.graph, arrays)
         if self.program is not None:
-            return outs   # the program returns the results and has updated the Parameters in place
+            return outs
         for k, i in self.updates:   # the reference returns every output, the new values last
             np.copyto(arrays[i], outs[k])
+        if done is not None:
+            done.append(True)
         return outs[:self.result_count]
 
     def run_steps(self, staged: list[np.ndarray]) -> list[np.ndarray]:

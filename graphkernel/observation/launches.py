@@ -127,9 +127,14 @@ def launches(compiled) -> list[Launch]:
     return observe_graph(compiled.program, compiled.graph).launches
 
 
-def run_observed(compiled, arrays, profiler=None) -> list[np.ndarray]:
+def run_observed(compiled, arrays, profiler=None, done: list | None = None) -> list[np.ndarray]:
     """Run `compiled` on arrays, showing every launch to `profiler` (the active Profiler, if any) and to
-    the sinks the graph was compiled with."""
+    the sinks the graph was compiled with.
+
+    A step that updates Parameters in place (the device's program) must not stop once it has started
+    writing them (`compiled.commit.launch`): a sink's exception from that launch on is held, no sink
+    sees the launches after it, and it is raised once the step is done; `done` (a list) gets True
+    appended when the program's launches have all run."""
     obs = observation(compiled)
     with obs.lock:
         sinks = obs.sinks if profiler is None else [profiler, *obs.sinks]
@@ -141,11 +146,15 @@ def run_observed(compiled, arrays, profiler=None) -> list[np.ndarray]:
         start = time.perf_counter()
         if compiled.program is not None:
             results = compiled.program.run(arrays, relay)
+            if done is not None:
+                done.append(True)
         else:
             results = interpret(compiled.graph, arrays, relay)
         seconds = time.perf_counter() - start
         for s in sinks:
             s.end_step(compiled, step, seconds, relay.count)
+    if relay.held is not None:
+        raise relay.held
     return results
 
 
@@ -157,6 +166,9 @@ class _Relay:
     def __init__(self, compiled, step: int, obs: GraphObservation, sinks: list):
         self.compiled, self.step, self.obs, self.sinks = compiled, step, obs, sinks
         self.count = 0
+        commit = getattr(compiled, "commit", None)
+        self.commit = None if commit is None else commit.launch   # from here on the step must finish
+        self.held = None    # a sink's exception raised at or after the commit launch
 
     def kernel(self, index, info, inputs, outputs, seconds):
         launch = self.obs.launches[index]
@@ -170,5 +182,12 @@ class _Relay:
 
     def deliver(self, launch: Launch, inputs, outputs, seconds: float) -> None:
         self.count += 1
-        for s in self.sinks:
-            s.kernel(self.compiled, self.step, launch, inputs, outputs, seconds)
+        if self.held is not None:
+            return
+        try:
+            for s in self.sinks:
+                s.kernel(self.compiled, self.step, launch, inputs, outputs, seconds)
+        except BaseException as e:
+            if self.commit is None or launch.index < self.commit:
+                raise   # no Parameter written yet: the step stops here, as if it never ran
+            self.held = e

@@ -42,6 +42,7 @@ from graphkernel.cell import Cell
 from graphkernel.nn.loss import WithLossCell
 from graphkernel.nn.optim import Optimizer
 from graphkernel.nn.wrap import TrainOneStepCell, TrainOneStepWithLossScaleCell
+from graphkernel.settings.interrupts import committed_steps
 from graphkernel.tensor import Tensor
 from graphkernel.train.callback.base import CallbackList, CallbackParam, RunContext
 from graphkernel.train.dataset import DatasetError, as_dataset
@@ -182,10 +183,19 @@ class Model:
             for c in callbacks.callbacks:
                 stack.enter_context(c)
             with self._precision():
-                if dataset_sink_mode:
-                    self._train_sunk(epoch, initial_epoch, dataset, sink_size, callbacks, cb)
-                else:
-                    self._train_steps(epoch, initial_epoch, dataset, callbacks, cb)
+                base, committed = cb.cur_step_num, committed_steps()
+                try:
+                    if dataset_sink_mode:
+                        self._train_sunk(epoch, initial_epoch, dataset, sink_size, callbacks, cb)
+                    else:
+                        self._train_steps(epoch, initial_epoch, dataset, callbacks, cb)
+                except BaseException:
+                    # interrupted (Ctrl-C, a callback's or a step's exception): the counter says how many
+                    # steps the Parameters hold, the one cut short counted only if it was done
+                    if context.get_context("mode") == context.GRAPH_MODE:
+                        cb.cur_step_num = base + committed_steps() - committed
+                    self._sync_loss_scale()
+                    raise
 
     def _steps_per_launch(self, sink: bool, sink_size: int, dataset_size: int) -> int:
         per_loop = context.get_context("iterations_per_loop")
@@ -217,6 +227,9 @@ class Model:
 
     def _step_done(self, cb, outputs) -> None:
         cb.net_outputs = outputs
+        self._sync_loss_scale()
+
+    def _sync_loss_scale(self) -> None:
         manager = self._loss_scale_manager
         if isinstance(manager, DynamicLossScaleManager):   # the scale of the next step, as the device has it
             manager.loss_scale = float(self._train_network.scale_sense.asnumpy().reshape(-1)[0])
