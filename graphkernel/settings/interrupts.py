@@ -4,13 +4,14 @@ Python runs a signal's handler in the main thread between two bytecodes: a Ctrl-
 handler raises KeyboardInterrupt) can stop a compiled training step between two of its kernel
 launches, after some Parameters were written and before the others. A step holds them instead:
 
-    with HELD:                  the signals below whose handler is a Python function (Ctrl-C's
-        ...                     KeyboardInterrupt, a handler of the user's) are recorded, not handled;
-                                when the outermost block ends each recorded one is raised again, so its
-                                handler runs, and its exception is raised, after the block, never inside.
-                                Blocks nest (only the outermost holds); another thread holds nothing
-                                (Python runs handlers in the main thread only). A signal whose action is
-                                the system's (SIGTERM's default: the process ends) is left alone.
+    with HELD:                  SIGINT, SIGTERM, SIGHUP and SIGALRM, when their handler is a Python
+        ...                     function (Ctrl-C's KeyboardInterrupt, a handler of the user's), are
+                                recorded, not handled; when the outermost block ends, each recorded
+                                one is raised again: its handler runs (its exception is raised) after
+                                the block, never inside. Blocks nest (only the outermost holds);
+                                another thread holds nothing (Python runs handlers in the main thread
+                                only). A signal whose action is the system's (SIGTERM's default: the
+                                process ends) is left alone.
     step_committed()            a step that updates Parameters calls it once they are all written
     committed_steps()           how many such steps this thread has completed: Model.train compares it
                                 across an interrupted step to keep its step counter right
@@ -24,8 +25,10 @@ import _signal   # signal's C module: signal.getsignal/signal wrap every result 
 import signal
 import threading
 
-HELD_SIGNALS = tuple(getattr(signal, name) for name in (
-    "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+# The signals whose Python handlers conventionally end or interrupt a run: Ctrl-C, a polite kill, a
+# closed terminal, a timeout alarm (checked every step: each costs a lookup, ~0.15 us)
+HELD_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM")
+                     if hasattr(signal, name))
 
 _MAIN = threading.main_thread().ident
 _get_ident = threading.get_ident
