@@ -106,6 +106,7 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
                                   get("dump_debug_mode")),
         cache_mode=get("op_compiler_cache_mode"),
         cache_dir=get("op_compiler_cache_dir"),
+        cache_lock_timeout=get("op_compiler_cache_lock_timeout"),
     )
 
 

@@ -73,6 +73,12 @@ def _int_range(lo, hi):
     return check
 
 
+def _positive_seconds(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+        raise ContextError(f"got {v!r}; accepted: a positive number of seconds")
+    return float(v)
+
+
 def _flags(v):
     parse_flags(_str(v), read_env=False, check_names=check_flag_names)  # raises FlagError naming the flag
     return v
@@ -151,6 +157,8 @@ KEYS: dict[str, Key] = {
     "dump_debug_mode": Key("all", _choice("aicore_overflow", "atomic_overflow", "all")),
     "op_compiler_cache_mode": Key("enable", _choice("enable", "disable", "force")),
     "op_compiler_cache_dir": Key(None, _path_or_none),
+    # seconds a process waits for another holding a cache entry before building it in memory
+    "op_compiler_cache_lock_timeout": Key(10.0, _positive_seconds, compile=False),
     "core_num": Key(32, _int_range(1, 1024)),
     "max_device_memory": Key(None, _memory_size),   # bytes; None: GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's
     # training steps per launch of a compiled step (loop sinking: graphkernel.train.Model)

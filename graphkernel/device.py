@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from kernels import DeviceConfig, kernel_graph_dot, kernels_to_build, lower
+from kernels.cache import set_lock_timeout
 from graphkernel.observation.progress import CompileProgress
 
 
@@ -18,6 +19,7 @@ def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
     """The kernels.Program that runs `graph` on the emulated device (its buffers planned against the
     memory limit); writes the kernel graph dump and, with --dump_as_text, the kernel sources. On a
     terminal a long build shows its progress (graphkernel/observation/progress.py; not for a PYNATIVE one-op run)."""
+    set_lock_timeout(opts.cache_lock_timeout)   # the bound of a wait for another process
     source_dir = None
     if dumper.directory is not None and opts.flags.dump_as_text:
         source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")

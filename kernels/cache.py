@@ -11,7 +11,9 @@
             __pycache__/<name>.*.nbi    numba's index (a pickle)
             __pycache__/<name>.*.nbc    numba's machine code (a pickle)
             <name>.manifest             JSON: the sha256 of each file above, written after a build
-            .<name>.lock                serializes the processes that load or build the entry
+            .<name>.lock                serializes the processes that load or build the entry; a wait
+                                        is bounded (kernels/cache_lock.py, `set_lock_timeout`): past
+                                        it a stalled holder is bypassed, the kernel built in memory
 
 Trust model. Loading an entry runs what is in it: numba unpickles the index and the object file
 and jumps into the machine code. So an entry is only as safe as whoever can write it, and the cache
@@ -39,12 +41,12 @@ the whole cache directory): keep the cache under a directory only you control.
 STATS counts what each request cost, so tests can tell "a second process took kernels from disk":
 "compiled" (numba built it), "disk" (numba's cache supplied it), "memory" (already in this process),
 "rebuilt" (a corrupt or stale entry was replaced), "refused" (an unsafe entry was left alone and
-the kernel built in memory).
+the kernel built in memory), "bypassed" (an entry whose lock a stalled process held past the bound,
+built in memory), "stale locks" (lock files no process held, removed).
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import hashlib
 import json
@@ -56,7 +58,7 @@ import threading
 import warnings
 from collections import Counter
 
-from kernels import compile as kc
+from kernels import cache_lock, compile as kc
 
 STATS: Counter = Counter()
 _MEMORY: dict = {}
@@ -64,6 +66,8 @@ _LOCK = threading.RLock()
 _DIR_PROBLEM: dict[str, str | None] = {}
 _MANIFEST_FORMAT = 1
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFAULT_LOCK_TIMEOUT = 10.0   # seconds
+_LOCK_TIMEOUT = [DEFAULT_LOCK_TIMEOUT]
 
 
 class CacheWarning(RuntimeWarning):
@@ -127,6 +131,8 @@ def usable_dir(path: str) -> str | None:
         if _DIR_PROBLEM[path]:
             warnings.warn(f"kernel cache directory {path!r} {_DIR_PROBLEM[path]}; "
                           "kernels are kept in memory only", CacheWarning, stacklevel=3)
+        else:
+            STATS["stale locks"] += cache_lock.sweep(path)   # left by processes that died holding them
     return path if _DIR_PROBLEM[path] is None else None
 
 
@@ -228,15 +234,34 @@ def _fresh_entry(directory: str, name: str, source: str) -> None:
     _write_atomic(os.path.join(directory, f"{name}.py"), source)
 
 
+def lock_timeout() -> float:
+    """Seconds a process waits for another that holds a cache entry (kernels/cache_lock.py)."""
+    return _LOCK_TIMEOUT[0]
+
+
+def set_lock_timeout(seconds: float) -> None:
+    """The bound of every later wait (the context key op_compiler_cache_lock_timeout sets it)."""
+    if not seconds > 0:
+        raise ValueError(f"the cache lock timeout must be a positive number of seconds, got {seconds!r}")
+    _LOCK_TIMEOUT[0] = float(seconds)
+
+
 @contextlib.contextmanager
 def _entry_lock(directory: str, name: str):
-    """Hold the entry against other processes while it is checked, loaded or built."""
-    fd = os.open(os.path.join(directory, f".{name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    """Hold the entry against other processes while it is checked, loaded or built; yields False when
+    its holder stalled past the bound (the caller then builds without the cache)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        fd = cache_lock.acquire(directory, name, lock_timeout())
+    except cache_lock.Bypassed as e:
+        warnings.warn(f"kernel cache entry {name} in {directory!r}: {e.reason}; built in memory",
+                      CacheWarning, stacklevel=5)
+        STATS["bypassed"] += 1
+        yield False
+        return
+    try:
+        yield True
     finally:
-        os.close(fd)
+        cache_lock.release(directory, name, fd)
 
 
 def _prepare_entry(directory: str, name: str, source: str, force: bool) -> bool:
@@ -256,7 +281,9 @@ def _prepare_entry(directory: str, name: str, source: str, force: bool) -> bool:
 def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: str, force: bool):
     """(dispatcher, from numba's cache) through the entry in `directory`; None when the entry is
     refused and the kernel must be built in memory."""
-    with _entry_lock(directory, name):
+    with _entry_lock(directory, name) as held:
+        if not held:
+            return None
         problem = _entry_problem(directory, name)
         if problem:
             warnings.warn(f"kernel cache entry {name} in {directory!r} refused ({problem}); "

@@ -41,6 +41,7 @@ class CompileOptions:
     data_dump: DataDumpOptions = DataDumpOptions()   # enable_dump, enable_dump_debug and their settings
     cache_mode: str = "enable"       # op_compiler_cache_mode: enable | disable | force
     cache_dir: str | None = None     # op_compiler_cache_dir (None: the user's cache directory)
+    cache_lock_timeout: float = 10.0   # op_compiler_cache_lock_timeout: seconds to wait for another process
 
     @property
     def opt_level(self) -> int:
