@@ -14,8 +14,63 @@ import math
 import numpy as np
 
 from ir.dtypes import DType, as_dtype
-from ir.errors import DTypeError, GraphKernelError
+from ir.errors import DTypeError, GraphKernelError, ShapeError
+from ir.limits import ResourceLimitError, check_shape, format_bytes, tensor_bytes
 from ir.ops import OPS
+from graphkernel.context import max_device_memory
+from graphkernel.settings.limits import process_memory_limit
+
+
+# --- making arrays: shapes and memory checked first ----------------------------------------------
+
+def checked_shape(shape, what: str) -> tuple[int, ...]:
+    """`shape` (an int, or a sequence of ints) as a tuple of ints >= 0; a ShapeError naming `what`."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise ShapeError(f"{what} must be an int or a tuple of ints, got {shape!r}") from None
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise ShapeError(f"{what} must be a tuple of ints, got {shape!r} (holding a {type(d).__name__})")
+        if d < 0:
+            raise ShapeError(f"{what} {list(map(int, dims))} has a negative dimension ({int(d)}); every "
+                             "dimension must be >= 0")
+    return tuple(int(d) for d in dims)
+
+
+def check_new(shape, dtype, what: str) -> None:
+    """A ResourceLimitError, before anything is allocated, when a tensor of `shape` and `dtype` would need
+    more than max_device_memory (the context key, GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's memory)
+    or more than the process may allocate (its RLIMIT_AS / RLIMIT_DATA)."""
+    check_shape(shape, dtype, max_device_memory(), what)
+    limit = process_memory_limit()
+    if limit is not None and tensor_bytes(shape, dtype) > limit:
+        nbytes = tensor_bytes(shape, dtype)
+        raise ResourceLimitError(
+            f"{what}: {as_dtype(dtype).short}[{','.join(map(str, shape))}] needs {nbytes} bytes "
+            f"({format_bytes(nbytes)}), more than this process may allocate: {limit} bytes "
+            f"({format_bytes(limit)}, its address-space or data limit: ulimit -v / ulimit -d)")
+
+
+def out_of_memory(what: str, shape, dtype, error: MemoryError) -> ResourceLimitError:
+    """numpy's MemoryError, said as ours: the tensor, its bytes, and that the machine had not got them."""
+    nbytes = tensor_bytes(shape, dtype)
+    return ResourceLimitError(f"{what}: {as_dtype(dtype).short}[{','.join(map(str, shape))}] needs {nbytes} "
+                              f"bytes ({format_bytes(nbytes)}), which this process could not allocate now "
+                              f"({error})")
+
+
+def new_array(shape, dtype, what: str, fill=None) -> np.ndarray:
+    """An array of `shape` and `dtype` (empty, or every element `fill`), its shape and size checked
+    first (`checked_shape`, `check_new`)."""
+    shape = checked_shape(shape, f"{what}: shape")
+    dtype = as_dtype(dtype).np
+    check_new(shape, dtype, what)
+    try:
+        return np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+    except MemoryError as e:
+        raise out_of_memory(what, shape, dtype, e) from None
 
 
 def _to_array(data, dtype) -> np.ndarray:
@@ -233,7 +288,12 @@ class Tensor(TensorOps):
     """A concrete tensor: `Tensor(np.array(...))`, `Tensor([1.0, 2.0])`, `Tensor(x, mstype.float16)`."""
 
     def __init__(self, data, dtype=None):
-        arr = _to_array(data, dtype)
+        if dtype is not None and isinstance(data, (Tensor, np.ndarray)) and np.dtype(data.dtype) != as_dtype(dtype).np:
+            check_new(data.shape, dtype, "Tensor(data, dtype)")   # the conversion makes a copy
+        try:
+            arr = _to_array(data, dtype)
+        except MemoryError as e:
+            raise ResourceLimitError(f"Tensor: the data could not be converted to an array ({e})") from None
         self._dtype = as_dtype(arr.dtype)  # rejects dtypes the IR does not have
         self._array = arr
 
@@ -304,9 +364,22 @@ class Parameter(Tensor):
 
     def __init__(self, data, name: str | None = None, requires_grad: bool = True):
         super().__init__(data)
-        self._array = np.array(self._array, order="C", copy=True)
+        what = f"Parameter {name}" if name else "Parameter"
+        check_new(self._array.shape, self._array.dtype, what)
+        try:
+            self._array = np.array(self._array, order="C", copy=True)
+        except MemoryError as e:
+            raise out_of_memory(what, self._array.shape, self._array.dtype, e) from None
         self.name = name
         self._requires_grad = bool(requires_grad)
+
+    @classmethod
+    def _adopt(cls, array: np.ndarray, name: str | None = None, requires_grad: bool = True) -> Parameter:
+        """A Parameter owning `array`, a C-contiguous, writable array nobody else holds (no copy)."""
+        p = cls.__new__(cls)
+        p._array, p._dtype = array, as_dtype(array.dtype)
+        p.name, p._requires_grad = name, bool(requires_grad)
+        return p
 
     @property
     def requires_grad(self) -> bool:
@@ -367,5 +440,6 @@ class ParameterTuple(tuple):
         fills = {"zeros": 0, "ones": 1}
         if init not in fills:
             raise ValueError(f"ParameterTuple.clone: init must be 'zeros' or 'ones', got {init!r}")
-        return ParameterTuple(Parameter(np.full(p.shape, fills[init], p.dtype.np), name=f"{prefix}.{p.name}",
-                                        requires_grad=p.requires_grad) for p in self)
+        return ParameterTuple(Parameter._adopt(new_array(p.shape, p.dtype, f"{prefix}.{p.name}", fills[init]),
+                                               name=f"{prefix}.{p.name}", requires_grad=p.requires_grad)
+                              for p in self)

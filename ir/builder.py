@@ -86,7 +86,11 @@ class GraphBuilder:
     # -- inputs and names ---------------------------------------------------------------------------
     def input(self, shape: Iterable[int], dtype=None, name: str = "") -> Value:
         """A new graph input (the next index) of `shape` and `dtype` (default: the builder's)."""
-        type_ = TensorType(tuple(int(d) for d in shape), self.dtype if dtype is None else as_dtype(dtype))
+        dims = tuple(int(d) for d in shape)
+        if any(d < 0 for d in dims):
+            raise ShapeError(f"GraphBuilder.input: shape {list(dims)} has a negative dimension; every "
+                             "dimension must be >= 0")
+        type_ = TensorType(dims, self.dtype if dtype is None else as_dtype(dtype))
         value = input_node(len(self.inputs), type_, name).out
         self.inputs.append(value)
         return value

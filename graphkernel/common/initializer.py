@@ -16,6 +16,13 @@
 fan_in and fan_out of a shape (out, in, k...) are in * prod(k) and out * prod(k) (a 1-D shape: its
 length for both). Values are drawn from the generator `set_seed` seeds, in float64, then cast. MindSpore
 returns a Tensor initialized lazily; here it is filled at once.
+
+Memory. The shape is checked first (ints >= 0, a ShapeError naming it) and so is its size, against
+max_device_memory and the process's limits (a ResourceLimitError naming the shape, its bytes and the
+limit) before anything is allocated. The result is allocated once, in its own dtype, and filled a chunk
+of CHUNK elements at a time: the float64 draws never take more than 8 MiB, whatever the tensor's size
+(a chunk's draws are the next ones of the generator's stream, so the values are those of one draw of
+the whole shape, cast).
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ import numpy as np
 from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError
 from graphkernel.settings.seed import generator
-from graphkernel.tensor import Tensor
+from graphkernel.tensor import Tensor, checked_shape, new_array
 
 
 class InitializerError(GraphKernelError, ValueError):
@@ -42,13 +49,25 @@ def fans(shape: tuple[int, ...]) -> tuple[int, int]:
     return shape[1] * receptive, shape[0] * receptive
 
 
+CHUNK = 1 << 20   # elements drawn (in float64) and cast into the result at a time
+
+
 class Initializer:
-    """Fills an array of a shape; subclasses define `values(shape, rng)` (float64 or exact values)."""
+    """Fills an array of a shape; subclasses define `draw(n, shape, rng)`: the next n values of the whole
+    shape's draw, float64 (or exact values)."""
 
     def __call__(self, shape, dtype=DType.float32) -> np.ndarray:
-        return np.asarray(self.values(tuple(shape), generator())).astype(as_dtype(dtype).np)
+        out = new_array(shape, dtype, f"initializer {type(self).__name__}")
+        self.fill(out.reshape(-1), tuple(out.shape), generator())
+        return out
 
-    def values(self, shape, rng) -> np.ndarray:
+    def fill(self, flat: np.ndarray, shape: tuple[int, ...], rng) -> None:
+        """Write the values into `flat` (the result in C order), CHUNK at a time, cast on assignment."""
+        for start in range(0, flat.size, CHUNK):
+            stop = min(start + CHUNK, flat.size)
+            flat[start:stop] = self.draw(stop - start, shape, rng)
+
+    def draw(self, n: int, shape: tuple[int, ...], rng) -> np.ndarray:
         raise NotImplementedError
 
 
@@ -56,8 +75,8 @@ class Normal(Initializer):
     def __init__(self, sigma=0.01, mean=0.0):
         self.sigma, self.mean = sigma, mean
 
-    def values(self, shape, rng):
-        return rng.normal(self.mean, self.sigma, shape)
+    def draw(self, n, shape, rng):
+        return rng.normal(self.mean, self.sigma, n)
 
 
 class TruncatedNormal(Initializer):
@@ -66,31 +85,44 @@ class TruncatedNormal(Initializer):
             raise InitializerError(f"TruncatedNormal: a={a} must be below b={b}")
         self.sigma, self.mean, self.a, self.b = sigma, mean, a, b
 
-    def values(self, shape, rng):
-        out = rng.standard_normal(shape)
-        bad = (out < self.a) | (out > self.b)
-        while bad.any():      # redraw outside [a, b]: the truncated distribution exactly
-            out[bad] = rng.standard_normal(int(bad.sum()))
-            bad = (out < self.a) | (out > self.b)
-        return self.mean + self.sigma * out
+    def fill(self, flat, shape, rng):
+        """The draws of the whole shape, redrawn where they fall outside [a, b] (in the order one draw of
+        the whole shape would redraw them): the truncated distribution exactly."""
+        outside = np.zeros(flat.size, np.bool_)
+        for start in range(0, flat.size, CHUNK):
+            stop = min(start + CHUNK, flat.size)
+            z = rng.standard_normal(stop - start)
+            np.less(z, self.a, out=outside[start:stop])
+            outside[start:stop] |= z > self.b
+            z *= self.sigma   # in place: mean + sigma * z without two more chunks
+            z += self.mean
+            flat[start:stop] = z
+            del z   # before the next chunk is drawn
+        redo = np.flatnonzero(outside)
+        del outside
+        while redo.size:
+            z = rng.standard_normal(redo.size)
+            inside = (z >= self.a) & (z <= self.b)
+            flat[redo[inside]] = self.mean + self.sigma * z[inside]
+            redo = redo[~inside]
 
 
 class Uniform(Initializer):
     def __init__(self, scale=0.07):
         self.scale = scale
 
-    def values(self, shape, rng):
-        return rng.uniform(-self.scale, self.scale, shape)
+    def draw(self, n, shape, rng):
+        return rng.uniform(-self.scale, self.scale, n)
 
 
 class XavierUniform(Initializer):
     def __init__(self, gain=1):
         self.gain = gain
 
-    def values(self, shape, rng):
+    def draw(self, n, shape, rng):
         fan_in, fan_out = fans(shape)
         bound = self.gain * math.sqrt(6.0 / (fan_in + fan_out))
-        return rng.uniform(-bound, bound, shape)
+        return rng.uniform(-bound, bound, n)
 
 
 def _gain(nonlinearity: str, slope: float) -> float:
@@ -107,18 +139,18 @@ class HeUniform(Initializer):
             raise InitializerError(f"HeUniform: mode {mode!r}; accepted: 'fan_in', 'fan_out'")
         self.slope, self.mode, self.nonlinearity = negative_slope, mode, nonlinearity
 
-    def values(self, shape, rng):
+    def draw(self, n, shape, rng):
         fan = fans(shape)[0 if self.mode == "fan_in" else 1]
         bound = _gain(self.nonlinearity, self.slope) * math.sqrt(3.0 / fan)
-        return rng.uniform(-bound, bound, shape)
+        return rng.uniform(-bound, bound, n)
 
 
 class Constant(Initializer):
     def __init__(self, value):
         self.value = value
 
-    def values(self, shape, rng):
-        return np.full(shape, self.value)
+    def fill(self, flat, shape, rng):
+        flat[...] = np.asarray(self.value)   # cast as numpy casts: the value of a float64 / int64 array's
 
 
 class Zero(Constant):
@@ -141,13 +173,15 @@ def initializer(init, shape=None, dtype=DType.float32) -> Tensor:
     dtype = as_dtype(dtype)
     if isinstance(init, (Tensor, np.ndarray)):
         arr = np.asarray(init.asnumpy() if isinstance(init, Tensor) else init)
-        if shape is not None and tuple(arr.shape) != tuple(shape):
+        if shape is not None and tuple(arr.shape) != checked_shape(shape, "initializer: shape"):
             raise InitializerError(f"initializer: the given tensor has shape {list(arr.shape)}, asked for "
                                    f"{list(shape)}")
-        return Tensor(arr.astype(dtype.np))
+        out = new_array(arr.shape, dtype, "initializer")
+        out[...] = arr
+        return Tensor(out)
     if shape is None:
         raise InitializerError("initializer: a shape is needed")
-    shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    shape = checked_shape(shape, "initializer: shape")
     if isinstance(init, str):
         cls = NAMES.get(init.lower())
         if cls is None:

@@ -135,7 +135,7 @@ class Embedding(Cell):
         super().__init__()
         _positive("Embedding", vocab_size=vocab_size, embedding_size=embedding_size)
         self.vocab_size, self.embedding_size, self.use_one_hot = vocab_size, embedding_size, use_one_hot
-        table = initializer(embedding_table, (vocab_size, embedding_size)).asnumpy().copy()
+        table = initializer(embedding_table, (vocab_size, embedding_size)).asnumpy()   # ours alone: no copy
         if padding_idx is not None:
             if not -vocab_size <= padding_idx < vocab_size:
                 raise LayerError(f"Embedding: padding_idx {padding_idx} outside [{-vocab_size}, {vocab_size})")
@@ -157,6 +157,10 @@ class LayerNorm(Cell):
         if isinstance(normalized_shape, int) or not isinstance(normalized_shape, (tuple, list)):
             raise LayerError(f"LayerNorm: normalized_shape must be a tuple or list, got {normalized_shape!r}")
         shape = tuple(normalized_shape)
+        for i, d in enumerate(shape):
+            if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+                raise LayerError(f"LayerNorm: normalized_shape[{i}] must be a positive int, got {d!r} "
+                                 f"(normalized_shape={normalized_shape!r})")
         self.gamma = Parameter(initializer(gamma_init, shape, dtype or "float32"), name="gamma")
         self.beta = Parameter(initializer(beta_init, shape, dtype or "float32"), name="beta")
         self.layer_norm = P.LayerNorm(begin_norm_axis=begin_norm_axis, begin_params_axis=begin_params_axis,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ir.dtypes import as_dtype
 from ir.errors import GraphKernelError
-from graphkernel.tensor import Tensor, TensorOps
+from graphkernel.tensor import Tensor, TensorOps, new_array
 
 
 class StaticValueError(GraphKernelError, TypeError):
@@ -88,7 +88,7 @@ def fill(type_, shape_, value) -> Tensor:
         raise StaticValueError(f"fill: shape must be a tuple of non-negative ints, got {shape_!r}")
     if not isinstance(value, (numbers.Number, np.number, np.bool_)):
         raise StaticValueError(f"fill: value must be a number, got a {type(value).__name__}")
-    return Tensor(np.full(tuple(shape_), value, as_dtype(type_).np))
+    return Tensor._wrap(new_array(tuple(shape_), type_, "fill", value))   # shape and size checked first
 
 
 def tuple_to_array(x) -> Tensor:

@@ -6,7 +6,10 @@
                                                       memory.max when a container sets a smaller one
 
 One tensor may not need more than the limit, nor may one call's buffers on the emulated device
-(the executor's arena of temporaries plus its outputs). The default is the machine's total memory, not
+(the executor's arena of temporaries plus its outputs). A tensor made on the host (Tensor, Parameter,
+an initializer, ops.fill) is checked against the limit and against what the process may allocate
+(`process_memory_limit`: its address-space and data limits, `ulimit -v` / `ulimit -d`) before its
+memory is taken. The default is the machine's total memory, not
 what happens to be free now: a compile must not succeed or fail with the load of the machine, and a
 tensor larger than the machine's memory can never be allocated anyway.
 """
@@ -15,6 +18,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+
+try:
+    import resource
+except ImportError:   # not a Unix: no per-process limits to read
+    resource = None
 
 from ir.errors import GraphKernelError
 from ir.limits import ENV  # noqa: F401 - the variable's name, public here too
@@ -64,3 +72,17 @@ def machine_memory() -> int | None:
             sizes.append(int(text))
     sizes = [s for s in sizes if s > 0]
     return min(sizes) if sizes else None
+
+
+def process_memory_limit() -> int | None:
+    """Bytes this process may allocate at most: the smaller of its address-space (RLIMIT_AS) and data
+    (RLIMIT_DATA) limits, read now (a process may lower them while it runs); None when both are unlimited."""
+    if resource is None:
+        return None
+    limits = []
+    for which in ("RLIMIT_AS", "RLIMIT_DATA"):
+        if hasattr(resource, which):
+            soft = resource.getrlimit(getattr(resource, which))[0]
+            if soft != resource.RLIM_INFINITY and soft > 0:
+                limits.append(soft)
+    return min(limits) if limits else None
