@@ -111,7 +111,7 @@ def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[st
         units = (kept // sizes[-1]) * -(-sizes[-1] // COLUMN_LANES)
         work = reduced * COLUMN_LANES
         return ("columns", aicore.block_dim_for(units, core_num, elements_per_item=work),
-                max(1, aicore.tile_elements(live) // work))
+                max(1, aicore.tile_elements(live) // max(1, work)))   # a zero-size reduced axis: no work
     block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
     return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
 
