@@ -15,7 +15,12 @@ parses no protobuf, and the `safetensors` package validates the header against t
 catches a truncated file. MindSpore's own safetensors checkpoints (metadata format "ms") load as well.
 
 Writing is atomic: the bytes go to a temporary file beside the target, are fsynced, and `os.replace`
-puts them in place; on any error the target is untouched and the temporary file removed. Everything is
+puts them in place; on any error the target is untouched and the temporary file removed. A process killed
+while it writes (SIGKILL, a power cut) leaves its temporary file, named `.<target name>.<12 hex>.tmp` and
+locked (flock) while the save runs: the next save or load of that target removes the ones no save holds,
+and loading such a file by name is refused (it is no checkpoint). We write the safetensors layout
+ourselves (an 8-byte header length, the JSON header, the raw bytes), straight into that file: no second
+temporary file, no copy of the whole checkpoint in memory. Everything is
 checked before a byte is written: the path (not a directory, its directory exists), the names (strings,
 each once) and the dtypes (float16/32/64, int8/16/32/64, uint8, bool; a bfloat16 Parameter is cast to
 float32 before saving).
@@ -39,13 +44,17 @@ ckpt_not_load leaves out keys loaded through a prefix (MindSpore's list keeps th
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import glob
+import json
 import os
+import re
 import secrets
+import struct
 import zlib
 
 import numpy as np
 import safetensors
-import safetensors.numpy
 from safetensors import safe_open
 
 from ir.dtypes import as_dtype
@@ -166,32 +175,89 @@ def _crc32(arrays: dict) -> int:
     return crc
 
 
-def _write_atomically(path: str, shown: str, arrays: dict, metadata: dict) -> None:
-    """Write to a fresh temporary file beside `path`, fsync it, os.replace it onto `path`."""
+def _temp_name(base: str) -> re.Pattern:
+    """The names of the temporary files of saves of `base`: `.<base>.<12 hex digits>.tmp`."""
+    return re.compile(re.escape(f".{base}.") + r"[0-9a-f]{12}\.tmp")
+
+
+_ANY_TEMP = re.compile(r"\.(.+)\.[0-9a-f]{12}\.tmp")
+
+
+def remove_stale_temps(path: str) -> list[str]:
+    """Remove the temporary files that interrupted saves of `path` left beside it (those no running save
+    holds locked); returns their paths. A file that cannot be removed is left as it is."""
     directory, base = os.path.split(path)
-    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-    try:
-        # a name of our own (O_EXCL), and the permissions the umask gives a new file; safetensors (0.8)
-        # writes its own 0600 temporary file and renames it onto ours, so they are set again after
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        mode = os.fstat(fd).st_mode & 0o777
-        os.close(fd)
-        safetensors.numpy.save_file(arrays, tmp, metadata=metadata)
-        os.chmod(tmp, mode)
-        fd = os.open(tmp, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    pattern, removed = _temp_name(base), []
+    for candidate in glob.glob(os.path.join(glob.escape(directory), glob.escape(f".{base}.") + "*.tmp")):
+        if not pattern.fullmatch(os.path.basename(candidate)):
+            continue
         try:
-            os.fsync(fd)
+            fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:   # gone meanwhile, or a symlink: not ours
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # fails while its save is running
+            if os.path.samestat(os.fstat(fd), os.stat(candidate, follow_symlinks=False)):
+                os.unlink(candidate)
+                removed.append(candidate)
+        except OSError:
+            pass
         finally:
             os.close(fd)
+    return removed
+
+
+def _write_atomically(path: str, shown: str, arrays: dict, metadata: dict) -> None:
+    """Write to a fresh temporary file beside `path` (locked while written), fsync it, os.replace it onto
+    `path`; the temporary files of saves of `path` that were killed are removed first."""
+    directory, base = os.path.split(path)
+    remove_stale_temps(path)
+    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+    fd = None
+    try:
+        # a name of our own (O_EXCL), with the permissions the umask gives a new file
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)   # a running save: remove_stale_temps leaves it alone
+        with os.fdopen(os.dup(fd), "wb") as f:
+            _write_safetensors(f, arrays, metadata)
+        os.fsync(fd)
         os.replace(tmp, path)
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(e, (OSError, safetensors.SafetensorError)):
+        if isinstance(e, OSError):
             raise CheckpointError(f"{shown}: could not write the checkpoint ({e}); the file is "
                                   "unchanged") from e
         raise
+    finally:
+        if fd is not None:
+            os.close(fd)
     _fsync_directory(directory)
+
+
+_ST_DTYPES = {"float16": "F16", "float32": "F32", "float64": "F64", "int8": "I8", "int16": "I16",
+              "int32": "I32", "int64": "I64", "uint8": "U8", "bool": "BOOL"}
+_WRITE_BLOCK = 1 << 26   # bytes handed to one write call
+
+
+def _write_safetensors(f, arrays: dict, metadata: dict) -> None:
+    """The safetensors layout of `arrays` (name -> native-order C array) into the binary file `f`: the
+    header's length (8 bytes, little-endian), the JSON header (padded with spaces to 8 bytes), then each
+    entry's little-endian bytes in name order, written from the arrays themselves (no copy)."""
+    header, offset = {"__metadata__": metadata}, 0
+    for name in sorted(arrays):
+        arr = arrays[name]
+        header[name] = {"dtype": _ST_DTYPES[arr.dtype.name], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + arr.nbytes]}
+        offset += arr.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    f.write(struct.pack("<Q", len(text)) + text)
+    for name in sorted(arrays):
+        little = np.asarray(arrays[name], dtype=arrays[name].dtype.newbyteorder("<"), order="C")
+        data = memoryview(little.reshape(-1).view(np.uint8))
+        for start in range(0, len(data), _WRITE_BLOCK):
+            f.write(data[start:start + _WRITE_BLOCK])
 
 
 def _fsync_directory(directory: str) -> None:
@@ -238,6 +304,11 @@ def _source(ckpt_file_name) -> str:
     except TypeError:
         raise CheckpointTypeError(f"ckpt_file_name must be a str or a path, not "
                                   f"{type(ckpt_file_name).__name__}") from None
+    temp = _ANY_TEMP.fullmatch(os.path.basename(shown))
+    if temp:
+        raise CheckpointError(f"{shown}: the temporary file of an unfinished save of {temp.group(1)}, not a "
+                              "checkpoint")
+    remove_stale_temps(os.path.realpath(shown))   # interrupted saves of this file
     if not os.path.exists(shown):
         raise CheckpointError(f"{shown}: no such checkpoint file")
     if not os.path.isfile(shown):

@@ -234,14 +234,14 @@ def test_failed_write_leaves_the_target_untouched(tmp_path, monkeypatch, error, 
     old = path.read_bytes() if previous else None
     written = []
 
-    def half_then_fail(tensors, filename, metadata=None):
+    def half_then_fail(f, tensors, metadata):
         data = safetensors.numpy.save(tensors, metadata=metadata)
-        with open(filename, "wb") as f:
-            f.write(data[: len(data) // 2])
-        written.append(filename)
+        f.write(data[: len(data) // 2])
+        f.flush()
+        written.append(os.readlink(f"/proc/self/fd/{f.fileno()}"))
         raise error
 
-    monkeypatch.setattr(safetensors.numpy, "save_file", half_then_fail)
+    monkeypatch.setattr(checkpoint, "_write_safetensors", half_then_fail)
     with pytest.raises(CheckpointError if isinstance(error, OSError) else KeyboardInterrupt) as info:
         ms.save_checkpoint(build(1), str(path))
     if isinstance(error, OSError):
