@@ -7,7 +7,7 @@ debugger) would block the entry until it is continued. So:
 
     held        the lock is taken within the bound (`lock_timeout`, seconds), or later while its
                 holder is still visibly building (running and using CPU), up to BUSY_FACTOR bounds
-    bypassed    the bound passed and the holder is stopped, idle (no CPU time over the last second),
+    bypassed    the bound passed and the holder is stopped, idle (no CPU time for IDLE_SECONDS),
                 gone, on another host, or unknown, or BUSY_FACTOR bounds passed: the caller builds the
                 kernel without the cache (in memory), with one CacheWarning naming the entry
     released    the holder removes the lock file, then drops the lock: lock files do not pile up.
@@ -30,6 +30,8 @@ import socket
 import time
 
 BUSY_FACTOR = 6          # a holder still building is waited for up to this many bounds
+IDLE_SECONDS = 3.0       # a holder that used no CPU time for this long is not building (a loaded machine
+                         # still gives a running process some of every second)
 _HOST = socket.gethostname()
 
 
@@ -73,7 +75,7 @@ def _cpu_ticks(pid: int) -> tuple[str, int] | None:
 
 
 class _Watch:
-    """Whether the holder of a lock still builds: running, and its CPU time grew over the last second."""
+    """Whether the holder of a lock still builds: running, and its CPU time grew within IDLE_SECONDS."""
 
     def __init__(self, path: str):
         self.path = path
@@ -92,9 +94,10 @@ class _Watch:
         state, ticks = seen
         if state in ("T", "t"):
             return f"held by process {pid}, which is stopped"
-        self.samples = [s for s in self.samples if s[1] == pid and now - s[0] <= 1.5] + [(now, pid, ticks)]
+        self.samples = [s for s in self.samples if s[1] == pid and now - s[0] <= IDLE_SECONDS + 0.5] + \
+            [(now, pid, ticks)]
         first = self.samples[0]
-        if now - first[0] >= 1.0 and ticks == first[2]:
+        if now - first[0] >= IDLE_SECONDS and ticks == first[2]:
             return f"held by process {pid}, which used no CPU time for {now - first[0]:.1f} s"
         return None
 
@@ -120,7 +123,7 @@ def acquire(directory: str, name: str, bound: float) -> int:
         except BlockingIOError:
             os.close(fd)
             waited = time.monotonic() - start
-            why = watch.why_stalled(time.monotonic()) if waited >= bound - 1.0 else None
+            why = watch.why_stalled(time.monotonic()) if waited >= bound - IDLE_SECONDS else None
             if waited >= bound and (why is not None or waited >= BUSY_FACTOR * bound):
                 raise Bypassed(f"its lock is {why or 'held by a process still building'} "
                                f"(waited {waited:.1f} s, the bound is {bound:g} s)") from None

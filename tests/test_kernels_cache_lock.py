@@ -163,8 +163,8 @@ def test_the_stall_of_a_holder_is_read_from_its_state_and_cpu_time(tmp_path):
                             stdout=subprocess.PIPE, text=True)
     try:
         assert idle.stdout.readline().strip() == "ready"   # past its start-up's CPU time
-        assert why(busy.pid, 1.5) is None   # running and using CPU time: still building
-        assert "used no CPU time" in why(idle.pid, 1.5)
+        assert why(busy.pid, cache_lock.IDLE_SECONDS + 0.5) is None   # running, using CPU time: building
+        assert "used no CPU time" in why(idle.pid, cache_lock.IDLE_SECONDS + 0.5)
         busy.send_signal(signal.SIGSTOP)
         os.waitpid(busy.pid, os.WUNTRACED)
         assert "stopped" in why(busy.pid, 0)
