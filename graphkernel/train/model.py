@@ -19,6 +19,11 @@ every compile and call the Model makes (the context's precision_mode is restored
     O3  force_fp16
 Parameters and the optimizer's state stay float32 under every level.
 
+Interrupted training. Each compiled step is all or nothing (graphkernel/compiler.py); when train() stops
+on an exception (a Ctrl-C, a callback's), cb_params.cur_step_num is set to the steps the Parameters hold
+(graphkernel/settings/interrupts.committed_steps) before the callbacks' __exit__ run, and the dynamic
+loss scale manager takes the device's scale.
+
 Loop sinking (dataset_sink_mode=True). Each epoch of train() is one sink of sink_size steps (-1: the
 dataset's size), MindSpore's rule: the batches of the sink are taken from the dataset in order (a sink
 may run on into the dataset's next pass), stacked into one array per column (staged once), and ONE
