@@ -216,15 +216,12 @@ class CompiledGraph:
             step_committed()
 
     def _launch(self, arrays, done: list | None):
+        """The launches of one call; `done` (a list) gets True once every Parameter is written."""
         profiler = active_profiler()
-        if self.observation is not None or profiler is not None:
-            outs = run_observed(self, arrays, profiler, done)
-        elif self.program is not None:
-            return self.program.run(arrays)   # the results; the Parameters are updated in place
-        else:
-            outs = interpret(self.graph, arrays)
-        if self.program is not None:
-            return outs
+        observed = self.observation is not None or profiler is not None
+        if self.program is not None:   # the results; the program updates the Parameters in place
+            return run_observed(self, arrays, profiler, done) if observed else self.program.run(arrays)
+        outs = run_observed(self, arrays, profiler) if observed else interpret(self.graph, arrays)
         for k, i in self.updates:   # the reference returns every output, the new values last
             np.copyto(arrays[i], outs[k])
         if done is not None:

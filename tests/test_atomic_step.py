@@ -142,9 +142,25 @@ def _interrupt_every_launch(cell, x, y):
     return commit, left, expected
 
 
-@pytest.mark.parametrize("loss_scale", [False, True], ids=["plain", "loss_scale"])
-@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
-@pytest.mark.parametrize("optimizer", ["momentum", "adamw"])
+def _matrix(default: set):
+    """optimizer x fusion x loss scale; the combinations outside `default` run with --runslow (each
+    compiles kernels of its own)."""
+    cases = []
+    for optimizer in ("momentum", "adamw"):
+        for fusion in (True, False):
+            for loss_scale in (False, True):
+                key = (optimizer, fusion, loss_scale)
+                cases.append(pytest.param(*key, id=f"{optimizer}-{'fused' if fusion else 'unfused'}-"
+                                                   f"{'loss_scale' if loss_scale else 'plain'}",
+                                          marks=() if key in default else pytest.mark.slow))
+    return cases
+
+
+# each factor both ways by default: every launch point of these four steps
+EVERY_FACTOR = {("momentum", True, False), ("momentum", False, True), ("adamw", True, True), ("adamw", False, False)}
+
+
+@pytest.mark.parametrize("optimizer,fusion,loss_scale", _matrix(EVERY_FACTOR))
 def test_an_interrupt_at_any_launch_leaves_the_state_before_or_after(optimizer, fusion, loss_scale):
     context.set_context(device_target="Ascend", enable_graph_kernel=fusion)
     cell = _train_cell(optimizer, loss_scale)

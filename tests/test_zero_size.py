@@ -11,7 +11,7 @@ from graphkernel.ops import operations as P
 from ir import GraphBuilder
 from kernels import DeviceConfig, lower
 from tests.kernel_graphs import fused, reference
-from tests.test_atomic_step import _train_cell
+from tests.test_atomic_step import _matrix, _train_cell
 from tests.tolerance import assert_close
 
 
@@ -62,9 +62,7 @@ def _step_on(target, fusion, optimizer, loss_scale):
     return empty, after_empty, [p.asnumpy() for p in cell.get_parameters()]
 
 
-@pytest.mark.parametrize("loss_scale", [False, True], ids=["plain", "loss_scale"])
-@pytest.mark.parametrize("optimizer", ["momentum", "adamw"])
-@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("optimizer,fusion,loss_scale", _matrix({("momentum", True, False), ("adamw", True, True)}))
 def test_a_zero_row_batch_trains_as_on_the_reference(optimizer, loss_scale, fusion):
     got = _step_on("Ascend", fusion, optimizer, loss_scale)
     want = _step_on("CPU", False, optimizer, loss_scale)
