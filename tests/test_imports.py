@@ -275,6 +275,8 @@ CONTEXT_READERS = {
     ("graphkernel.compiler", "run_eager", "context.compile_settings_id"),
     ("graphkernel.compiler", "compile_graph", "context.next_graph_id"),
     ("graphkernel.tracing.trace", "Trace._reset_run", "max_device_memory"),
+    # a Tensor or Parameter made on the host, outside any compile, is checked against the limit set now
+    ("graphkernel.tensor", "check_new", "max_device_memory"),
 }
 
 
