@@ -64,8 +64,8 @@ def measure(cell, batch, steps: int, runs: int) -> dict:
         cell(*batch)
     names = ("atomic", "no hold", "snapshot")
     times = {n: [] for n in names}
-    for _ in range(runs):   # interleaved: a change of load hits every variant alike
-        for name in names:
+    for r in range(runs):   # interleaved, and each run in another order: load and order hit every variant alike
+        for name in names[r % 3:] + names[:r % 3]:
             with variant(compiled, name):
                 t = time.perf_counter()
                 for _ in range(steps):
