@@ -3,8 +3,8 @@
 One node per launch, labelled with the name of the node it computes (a composite's `Fused_<ops>_<n>`),
 its op types, the generated kernel it runs, block_dim and the shapes it reads and writes; host
 launches are drawn apart. One edge per buffer from the launch that writes it to each launch that
-reads it; graph inputs and outputs are nodes of their own. With host ops (mixed
-compute) each device subgraph is a dashed cluster, host ops and copies outside. An If's launch has a
+reads it; graph inputs and outputs are nodes of their own. With host ops (mixed compute) or
+collectives (plum) each device subgraph is a dashed cluster, host ops, collectives and copies outside. An If's launch has a
 dashed cluster per branch beside it, holding the launches of that branch. Deterministic: the same
 program gives the same bytes.
 """
@@ -53,7 +53,7 @@ def _launches(program, prefix: str, producer: dict, lines: list, indent: str) ->
     for k, step in enumerate(program.steps):
         info = step.info
         ident = f"{prefix}{k}"
-        colour = {"host": "lightgoldenrod1", "copy": "palegreen"}.get(info.target) or (
+        colour = {"host": "lightgoldenrod1", "copy": "palegreen", "comm": "plum"}.get(info.target) or (
             "lightblue" if len(info.op_types) > 1 else "lightgrey")
         kernel = f"\nkernel {info.kernel}" if info.kernel else ""
         label = (f"{info.name}\n{'+'.join(info.op_types)}{kernel}\nblock_dim={info.block_dim}"
@@ -77,8 +77,9 @@ def _launches(program, prefix: str, producer: dict, lines: list, indent: str) ->
 
 
 def _device_clusters(program) -> list[str]:
-    """With host ops in the graph: one cluster per device subgraph; host ops and copies stay outside."""
-    if not any(s.info.target == "host" for s in program.steps):
+    """With host ops or collectives in the graph: one cluster per device subgraph; host ops, collectives
+    and copies stay outside."""
+    if not any(s.info.target in ("host", "comm") for s in program.steps):
         return []
     regions = device_regions(program.graph)
     members: dict[int, list[str]] = {}

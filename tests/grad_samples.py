@@ -27,6 +27,9 @@ without_rule = {
     "CopyToHost": "inserted after the autodiff stage by the partition pass",
     "CopyToDevice": "inserted after the autodiff stage by the partition pass",
     "Const": "no inputs",
+    "Barrier": "its i32[1] token orders it; it carries no value",
+    "AllReduceStart": "the gradient reducer's bucket, applied to gradients (ir/ops/collective.py)",
+    "AllReduceWait": "the gradient reducer's bucket, applied to gradients (ir/ops/collective.py)",
     "AdamWeightDecay": "an optimizer update, written into its Parameters after the gradients",
     "FloatStatus": "an overflow flag",
     "NPUAllocFloatStatus": "an overflow status",
@@ -96,6 +99,13 @@ def _attribute_cases(rng) -> list[GradCase]:
     f = lambda *shape: _values(rng, shape, "real")  # noqa: E731
     cases = [
         GradCase("Reshape", [f(3, 4)], {"shape": (2, 6)}),
+        # collectives in a process that is its group (ir/ops/collective.py's Alone): MindSpore's rules there;
+        # two ranks: tests/test_dist_collectives.py
+        *[GradCase("AllReduce", [f(3, 4)], {"op": op}) for op in ("sum", "max", "min")],
+        GradCase("AllReduce", [_values(rng, (3, 4), "positive")], {"op": "prod"}),
+        GradCase("AllGather", [f(3, 2)], {}),
+        GradCase("ReduceScatter", [f(4, 2)], {}),
+        GradCase("Broadcast", [f(3), f(2, 2)], {}),
         GradCase("Reshape", [f(2, 3, 2)], {"shape": (-1,)}),
         GradCase("Transpose", [f(2, 3, 4)], {"perm": (2, 0, 1)}),
         GradCase("Transpose", [f(2, 3, 4, 5)], {"perm": (1, 3, 0, 2)}),

@@ -135,6 +135,17 @@ CASES += [
            lambda s, *w: np.zeros(8, np.int32)),
 ]
 
+# collectives in a process that is its group (ir/ops/collective.py's Alone: every one the identity);
+# among two ranks: tests/test_dist_collectives.py under mpiexec
+CASES += [
+    *[OpCase("AllReduce", [_ONE * 3], {"op": op}, lambda x: x) for op in ("sum", "max", "min", "prod")],
+    OpCase("AllReduce", [_x(4, dtype=np.int32)], {}, lambda x: x),
+    OpCase("AllGather", [_x(2, 3)], {}, lambda x: x),
+    OpCase("ReduceScatter", [_x(2, 3)], {"op": "max"}, lambda x: x),
+    OpCase("Broadcast", [_x(2, 3), _x(3, dtype=np.int32)], {"root_rank": 0}, lambda x, y: (x, y)),
+    OpCase("Barrier", [np.zeros(1, np.int32)], {}, lambda t: t),
+]
+
 BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
@@ -171,6 +182,10 @@ BAD += [
     BadCase("NPUGetFloatStatus", [np.zeros(4, F)], {}, r"the status must be an \(8,\) float32 tensor"),
     BadCase("NPUGetFloatStatusV2", [np.zeros(8, F)], {}, r"the status must be an \(8,\) int32 tensor"),
     BadCase("NPUGetFloatStatus", [np.zeros(8, F), np.ones(2, np.int32)], {}, r"a watched value must be a float"),
+    BadCase("AllGather", [np.zeros((), F)], {}, r"x needs at least one dimension"),
+    BadCase("ReduceScatter", [np.zeros((3, 2), F)], {"rank_size": 2}, r"must be a multiple of the group's size"),
+    BadCase("AllReduce", [np.zeros(2, F)], {"op": "mean"}, r"op='mean'.*expected one of sum, max, min, prod"),
+    BadCase("AllReduce", [np.zeros(2, bool)], {}, r"reduces numbers"),
     BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
             r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
 ]
@@ -202,4 +217,6 @@ TESTED_ELSEWHERE = {
     "HostCall": "tests/test_mixed_compute.py",
     "CopyToHost": "tests/test_mixed_compute.py",
     "CopyToDevice": "tests/test_mixed_compute.py",
+    "AllReduceStart": "tests/test_dist_reducer.py (one process), tests/test_dist_training.py (two ranks)",
+    "AllReduceWait": "tests/test_dist_reducer.py (one process), tests/test_dist_training.py (two ranks)",
 }

@@ -1,21 +1,33 @@
-"""MindSpore's auto-parallel context, stand-alone: `context.ParallelMode`,
-`context.set_auto_parallel_context(...)`, `get_auto_parallel_context(key)`,
-`reset_auto_parallel_context()`.
+"""MindSpore's auto-parallel context: `context.ParallelMode`, `context.set_auto_parallel_context(...)`,
+`get_auto_parallel_context(key)`, `reset_auto_parallel_context()` (also `graphkernel.set_auto_parallel_context`
+and `graphkernel.ParallelMode`, as MindSpore 2.x exports them).
 
-graphkernel runs one device in one process: parallel_mode is ParallelMode.STAND_ALONE and device_num 1,
-so the train cells' `reducer_flag` is False and their gradient reducer the identity. The other modes
-are refused by name (multi-process data parallelism will plug in here); the settings a single device
-can hold (gradients_mean, all_reduce_fusion_config, ...) are kept and read back.
+    parallel_mode      STAND_ALONE (default) or DATA_PARALLEL: each rank computes on its share of the batch
+                       and the train cells reduce the gradients (nn.DistributedGradReducer). The other
+                       modes (SEMI_AUTO_PARALLEL, AUTO_PARALLEL, HYBRID_PARALLEL: operator sharding) are
+                       refused by name.
+    gradients_mean     the reducer divides the summed gradients by the group size
+    device_num         the data-parallel group's size: once init() ran, it must equal get_group_size()
+    global_rank        this process's rank: once init() ran, it must equal get_rank()
+    all_reduce_fusion_config
+                       Parameter indices where the reducer's buckets split ([20, 35]: Parameters 0-19,
+                       20-34, 35-...); empty: buckets of about 25 MB (nn/wrap/grad_reducer.py)
+    parameter_broadcast
+                       the train cells send rank 0's Parameters to every rank when they are built
+    gradient_fp32_sync the buckets reduce in float32 (a float16 gradient is widened; always so here)
+
+The other keys MindSpore has (full_batch, enable_parallel_optimizer, ...) are kept and read back.
 """
 from __future__ import annotations
 
 import difflib
 
 from ir.errors import GraphKernelError
+from graphkernel.communication.management import GlobalComm, get_group_size, get_rank
 
 
 class ParallelContextError(GraphKernelError, ValueError):
-    """An unknown auto-parallel key, or a value a single device cannot take."""
+    """An unknown auto-parallel key, or a value the data-parallel group cannot take."""
 
 
 class ParallelMode:
@@ -28,24 +40,40 @@ class ParallelMode:
     MODE_LIST = [STAND_ALONE, DATA_PARALLEL, HYBRID_PARALLEL, SEMI_AUTO_PARALLEL, AUTO_PARALLEL]
 
 
+SUPPORTED_MODES = (ParallelMode.STAND_ALONE, ParallelMode.DATA_PARALLEL)
+
+
 def _parallel_mode(v):
     if v not in ParallelMode.MODE_LIST:
         raise ParallelContextError(f"parallel_mode {v!r}; accepted: {', '.join(ParallelMode.MODE_LIST)}")
-    if v != ParallelMode.STAND_ALONE:
-        raise ParallelContextError(f"parallel_mode {v!r}: graphkernel runs one device in one process; only "
-                                   f"{ParallelMode.STAND_ALONE!r} is supported")
+    if v not in SUPPORTED_MODES:
+        raise ParallelContextError(f"parallel_mode {v!r}: graphkernel trains data-parallel only (each rank holds "
+                                   f"every Parameter); supported: {', '.join(map(repr, SUPPORTED_MODES))}. "
+                                   f"{v!r} shards operators across devices, which is not built")
     return v
 
 
-def _one(v):
-    if isinstance(v, bool) or not isinstance(v, int) or v != 1:
-        raise ParallelContextError(f"device_num {v!r}: graphkernel runs one device; only 1 is supported")
+def _positive_int(key):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ParallelContextError(f"{key} {v!r}: expected a positive int")
+        return v
+    return check
+
+
+def _device_num(v):
+    _positive_int("device_num")(v)
+    if GlobalComm.INITED and v != get_group_size():
+        raise ParallelContextError(f"device_num {v}: the data-parallel group has {get_group_size()} rank(s) "
+                                   "(get_group_size()); launch that many processes or set device_num to it")
     return v
 
 
 def _rank(v):
-    if isinstance(v, bool) or not isinstance(v, int) or v != 0:
-        raise ParallelContextError(f"global_rank {v!r}: graphkernel runs one device; only 0 is supported")
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ParallelContextError(f"global_rank {v!r}: expected a non-negative int")
+    if GlobalComm.INITED and v != get_rank():
+        raise ParallelContextError(f"global_rank {v}: this process is rank {get_rank()} (get_rank())")
     return v
 
 
@@ -61,17 +89,24 @@ def _int_list(v):
     return list(v)
 
 
+def _split_indices(v):
+    v = _int_list(v)
+    if any(x < 0 for x in v) or any(b <= a for a, b in zip(v, v[1:])):
+        raise ParallelContextError(f"all_reduce_fusion_config {v}: Parameter indices, increasing and non-negative")
+    return v
+
+
 def _any(v):
     return v
 
 
 KEYS = {
     "parallel_mode": (ParallelMode.STAND_ALONE, _parallel_mode),
-    "device_num": (1, _one),
+    "device_num": (1, _device_num),
     "global_rank": (0, _rank),
     "gradients_mean": (False, _bool),
     "gradient_fp32_sync": (True, _bool),
-    "all_reduce_fusion_config": ([], _int_list),
+    "all_reduce_fusion_config": ([], _split_indices),
     "enable_parallel_optimizer": (False, _bool),
     "parameter_broadcast": (False, _bool),
     "full_batch": (False, _bool),
@@ -80,6 +115,8 @@ KEYS = {
 }
 
 _settings = {k: default for k, (default, _) in KEYS.items()}
+_explicit: set = set()    # keys set since the last reset
+_DERIVED = {"device_num": get_group_size, "global_rank": get_rank}
 
 
 def _unknown(key: str) -> ParallelContextError:
@@ -94,18 +131,27 @@ def set_auto_parallel_context(**kwargs) -> None:
     for key, value in kwargs.items():
         if key not in KEYS:
             raise _unknown(key)
-        staged[key] = KEYS[key][1](value)
+        try:
+            staged[key] = KEYS[key][1](value)
+        except ParallelContextError as e:
+            raise ParallelContextError(f"set_auto_parallel_context: {e}" if str(e).startswith(key) else
+                                       f"set_auto_parallel_context: {key}: {e}") from None
     _settings.update(staged)
+    _explicit.update(staged)
 
 
 def get_auto_parallel_context(key: str):
+    """The value set; device_num and global_rank, unset, follow the group once init() ran (as MindSpore's)."""
     if key not in KEYS:
         raise _unknown(key)
+    if key in _DERIVED and key not in _explicit and GlobalComm.INITED:
+        return _DERIVED[key]()
     return _settings[key]
 
 
 def reset_auto_parallel_context() -> None:
     _settings.update({k: default for k, (default, _) in KEYS.items()})
+    _explicit.clear()
 
 
 __all__ = ["ParallelMode", "ParallelContextError", "set_auto_parallel_context", "get_auto_parallel_context",

@@ -19,7 +19,8 @@ import json
 from ir.printer import format_type
 
 STEP_TID = 0
-TRACKS = {"device": (1, "AI Core kernels"), "host": (2, "host ops"), "copy": (3, "host<->device copies")}
+TRACKS = {"device": (1, "AI Core kernels"), "host": (2, "host ops"), "copy": (3, "host<->device copies"),
+          "comm": (4, "collectives")}
 PYNATIVE_PID = 0
 
 

@@ -4,7 +4,9 @@
                                          =>            [device subgraph 0]      host        [device subgraph 1]
 
 Host ops are PyFunc, HostCall (ops traced inside `graphkernel.host_scope()`) and any op of pattern
-HOST (`ir.ops.is_host`). Without `mix_compile_mode` a graph that mixes host ops with device work is
+HOST (`ir.ops.is_host`). Collectives (ir/ops/collective.py, placement "comm") are HOST ops too and split
+the device work the same way, but they need no mix_compile_mode and no copies: they read and write the
+device's buffers (a host op reading a collective's result gets a CopyToHost, as from device work). Without `mix_compile_mode` a graph that mixes host ops with device work is
 refused here, at compile time, naming the host op: CANN's "compute fully sunk to the device"
 default. A graph that runs entirely on the host (a PyFunc called on its own, as
 PYNATIVE_MODE does) needs no device and passes.
@@ -38,9 +40,16 @@ def host_label(node: Node) -> str:
     return describe(node)
 
 
+def side(node: Node) -> str:
+    """The side of the boundary a node's values live on: a collective ("comm") works on the device's
+    buffers, so it is device-side (no copies between it and device work)."""
+    where = placement(node)
+    return "device" if where == "comm" else where
+
+
 def check_mix_compile_mode(graph: Graph, opts: CompileOptions) -> None:
     hosts = [n for n in graph.nodes if placement(n) == "host"]
-    device = [n for n in graph.nodes if n.op not in _NO_COPY and placement(n) == "device"]
+    device = [n for n in graph.nodes if n.op not in _NO_COPY and side(n) == "device"]
     if not hosts or not device or opts.mix_compile_mode:
         return
     more = f" (and {len(hosts) - 1} more host op(s))" if len(hosts) > 1 else ""
@@ -55,21 +64,21 @@ def insert_copies(graph: Graph) -> Graph:
     """The graph with a CopyToHost/CopyToDevice on every value that crosses the boundary."""
     copies: dict[tuple[Value, str], Value] = {}
 
-    def crossing(v: Value, side: str, emit) -> Value:
-        if v.node.op in _NO_COPY or placement(v.node) == side or placement(v.node) == "copy":
+    def crossing(v: Value, to: str, emit) -> Value:
+        if v.node.op in _NO_COPY or side(v.node) == to or side(v.node) == "copy":
             return v
-        key = (v, side)
+        key = (v, to)
         if key not in copies:
-            op = "CopyToHost" if side == "host" else "CopyToDevice"
+            op = "CopyToHost" if to == "host" else "CopyToDevice"
             suffix = f"#{v.index}" if len(v.node.outputs) > 1 else ""
             copies[key] = emit(make_node(op, (v,), name=f"{v.node.name or v.node.op}{suffix}/{op}")).out
         return copies[key]
 
     def visit(node: Node, inputs: tuple[Value, ...], emit):
-        side = placement(node)
-        if node.op in _NO_COPY or side == "copy":
+        to = side(node)
+        if node.op in _NO_COPY or to == "copy":
             return None
-        new = tuple(crossing(v, side, emit) for v in inputs)
+        new = tuple(crossing(v, to, emit) for v in inputs)
         return None if new == inputs else node.replace(inputs=new)
 
     return graph.rewrite(visit)

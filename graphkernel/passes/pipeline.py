@@ -23,6 +23,7 @@ from graphkernel.expanders import EXPANDERS, expand
 from graphkernel.settings.flags import MINDSPORE_OPS, MINDSPORE_PASSES, FlagError, no_effect
 from graphkernel.settings.options import FUSION_STAGES, CompileOptions
 from graphkernel.passes.arith_simplify import arith_simplify
+from graphkernel.passes.comm_schedule import comm_schedule
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.constant_fold import constant_fold
@@ -51,6 +52,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("simplify", "cse", cse, 0),                           # merge identical ops
         ("simplify", "dce", dce, 0),                           # drop ops no output needs
         ("simplify", "partition", partition, 0),               # host ops: mix_compile_mode check, copies
+        ("simplify", "comm_schedule", comm_schedule, 0),       # buckets' AllReduce: start early, wait late
         ("fuse_basic", "basic_fusion", basic_fusion, 1),       # simple elementwise ops -> composites
         ("composite", "composite_fusion", composite_fusion, 1),  # composites + other fusible ops, by cost
         ("composite", "recompute", recompute, 2),              # duplicate cheap producers into consumers
@@ -58,6 +60,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("composite", "multi_tensor_fusion", multi_tensor_fusion, 1),  # an optimizer's updates -> one launch
         ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
         ("composite", "low_precision", low_precision, FLAG_ONLY),  # composites compute in float16
+        ("composite", "comm_schedule", comm_schedule, 1),      # again, over the fused graph
     ]
 
 

@@ -26,6 +26,7 @@ from ir.ops import losses  # noqa: F401  (SigmoidCrossEntropyWithLogits, Softmax
 from ir.ops import mindspore_composites, batch_norm  # noqa: F401  (Identity, FastGeLU, SoftmaxGradExt; BatchNorm)
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
 from ir.ops import control  # noqa: F401  (If)
+from ir.ops import collective  # noqa: F401  (AllReduce, AllGather, ReduceScatter, Broadcast, Barrier, buckets)
 from ir.ops.control import branches, map_branches
 from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)

@@ -12,7 +12,7 @@
                         every value a host op reads from the device, or the device from a host op)
 
     is_host(node)          the one test every pass and the lowering ask (pattern HOST)
-    placement(node)        "host", "copy" or "device"
+    placement(node)        "host", "copy", "comm" (a collective: ir/ops/collective.py) or "device"
     device_regions(graph)  {device node: region}: maximal device subgraphs no host op splits
     run_host(node, arrays) the node's results, an error naming the node (its scope name) on failure
 
@@ -219,10 +219,12 @@ def is_host(node: Node) -> bool:
 
 
 def placement(node: Node) -> str:
-    """"host", "copy" (a boundary copy) or "device"."""
+    """"host", "copy" (a boundary copy), "comm" (a collective, ir/ops/collective.py) or "device"."""
     if node.op in COPY_OPS:
         return "copy"
-    return "host" if is_host(node) else "device"
+    if not is_host(node):
+        return "device"
+    return "comm" if node.subgraph is None and get(node.op).collective else "host"
 
 
 def run_host(node: Node, arrays) -> tuple[np.ndarray, ...]:

@@ -86,6 +86,8 @@ class OpDef:
     expandable: bool = False                # a composite op: an expander turns it into primitives
     expand_by_default: bool = True          # False: expanded only when --enable_expand_ops names it
     storage_dtypes: bool = False            # takes a storage dtype (bfloat16): it only moves or converts data
+    collective: bool = False                # a collective (ir/ops/collective.py): a HOST op placed "comm", between
+                                            # device subgraphs, reading and writing device buffers (no copies)
     doc: str = field(default="", compare=False)
     cost: Cost = Cost.ARITH                 # per element, for the cost model
     basic_fusion: bool = False              # basic fusion clusters it (the simple elementwise ops)

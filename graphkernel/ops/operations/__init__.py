@@ -20,7 +20,8 @@ from graphkernel.ops.primitive import Primitive, PrimitiveCallError, UnknownPrim
 from graphkernel.assign import Assign, AssignAdd, AssignSub, Depend  # noqa: F401
 from graphkernel.ops.dropout import Dropout  # noqa: F401  (output and mask; ir/ops/random.py draws them)
 from graphkernel.ops.static import DType, Rank, Shape, Size  # noqa: F401  (trace-time queries, not ops)
-from graphkernel.ops.collective import AllReduce  # noqa: F401  (one device: the identity)
+from graphkernel.ops.collective import (AllGather, AllReduce, Barrier, Broadcast, ReduceOp,  # noqa: F401
+                                        ReduceScatter)   # collectives (ir/ops/collective.py)
 from graphkernel.ops.float_status import (  # noqa: F401  (the sticky overflow status)
     NPUAllocFloatStatus, NPUClearFloatStatus, NPUClearFloatStatusV2, NPUGetFloatStatus, NPUGetFloatStatusV2)
 from graphkernel.tensor import use_operations
@@ -82,7 +83,7 @@ __all__ = [name for name, obj in list(globals().items())
 __all__ += ["Assign", "AssignAdd", "AssignSub", "Depend"]   # Parameter writes (graphkernel/assign.py)
 __all__ += ["Dropout"]   # graphkernel/ops/dropout.py
 __all__ += ["Shape", "DType", "Rank", "Size"]   # graphkernel/ops/static.py
-__all__ += ["AllReduce"]   # graphkernel/ops/collective.py
+__all__ += ["ReduceOp"]   # graphkernel/ops/collective.py
 __all__ += ["NPUAllocFloatStatus", "NPUClearFloatStatus", "NPUClearFloatStatusV2", "NPUGetFloatStatus",
             "NPUGetFloatStatusV2"]   # graphkernel/ops/float_status.py
 

@@ -1,0 +1,107 @@
+"""What the launcher tells a process, and the cores its rank may use.
+
+    launched()          whether an MPI launcher started this process as one of several or as a job of
+                        its own: MPICH's Hydra (mpiexec, mpirun) sets PMI_RANK and PMI_SIZE, Open MPI's
+                        mpirun OMPI_COMM_WORLD_RANK/SIZE (and PMIX_RANK), Slurm's srun with PMI/PMIx the same
+    env_rank(), env_size()
+                        the rank and size the launcher announces (before MPI is initialized)
+    share_cores(local_size)
+                        N ranks on one machine split the cores this process may run on (its affinity):
+                        each gets max(1, cores // N) threads for numba's kernel launches
+                        (numba.set_num_threads) and for the BLAS of the MatMuls (OpenBLAS's
+                        openblas_set_num_threads, found in the loaded library). A variable the user set
+                        (NUMBA_NUM_THREADS, OPENBLAS_NUM_THREADS, OMP_NUM_THREADS) is left alone. `graphkernel
+                        msrun` sets the same variables for each rank before it starts.
+
+No MPI is imported here: a process no launcher started stays a group of one without touching MPI.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+THREAD_VARS = ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                "openblas_set_num_threads64_")
+
+
+def _first_int(names) -> int | None:
+    for name in names:
+        text = os.environ.get(name)
+        if text is not None and text.strip().isdigit():
+            return int(text)
+    return None
+
+
+def launched() -> bool:
+    return _first_int(RANK_VARS) is not None
+
+
+def env_rank() -> int | None:
+    return _first_int(RANK_VARS)
+
+
+def env_size() -> int | None:
+    return _first_int(SIZE_VARS)
+
+
+def env_local_size() -> int | None:
+    return _first_int(LOCAL_SIZE_VARS)
+
+
+def allowed_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def threads_per_rank(local_size: int, cores: int | None = None) -> int:
+    """A rank's share of the machine's cores when `local_size` ranks run on it."""
+    cores = allowed_cores() if cores is None else cores
+    return max(1, cores // max(1, local_size))
+
+
+def _blas_setter():
+    """openblas_set_num_threads of the OpenBLAS numpy loaded (None when there is none to find)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in BLAS_SETTERS:
+            if hasattr(lib, name):
+                return getattr(lib, name)
+    return None
+
+
+def share_cores(local_size: int) -> dict:
+    """Give this rank its share of the cores (the module docstring); what was set, by what."""
+    if local_size <= 1:
+        return {}
+    n = threads_per_rank(local_size)
+    done = {}
+    if "NUMBA_NUM_THREADS" not in os.environ:
+        import numba   # third party, loaded with graphkernel already
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        done["numba"] = numba.get_num_threads()
+    if "OPENBLAS_NUM_THREADS" not in os.environ and "OMP_NUM_THREADS" not in os.environ:
+        setter = _blas_setter()
+        if setter is not None:
+            setter(ctypes.c_int(n))
+            done["blas"] = n
+    return done
+
+
+def rank_environment(local_size: int, cores: int | None = None) -> dict[str, str]:
+    """The thread variables a launcher sets for each of `local_size` ranks on this machine (unset ones)."""
+    n = str(threads_per_rank(local_size, cores))
+    return {name: n for name in THREAD_VARS if name not in os.environ}
