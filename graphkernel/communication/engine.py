@@ -103,9 +103,11 @@ def _mpi_op(MPI, op: str):
 
 
 def _wire(x: np.ndarray) -> np.ndarray:
-    """The array as MPI can send it: contiguous, float16 widened to float32 (MPI has no half type)."""
-    x = np.ascontiguousarray(x)
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    """The array as MPI can send it: C-contiguous, at least one dimension, float16 widened to float32
+    (MPI has no half type)."""
+    x = np.asarray(x)
+    x = x.astype(np.float32) if x.dtype == np.float16 else np.ascontiguousarray(x)
+    return x.reshape(1) if x.ndim == 0 else x
 
 
 class MpiCommunicator:
@@ -171,7 +173,7 @@ class MpiCommunicator:
         out = np.empty_like(send)
         mpi_op = _mpi_op(self.MPI, op)
         self._run(group, f"AllReduce({op})", lambda comm: comm.Allreduce(send, out, op=mpi_op))
-        return out.astype(x.dtype, copy=False)
+        return out.astype(x.dtype, copy=False).reshape(np.shape(x))
 
     def all_gather(self, x, group):
         send = _wire(x)
@@ -200,7 +202,7 @@ class MpiCommunicator:
             for b in bufs:
                 comm.Bcast(b, root=at)
         self._run(group, "Broadcast", work)
-        return [b.astype(x.dtype, copy=False) for b, x in zip(bufs, xs)]
+        return [b.astype(x.dtype, copy=False).reshape(np.shape(x)) for b, x in zip(bufs, xs)]
 
     def barrier(self, group):
         self._run(group, "Barrier", lambda comm: comm.Barrier())

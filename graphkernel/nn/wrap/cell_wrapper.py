@@ -3,23 +3,21 @@ one call is one step (forward, backward, the optimizer's updates), compiled as o
 
 Its attributes are MindSpore's, which subclasses (the official BERT cells) read and replace: `network`,
 `optimizer`, `weights` (the optimizer's Parameters), `grad` (GradOperation(get_by_list=True,
-sens_param=True)), `sens`, `grad_reducer` (the identity on one device: graphkernel/communication/parallel_context.py),
-`reducer_flag` (False), `parallel_mode`, `hyper_map`. The loss-scale cells are in loss_scale.py.
+sens_param=True)), `sens`, `grad_reducer`, `reducer_flag`, `mean`, `degree`, `parallel_mode`, `hyper_map`.
+Under parallel_mode DATA_PARALLEL (graphkernel/communication/parallel_context.py) `reducer_flag` is True and
+`grad_reducer` a DistributedGradReducer(weights, gradients_mean, device_num), as in MindSpore; otherwise
+the identity. The loss-scale cells are in loss_scale.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ir.errors import GraphKernelError
 from graphkernel.cell import Cell
 from graphkernel.gradients import GradOperation
 from graphkernel.ops.multitype import HyperMap
 from graphkernel.communication.parallel_context import ParallelMode, get_auto_parallel_context
 from graphkernel.tensor import Tensor
-
-
-class TrainCellError(GraphKernelError, TypeError):
-    """A train cell built from arguments MindSpore refuses."""
+from graphkernel.nn.wrap.grad_reducer import DistributedGradReducer, TrainCellError
 
 
 def _identity(x):
@@ -43,6 +41,10 @@ class TrainOneStepCell(Cell):
         self.parallel_mode = get_auto_parallel_context("parallel_mode")
         self.reducer_flag = self.parallel_mode in (ParallelMode.DATA_PARALLEL, ParallelMode.HYBRID_PARALLEL)
         self.grad_reducer = _identity
+        if self.reducer_flag:
+            self.mean = get_auto_parallel_context("gradients_mean")
+            self.degree = get_auto_parallel_context("device_num")
+            self.grad_reducer = DistributedGradReducer(self.weights, self.mean, self.degree)
 
     def _fill(self, like, value):
         return Tensor(np.full(like.shape, value, like.dtype.np))

@@ -85,6 +85,7 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
         self.base = Tensor(np.array(1.0, np.float32))
         self.base0 = Tensor(np.array(0, np.int32))
         self.is_distributed = self.parallel_mode != ParallelMode.STAND_ALONE
+        self.allreduce = P.AllReduce()   # the overflow flag, summed over the ranks: every rank skips alike
         self.gpu_target = False
         self.ascend_910a_target = False
         self.ascend_910b_target = True
@@ -138,15 +139,22 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
         return status, compute_input
 
     def get_overflow_status(self, status, compute_output):
-        """A bool: whether the computation of `compute_output` (the gradients) overflowed."""
+        """A bool: whether the computation of `compute_output` (the gradients) overflowed, on any rank
+        when distributed (the flag summed over the group, as MindSpore's cells do)."""
         if self.gpu_target:
             return self._infnan_overflow(_grad_overflow, compute_output)
         if self.ascend_910b_target and not self._saturation_mode():
             if self.enable_allfinite:
-                return all_finite_violated(compute_output)
+                overflow = all_finite_violated(compute_output)
+                if self.is_distributed:
+                    summed = self.allreduce(P.Cast()(overflow, DType.float32))
+                    overflow = P.Cast()(summed, DType.bool)
+                return overflow
             return self._infnan_overflow(_ascend_grad_overflow, compute_output)
         status = depend(status, compute_output)
         get_status = P.NPUGetFloatStatusV2()(status)
+        if self.is_distributed:
+            get_status = self.allreduce(get_status)
         status = depend(status, get_status)
         clear_status = P.NPUClearFloatStatusV2()(status)
         get_status = depend(get_status, clear_status)
@@ -155,6 +163,8 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
 
     def _infnan_overflow(self, check, compute_output):
         flag_sum = P.Reshape()(P.AddN()(self.hyper_map(partial(check), compute_output)), ())
+        if self.is_distributed:
+            flag_sum = self.allreduce(flag_sum)
         return P.GreaterEqual()(flag_sum, self.base)
 
     def process_loss_scale(self, overflow):
