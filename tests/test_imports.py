@@ -43,7 +43,7 @@ TOP_LEVEL_BUDGET = 20
 # (importer, imported) pairs allowed inside a function: the CLI's subcommands.
 LAZY_ALLOWED = {("graphkernel.tools.cli", "graphkernel.tools.demo"), ("graphkernel.tools.cli", "graphkernel.observation.dump"),
                 ("graphkernel.tools.cli", "graphkernel.tools.run"), ("graphkernel.tools.cli", "graphkernel.tools.bench.command"),
-                ("graphkernel.tools.cli", "graphkernel.observation.report")}
+                ("graphkernel.tools.cli", "graphkernel.observation.report"), ("graphkernel.tools.cli", "graphkernel.tools.msrun")}
 
 
 def _modules() -> dict[str, Path]:

@@ -1,5 +1,5 @@
 """The `graphkernel` command line: `graphkernel demo`, `graphkernel run MODEL.onnx`, `graphkernel report DIR`,
-`graphkernel bench`."""
+`graphkernel bench`, `graphkernel msrun` (data-parallel ranks of a script on one machine)."""
 from __future__ import annotations
 
 import argparse
@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     from graphkernel.tools.bench.command import add_bench_parser   # (as above)
     add_bench_parser(sub)
+    from graphkernel.tools.msrun import add_msrun_parser   # (as above)
+    add_msrun_parser(sub)
     return parser
 
 

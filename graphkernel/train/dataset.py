@@ -1,17 +1,24 @@
 """Datasets for Model.train / Model.eval, with MindSpore's names: a dataset yields rows (tuples of numpy
 arrays); `batch` stacks rows into batches; `shuffle` reorders them through a buffer.
 
-    NumpySlicesDataset(data, column_names=None, shuffle=None)
+    NumpySlicesDataset(data, column_names=None, shuffle=None, num_shards=None, shard_id=None)
         data: an array, a list/tuple of arrays (one per column) or a dict name -> array; row i is the
         tuple of every column's [i]. shuffle=None or True: a new order every epoch (MindSpore's default)
-    GeneratorDataset(source, column_names=None, shuffle=None)
+    GeneratorDataset(source, column_names=None, shuffle=None, num_shards=None, shard_id=None)
         source: a callable returning an iterator (a generator function), an iterable (an iterator
         is read once into a list), or an object with __getitem__ and __len__ (random access; only
-        this kind shuffles, as in MindSpore)
+        this kind shuffles and shards, as in MindSpore)
     dataset.batch(batch_size, drop_remainder=False) -> a dataset of stacked rows
     dataset.shuffle(buffer_size)        a buffer of buffer_size rows; each row out is drawn from it
     dataset.get_dataset_size()          rows (batches after .batch) per epoch
     dataset.create_tuple_iterator()     iterating a dataset itself gives the same tuples
+
+Shards (data parallelism: each rank reads its own): num_shards=k, shard_id=s, given together, as
+MindSpore 2.10's distributed sampler does (checked against it): the epoch's order (0..N-1, or the
+shuffled order, the same on every rank for the same seed) is padded to a multiple of k by repeating
+its first rows, and shard s takes every k-th row from position s: order[(s + k*i) mod N] for i below
+ceil(N/k). Every shard has ceil(N/k) rows; together they cover every row, the padding repeated.
+(10 rows, 3 shards: [0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1].)
 
 as_dataset(obj) turns what Model.train accepts into a Dataset: a Dataset stays itself; any other iterable
 of tuples of numpy arrays (a list of (x, y) pairs, a generator) is read once into a list, so that every
@@ -83,23 +90,46 @@ def _order_generator() -> np.random.Generator:
     return np.random.default_rng(0 if seed is None else seed)
 
 
+def _check_shards(cls: str, num_shards, shard_id) -> tuple[int, int]:
+    """(num_shards, shard_id), (1, 0) for none; MindSpore's rules."""
+    if num_shards is None and shard_id is None:
+        return 1, 0
+    if num_shards is None or shard_id is None:
+        raise DatasetError(f"{cls}: num_shards and shard_id must be given together (got num_shards={num_shards!r}, "
+                           f"shard_id={shard_id!r})")
+    for name, v in (("num_shards", num_shards), ("shard_id", shard_id)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise DatasetError(f"{cls}: {name} must be an int, got {v!r}")
+    if num_shards < 1 or not 0 <= shard_id < num_shards:
+        raise DatasetError(f"{cls}: shard_id {shard_id} must be in [0, num_shards={num_shards})")
+    return num_shards, shard_id
+
+
 class _RandomAccess(Dataset):
-    def __init__(self, length: int, shuffle):
+    def __init__(self, length: int, shuffle, num_shards=None, shard_id=None):
         if shuffle not in (None, True, False):
             raise DatasetError(f"{type(self).__name__}: shuffle must be True, False or None, got {shuffle!r}")
         self._length = length
         self._shuffle = shuffle is not False
         self._rng = _order_generator()
+        self.num_shards, self.shard_id = _check_shards(type(self).__name__, num_shards, shard_id)
 
     def _order(self):
-        return self._rng.permutation(self._length) if self._shuffle else range(self._length)
+        order = self._rng.permutation(self._length) if self._shuffle else np.arange(self._length)
+        if self.num_shards == 1 or self._length == 0:
+            return order
+        k, s = self.num_shards, self.shard_id
+        return order[(s + k * np.arange(self._shard_rows())) % self._length]
+
+    def _shard_rows(self) -> int:
+        return -(-self._length // self.num_shards)
 
     def get_dataset_size(self) -> int:
-        return self._length
+        return self._shard_rows() if self._length >= 0 else self._length
 
 
 class NumpySlicesDataset(_RandomAccess):
-    def __init__(self, data, column_names=None, shuffle=None):
+    def __init__(self, data, column_names=None, shuffle=None, num_shards=None, shard_id=None):
         if isinstance(data, dict):
             column_names = list(data) if column_names is None else column_names
             columns = list(data.values())
@@ -116,7 +146,7 @@ class NumpySlicesDataset(_RandomAccess):
         self.columns = columns
         self.column_names = list(column_names) if column_names is not None else [
             f"column_{k}" for k in range(len(columns))]
-        super().__init__(lengths.pop(), shuffle)
+        super().__init__(lengths.pop(), shuffle, num_shards, shard_id)
 
     def _rows(self):
         for i in self._order():
@@ -124,7 +154,7 @@ class NumpySlicesDataset(_RandomAccess):
 
 
 class GeneratorDataset(_RandomAccess):
-    def __init__(self, source, column_names=None, shuffle=None):
+    def __init__(self, source, column_names=None, shuffle=None, num_shards=None, shard_id=None):
         self.source = source
         self.column_names = list(column_names) if column_names is not None else None
         self._random_access = hasattr(source, "__getitem__") and hasattr(source, "__len__")
@@ -134,9 +164,13 @@ class GeneratorDataset(_RandomAccess):
         if not self._random_access and shuffle:
             raise DatasetError("GeneratorDataset: shuffle=True needs a random-accessible source (with "
                                "__getitem__ and __len__); use .shuffle(buffer_size) instead")
+        if not self._random_access and num_shards is not None:
+            raise DatasetError("GeneratorDataset: num_shards needs a random-accessible source (with __getitem__ "
+                               "and __len__), as in MindSpore")
         if not self._random_access and hasattr(source, "__iter__") and iter(source) is source:
             self.source = list(source)   # an iterator can be read once: keep its rows for every epoch
-        super().__init__(len(source) if self._random_access else -1, shuffle if self._random_access else False)
+        super().__init__(len(source) if self._random_access else -1, shuffle if self._random_access else False,
+                         num_shards, shard_id)
 
     def _rows(self):
         if self._random_access:
@@ -148,7 +182,7 @@ class GeneratorDataset(_RandomAccess):
             yield from self.source()   # a generator function: a new iterator every epoch
 
     def get_dataset_size(self) -> int:
-        return self._length if self._random_access else Dataset.get_dataset_size(self)
+        return self._shard_rows() if self._random_access else Dataset.get_dataset_size(self)
 
 
 class BatchDataset(Dataset):

@@ -44,6 +44,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from graphkernel import context
 from graphkernel.cell import Cell
+from graphkernel.communication.management import GlobalComm, get_group_size
 from graphkernel.nn.loss import WithLossCell
 from graphkernel.nn.optim import Optimizer
 from graphkernel.nn.wrap import TrainOneStepCell, TrainOneStepWithLossScaleCell
@@ -176,8 +177,9 @@ class Model:
         batch_num = sink_size if dataset_sink_mode else dataset_size
         cb = CallbackParam(
             train_network=self._train_network, epoch_num=epoch - initial_epoch, batch_num=batch_num,
-            mode="train", loss_fn=self._loss_fn, optimizer=self._optimizer, parallel_mode="stand_alone",
-            device_number=1, train_dataset=train_dataset, list_callback=callbacks.callbacks,
+            mode="train", loss_fn=self._loss_fn, optimizer=self._optimizer,
+            parallel_mode=context.get_auto_parallel_context("parallel_mode"),
+            device_number=get_group_size() if GlobalComm.INITED else 1, train_dataset=train_dataset, list_callback=callbacks.callbacks,
             train_dataset_element=None, network=self._network, last_save_ckpt_step=None, latest_ckpt_file=None,
             loss_scale_mananger=self._loss_scale_manager, initial_step=initial_epoch * batch_num,
             cur_step_num=initial_epoch * batch_num, cur_epoch_num=initial_epoch,

@@ -9,7 +9,9 @@ safetensors file, atomically, whatever the extension), every save_checkpoint_ste
 steps 0, every save_checkpoint_seconds seconds) and once more at the end of training. At most
 keep_checkpoint_max files of this callback are kept, the oldest removed first (0: all kept). When
 files of the same prefix are already in the directory, the prefix becomes `<prefix>_1`, `<prefix>_2`...
-(MindSpore's rule), so a second run never overwrites the first. append_info: a list of "epoch_num",
+(MindSpore's rule), so a second run never overwrites the first. In a data-parallel job of more than
+one rank each rank writes into its own folder, `<directory>/rank_<r>/` (MindSpore's layout for a
+distributed job's checkpoints): two ranks never write one file, nor race for a prefix. append_info: a list of "epoch_num",
 "step_num" and dicts of extra values saved beside the Parameters. `latest_ckpt_file_name` names the
 last file written.
 """
@@ -19,6 +21,7 @@ import os
 import time
 
 from graphkernel.checkpoint import save_checkpoint
+from graphkernel.communication.management import GlobalComm, get_group_size, get_rank
 from graphkernel.train.callback.base import Callback, CallbackError
 
 
@@ -60,6 +63,8 @@ class ModelCheckpoint(Callback):
         self._directory = os.path.abspath(os.fspath(directory)) if directory is not None else os.getcwd()
         if os.path.exists(self._directory) and not os.path.isdir(self._directory):
             raise CallbackError(f"ModelCheckpoint: directory {self._directory!r} is a file")
+        if GlobalComm.INITED and get_group_size() > 1:   # one folder per rank: never one file for two ranks
+            self._directory = os.path.join(self._directory, f"rank_{get_rank()}")
         os.makedirs(self._directory, exist_ok=True)
         self._prefix = self._free_prefix(prefix)
         self._files: list[str] = []
