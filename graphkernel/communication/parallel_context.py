@@ -91,6 +91,9 @@ def _int_list(v):
 
 def _split_indices(v):
     v = _int_list(v)
+    if not v:
+        raise ParallelContextError("all_reduce_fusion_config: the split indices can not be empty (MindSpore's "
+                                   "rule; reset_auto_parallel_context() goes back to buckets by size)")
     if any(x < 0 for x in v) or any(b <= a for a, b in zip(v, v[1:])):
         raise ParallelContextError(f"all_reduce_fusion_config {v}: Parameter indices, increasing and non-negative")
     return v

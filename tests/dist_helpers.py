@@ -1,0 +1,75 @@
+"""Running tests/dist/ scripts as an MPI job: `mpiexec -n N python SCRIPT ...` from this Python's
+environment (the extra `graphkernel[dist]`: mpi4py and MPICH from PyPI; mpiexec is beside the Python).
+
+    need_mpi()                  skips the test, saying what is missing (under CI, where .ci/run installs
+                                the extra, fails it instead)
+    run_job(args, n=2, env=..., timeout=...) -> (returncode, output, seconds)
+    run_reference(args)         the script as one plain process (no launcher: a group of one)
+    read_ranks(dir, name, n)    every rank's JSON record of one run
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "tests", "dist")
+LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                 "PMIX_RANK", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+
+
+def mpiexec() -> str | None:
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return beside if os.access(beside, os.X_OK) else shutil.which("mpiexec")
+
+
+def missing() -> str | None:
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install 'graphkernel[dist]')"
+    if mpiexec() is None:
+        return "no mpiexec beside this Python or on PATH (pip install 'graphkernel[dist]' brings MPICH's)"
+    return None
+
+
+def need_mpi() -> None:
+    import pytest
+    why = missing()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"the distributed tests need MPI: {why}")
+        pytest.skip(why)
+
+
+def clean_env(**extra) -> dict:
+    """This environment without a launcher's variables (a test may itself run under one)."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_job(args: list[str], n: int = 2, env: dict | None = None, timeout: float = 240,
+            script: str = "mlp_dp.py") -> tuple[int, str, float]:
+    cmd = [mpiexec(), "-n", str(n), sys.executable, os.path.join(SCRIPTS, script), *args]
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, cwd=ROOT, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
+
+
+def run_reference(args: list[str], script: str = "mlp_dp.py", timeout: float = 240) -> str:
+    cmd = [sys.executable, os.path.join(SCRIPTS, script), "--reference", *args]
+    done = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def read_ranks(out: str, name: str, n: int = 2) -> list[dict]:
+    records = []
+    for rank in range(n):
+        with open(os.path.join(out, name, f"rank{rank}.json")) as f:
+            records.append(json.load(f))
+    return records
