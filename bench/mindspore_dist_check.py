@@ -1,4 +1,4 @@
-"""MindSpore 2.10's own data-parallel run of tests/dist/mlp_dp.py: the per-rank losses the distributed
+"""MindSpore 2.10's own data-parallel run of tests/mpi_scripts/mlp_dp.py: the per-rank losses the distributed
 tests compare ours with (tests/data/mindspore_dp_losses.json).
 
     python bench/mindspore_dist_check.py [--mindspore-python /work/venvs/mindspore/bin/python]
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(REPO, "tests", "dist", "mlp_dp.py")
+SCRIPT = os.path.join(REPO, "tests", "mpi_scripts", "mlp_dp.py")
 RUNS = ["mean:mean=1", "sum:mean=0", "train:cell=train"]   # CPU, GRAPH_MODE, a jitted step (the script's DEFAULTS)
 STEPS = 4
 IMPORT_LINE = re.compile(r"^\s*(from|import)\s")

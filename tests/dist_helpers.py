@@ -1,4 +1,4 @@
-"""Running tests/dist/ scripts as an MPI job: `mpiexec -n N python SCRIPT ...` from this Python's
+"""Running tests/mpi_scripts/ scripts as an MPI job: `mpiexec -n N python SCRIPT ...` from this Python's
 environment (the extra `graphkernel[dist]`: mpi4py and MPICH from PyPI; mpiexec is beside the Python).
 
     need_mpi()                  skips the test, saying what is missing (under CI, where .ci/run installs
@@ -18,7 +18,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = os.path.join(ROOT, "tests", "dist")
+SCRIPTS = os.path.join(ROOT, "tests", "mpi_scripts")
 LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                  "PMIX_RANK", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
 

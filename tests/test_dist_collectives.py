@@ -1,4 +1,4 @@
-"""The collective primitives among two ranks (tests/dist/collectives.py under `mpiexec -n 2`): AllReduce
+"""The collective primitives among two ranks (tests/mpi_scripts/collectives.py under `mpiexec -n 2`): AllReduce
 (sum, max, min, prod; float32 and float16), AllGather, ReduceScatter, Broadcast from rank 1 and Barrier, in
 GRAPH_MODE on the numpy reference and on the emulated device (fused) and in PYNATIVE_MODE, equal to numpy
 over both ranks' inputs; MindSpore's gradient rules through AllReduce; a group made by create_group; the

@@ -1,5 +1,5 @@
 """Faults in an MPI job end it, never hang it (graphkernel/communication/faults.py, engine.py): a rank that
-raises at step 3 of `mpiexec -n 2 python tests/dist/mlp_dp.py` ends the whole job with its error within 30 s
+raises at step 3 of `mpiexec -n 2 python tests/mpi_scripts/mlp_dp.py` ends the whole job with its error within 30 s
 of raising; a rank that never reaches a collective gives the others a CollectiveTimeoutError naming the
 collective and that rank."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Data-parallel training under `mpiexec -n 2` (tests/dist/mlp_dp.py, a MindSpore 2.x-style script): two
+"""Data-parallel training under `mpiexec -n 2` (tests/mpi_scripts/mlp_dp.py, a MindSpore 2.x-style script): two
 ranks, each on its half of every batch, train as one process whose loss is the mean of the halves' losses
 (losses within 1e-5 relative at every step, Parameters within float32 tolerance) and as MindSpore 2.10's
 own msrun of the same script (tests/data/mindspore_dp_losses.json, bench/mindspore_dist_check.py); the two
