@@ -27,7 +27,7 @@ def assert_relative(got, want, rtol: float, what: str) -> None:
 RUNS = {
     "mean": "",                                       # the reducer averages
     "sum": "mean=0",                                  # it sums, the script divides
-    "train": "cell=train,buckets=3,target=Ascend",    # TrainOneStepCell's own reducer, three buckets
+    "train": "cell=train,buckets=3,target=Ascend,profile=1",   # TrainOneStepCell's own reducer, three buckets
     "pynative": "mode=pynative,jit=0",                # op by op: the buckets start and are waited in turn
     "overflow": "cell=lossscale,overflow_rank=1,overflow_step=2",
     "saturation": "cell=lossscale,overflow_rank=0,overflow_step=1,overflow_mode=saturation",
@@ -126,3 +126,16 @@ def test_every_configuration_on_the_emulated_device(tmp_path, job):
         for a, b in zip(mine, theirs):
             assert_relative(a["losses"], b["losses"], 1e-5, f"{name} on the device against the reference")
             assert a["overflow"] == b["overflow"]
+
+
+def test_the_profiler_trace_shows_each_buckets_allreduce_on_the_communicator(job):
+    out, _ = job
+    with open(os.path.join(out, "train", "profile0", "profiler", "trace.json")) as f:
+        events = json.load(f)["traceEvents"]
+    spans = [e for e in events if e.get("cat") == "collective"]
+    assert sorted({e["args"]["bucket"] for e in spans}) == sorted(name for name, _, _ in read_ranks(out, "train")[0]["buckets"])
+    assert len(spans) == 3 * (STEPS - 1) and all(e["dur"] >= 0 for e in spans)
+    names = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    assert "communicator" in names
+    launches = [e for e in events if e.get("cat") == "comm"]
+    assert {e["args"]["ops"][0] for e in launches} == {"AllReduceStart", "AllReduceWait"}

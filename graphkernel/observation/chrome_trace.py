@@ -8,6 +8,11 @@
                               output shapes, bytes read and written, step, launch index
       host ops                host launches (mixed compute), the same args
       host<->device copies    CopyToHost / CopyToDevice launches, the same args
+      collectives             the launches of collectives (AllReduce, a bucket's AllReduceStart and
+                              AllReduceWait: graphkernel/communication)
+    and in a data-parallel job a process "communicator" whose track holds each collective as the
+    communicator's thread ran it (a bucket's AllReduce from its start to its end, overlapping the
+    backward's kernels), args: the bucket, when it was submitted and how long the main thread waited for it
 
 Timestamps and durations are microseconds since the Profiler started; on each track the events are in
 time order. The JSON is ASCII: a name is escaped, never able to break the file.
@@ -22,6 +27,7 @@ STEP_TID = 0
 TRACKS = {"device": (1, "AI Core kernels"), "host": (2, "host ops"), "copy": (3, "host<->device copies"),
           "comm": (4, "collectives")}
 PYNATIVE_PID = 0
+COMM_PID = 1_000_000      # the communicator thread's process in the trace (not a graph)
 
 
 def pid_of(graph_id) -> int:
@@ -47,9 +53,29 @@ def step_events(graph_id, step: int, start_us: float, dur_us: float, launches: i
              "dur": round(dur_us, 3), "args": {"step": step, "graph_id": graph_id, "launches": launches}}]
 
 
+def collective_events(jobs, origin: float, stopped: float | None) -> list[dict]:
+    """The communicator's collectives that ran between `origin` and `stopped` (perf_counter seconds)."""
+    events = []
+    for job in jobs:
+        if job.started < origin or (stopped is not None and job.finished > stopped):
+            continue
+        waited = (job.waited[1] - job.waited[0]) * 1e6 if job.waited else 0.0
+        events.append({"name": job.label, "cat": "collective", "ph": "X", "pid": COMM_PID, "tid": STEP_TID,
+                       "ts": round((job.started - origin) * 1e6, 3), "dur": round((job.finished - job.started) * 1e6, 3),
+                       "args": {"bucket": job.bucket, "submitted_us": round((job.submitted - origin) * 1e6, 3),
+                                "main_thread_waited_us": round(waited, 3)}})
+    return events
+
+
 def _metadata(pids: list[int]) -> list[dict]:
     out = []
     for pid in pids:
+        if pid == COMM_PID:
+            out += [{"name": "process_name", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"name": "communicator"}},
+                    {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"sort_index": pid}},
+                    {"name": "thread_name", "ph": "M", "pid": pid, "tid": STEP_TID,
+                     "args": {"name": "collectives in flight"}}]
+            continue
         name = "pynative" if pid == PYNATIVE_PID else f"graph {pid - 1}"
         out += [{"name": "process_name", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"name": name}},
                 {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"sort_index": pid}},

@@ -11,7 +11,8 @@
     DIR/profiler/step_trace.csv       one row per step (a top-level call of a compiled graph):
         step, start (us since the profiler started), duration_us, kernels, graph_id
     DIR/profiler/trace.json           the timeline in Chrome's trace-event format, for Perfetto: one event per
-                                      launch, steps marked (graphkernel/observation/chrome_trace.py)
+                                      launch, steps marked, and in a data-parallel job each collective as the
+                                      communicator's thread ran it (graphkernel/observation/chrome_trace.py)
 
 op_type is the primitive of a single-op kernel and the composite's name (`Fused_<ops>_<n>`, as the
 dumps and the fusion log call it) for a composite; block_dim is the launch's (empty on the CPU
@@ -35,6 +36,7 @@ from ir.errors import GraphKernelError
 from ir.filenames import path_in
 from ir.printer import printable
 from graphkernel.observation import chrome_trace
+from graphkernel.communication.management import engine
 from graphkernel.observation.datadump import csv_bytes, format_shape, write_atomic
 from graphkernel.observation.launches import Launch
 
@@ -89,6 +91,7 @@ class Profiler:
         self._launches: list[tuple] = []   # (graph id, step, Launch, start us, us): trace.json's events
         self._step_events: list[dict] = []
         self._dropped = 0
+        self._stopped_at: float | None = None   # the end of the window the communicator's spans are taken from
         self._lock = threading.Lock()     # graphs run in several threads record into one profile
         self.collecting = False
         if start_profile:
@@ -106,6 +109,8 @@ class Profiler:
         global _active
         if _active is self:
             _active = None
+        if self.collecting:
+            self._stopped_at = time.perf_counter()
         self.collecting = False
 
     def begin_step(self, compiled, step: int) -> None:
@@ -171,6 +176,9 @@ class Profiler:
             write_atomic(path_in(self.directory, name), csv_bytes(columns, [[r[c] for c in columns] for r in data]))
         with self._lock:
             events = [chrome_trace.launch_event(*la) for la in self._launches] + self._step_events
+            comm = engine()   # a data-parallel job: its collectives as they ran on the communicator's thread
+            if comm is not None:
+                events += chrome_trace.collective_events(comm.timeline(), self._origin, self._stopped_at)
             trace = chrome_trace.document(events, self._dropped)
         write_atomic(path_in(self.directory, "trace.json"), trace.encode("ascii"))
         if print_table:

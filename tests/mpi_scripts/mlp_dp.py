@@ -7,7 +7,8 @@
 
 A run's keys (DEFAULTS): mean 1|0, mode graph|pynative, jit 1|0, cell fn|train|lossscale, target CPU|Ascend,
 fusion 1|0, buckets (all_reduce_fusion_config splitting the 6 Parameters into this many), overflow_rank,
-overflow_step, overflow_mode allfinite|saturation. Several runs train one after the other in one job.
+overflow_step, overflow_mode allfinite|saturation, profile 1 (a Profiler over the steps after the first,
+written to DIR/NAME/profile<r>). Several runs train one after the other in one job.
 
 Only its import lines name graphkernel: bench/mindspore_dist_check.py runs it under MindSpore 2.10's own
 msrun with `mindspore` in those lines (tests/data/mindspore_dp_losses.json holds what it printed).
@@ -71,7 +72,7 @@ def digest(params):
 
 
 DEFAULTS = {"mean": 1, "mode": "graph", "jit": 1, "cell": "fn", "target": "CPU", "fusion": 1, "buckets": 0,
-            "overflow_rank": -1, "overflow_step": -1, "overflow_mode": "allfinite"}
+            "overflow_rank": -1, "overflow_step": -1, "overflow_mode": "allfinite", "profile": 0}
 
 
 def parse_run(text):
@@ -144,7 +145,10 @@ def train(run, args):
         def step(x, y):
             return cell(x, y)
 
+    profiler = None
     for k, (x, y) in enumerate(batches(args.steps)):
+        if k == 1 and run["profile"]:   # the steps after the first (which compiles)
+            profiler = ms.Profiler(output_path=os.path.join(args.out, run["name"], f"profile{rank}"))
         if k == args.fail_step and rank == args.fail_rank:
             raise RuntimeError(f"rank {rank} fails at step {k} on purpose at {time.time():.3f}")
         if rank == args.hang_rank and k == 1:
@@ -168,6 +172,8 @@ def train(run, args):
         record["losses"].append(float(np.asarray(loss.asnumpy()).reshape(-1)[0]))
         record["digests"].append(digest(params))
         print(f"{run['name']}: rank {rank} step {k} loss {record['losses'][-1]:.8f}", flush=True)
+    if profiler is not None:
+        profiler.analyse(print_table=False)
     out_dir = os.path.join(args.out, run["name"])
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
