@@ -218,3 +218,19 @@ def test_model_train_under_data_parallel_in_a_group_of_one(tmp_path):
     model.train(1, data, callbacks=[Spy(), ckpt])
     assert model._train_network.reducer_flag and seen == ["data_parallel"] * 2
     assert os.path.dirname(ckpt.latest_ckpt_file_name) == str(tmp_path)
+
+
+def test_the_ranks_bench_summary_and_its_flag(capsys):
+    from graphkernel.tools.bench import ranks_bench
+    from graphkernel.tools.cli import main
+    assert main(["bench", "--ranks", "2"]) == 2 and "--ranks goes with --train" in capsys.readouterr().err
+    results = {"mode": "tiny", "ranks": 2, "cores": 2, "label": "BERT encoder x1", "loadavg_end": [1.0, 1.0, 1.0],
+               "losses_rel": 1e-7, "speedup": 1.5,
+               "one_process": {"threads": 2, "step_s": 0.3, "samples_per_s": 2 / 0.3},
+               "ranks_run": {"threads_each": 1, "step_s": 0.2, "samples_per_s": 10.0, "allreduce_s": 0.05,
+                             "waited_s": 0.01, "blocking_s": 0.04, "hidden_share": 0.75,
+                             "buckets": [["r0b0", 4, 2 ** 20], ["r0b1", 4, 2 ** 20]],
+                             "bandwidth": {"bytes": 64 * 2 ** 20, "seconds": 0.08, "bus_GBps": 0.84}}}
+    text = ranks_bench.summary(results)
+    assert "| 2 ranks | 1 each | 200.0 ms | 10.00 |" in text and "hid 75% of it" in text
+    assert "2 bucket(s), 2 MB a step" in text and "bus bandwidth 0.84 GB/s" in text

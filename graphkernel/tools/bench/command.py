@@ -12,7 +12,7 @@ import time
 
 from ir.errors import GraphKernelError
 from graphkernel import context
-from graphkernel.tools.bench import harness, outputs, peers, train, train_bench, train_outputs, workloads
+from graphkernel.tools.bench import harness, outputs, peers, ranks_bench, train, train_bench, train_outputs, workloads
 from graphkernel.tools.bench.timing import Progress
 from graphkernel.tools.cli_args import positive_int
 
@@ -84,7 +84,18 @@ def _line(e: dict) -> str:
     return "  ".join(parts)
 
 
+def _ranks(args) -> int:
+    settings = ranks_bench.RANKS_TINY if args.tiny else ranks_bench.RANKS_QUICK if args.quick else ranks_bench.RANKS_FULL
+    results = ranks_bench.run(settings, args.ranks)
+    paths = ranks_bench.write(results, args.out)
+    print(ranks_bench.summary(results))
+    print(f"wrote {', '.join(paths)} in {results['wall_s']:.0f} s")
+    return 0
+
+
 def _train(args) -> int:
+    if args.ranks:
+        return _ranks(args)
     if args.train == "bert-large":
         settings = train_bench.BERT_LARGE_TINY if args.tiny else train_bench.BERT_LARGE
     else:
@@ -105,6 +116,8 @@ def _train(args) -> int:
 
 
 def _main(args) -> int:
+    if args.ranks and not args.train:
+        raise BenchError("--ranks goes with --train (graphkernel bench --train --ranks 2)")
     if args.train:
         return _train(args)
     settings = harness.TINY if args.tiny else harness.QUICK if args.quick else harness.FULL
@@ -141,6 +154,10 @@ def add_bench_parser(sub) -> None:
                    "torch.compile and jax.jit when installed (pip install torch==2.13.0; pip install jax "
                    "jaxlib): 'stack' (default) the encoder at 1 and 4 layers; 'bert-large' the 24-layer model "
                    "with embeddings and the MLM projection, fused and unfused")
+    p.add_argument("--ranks", type=positive_int, metavar="N",
+                   help="with --train: the 4-layer step data-parallel over N ranks (mpiexec -n N, cores // N "
+                   "threads each) against one process on every core: samples/s, time in AllReduce, the share "
+                   "the backward hides (needs the extra graphkernel[dist])")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime (with --train: torch and jax)")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
     p.add_argument("--threads", type=positive_int, metavar="N",
