@@ -6,7 +6,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "mixed_compute.md",
-         "model.md", "control_flow.md", "mindspore2.md", "mindspore_scripts.md", "primitives.md", "report.md"]
+         "model.md", "control_flow.md", "mindspore2.md", "mindspore_scripts.md", "primitives.md", "report.md",
+         "distributed.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
