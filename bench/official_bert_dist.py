@@ -142,6 +142,11 @@ def relative(a, b) -> float:
 
 
 def compare(src: str, steps: int, target: str, mindspore_python: str | None, write: str | None) -> int:
+    return run_all(src, steps, target, mindspore_python, write)[0]
+
+
+def run_all(src: str, steps: int, target: str, mindspore_python: str | None, write: str | None) -> tuple[int, dict]:
+    """(exit status, {"ranks": [rank 0's record, rank 1's], "reference": ..., "mindspore": [...] or None})."""
     work = tempfile.mkdtemp(prefix="official_bert_dist_")
     try:
         for framework in ("graphkernel", "mindspore"):
@@ -193,7 +198,7 @@ def compare(src: str, steps: int, target: str, mindspore_python: str | None, wri
                           f, indent=1)
                 f.write("\n")
             print(f"   wrote {write}")
-    return 1 if failed else 0
+    return (1 if failed else 0), {"ranks": ranks, "reference": ref, "mindspore": theirs}
 
 
 def main(argv=None) -> int:

@@ -44,6 +44,7 @@ MOVED = {
     "graphkernel.demo": "graphkernel.tools.demo",
     "graphkernel.op_table": "graphkernel.tools.op_table",
     "graphkernel.cli": "graphkernel.tools.cli",                    # console scripts of earlier installs
+    "graphkernel.dataset": "graphkernel.train.dataset",            # MindSpore's mindspore.dataset
 }
 
 

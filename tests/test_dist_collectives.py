@@ -1,8 +1,8 @@
 """The collective primitives among two ranks (tests/mpi_scripts/collectives.py under `mpiexec -n 2`): AllReduce
 (sum, max, min, prod; float32 and float16), AllGather, ReduceScatter, Broadcast from rank 1 and Barrier, in
 GRAPH_MODE on the numpy reference and on the emulated device (fused) and in PYNATIVE_MODE, equal to numpy
-over both ranks' inputs; MindSpore's gradient rules through AllReduce; a group made by create_group; the
-rank queries. (A process that is its own group: tests/op_cases.py and tests/grad_samples.py.)"""
+over both ranks' inputs; MindSpore's gradient rules through AllReduce; parameter_broadcast; a group made by create_group;
+the rank queries. (A process that is its own group: tests/op_cases.py and tests/grad_samples.py.)"""
 from __future__ import annotations
 
 import importlib.util
@@ -75,3 +75,9 @@ def test_a_created_group_and_the_rank_queries(results):
         assert_close(got["group/sum"], expected(rank)["sum"])
         assert info == {"rank": rank, "size": SIZE, "local_rank": rank, "local_size": SIZE, "pair_rank": rank,
                         "pair_size": SIZE, "pair": [0, 1]}
+
+
+def test_parameter_broadcast_gives_every_rank_rank_0s_parameters(results):
+    for got, _ in results:
+        assert_close(got["parameter_broadcast/w"], np.full(3, 1.0, np.float32), bitwise=True)
+        assert_close(got["parameter_broadcast/b"], np.full((2, 2), 10.0, np.float32), bitwise=True)

@@ -31,6 +31,7 @@ RUNS = {
     "pynative": "mode=pynative,jit=0",                # op by op: the buckets start and are waited in turn
     "overflow": "cell=lossscale,overflow_rank=1,overflow_step=2",
     "saturation": "cell=lossscale,overflow_rank=0,overflow_step=1,overflow_mode=saturation",
+    "model": "cell=model",                            # Model.train over a sharded NumpySlicesDataset
 }
 STEPS = 4
 with open(os.path.join(ROOT, "tests", "data", "mindspore_dp_losses.json")) as _f:
@@ -49,7 +50,8 @@ def job(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("dp"))
     _train(out, RUNS)
     ref = os.path.join(out, "reference")
-    run_reference(["--out", ref, "--steps", str(STEPS), "--run", "fn:", "--run", "ls:cell=lossscale"])
+    run_reference(["--out", ref, "--steps", str(STEPS), "--run", "fn:", "--run", "ls:cell=lossscale",
+                   "--run", "model:cell=model"])
     return out, ref
 
 
@@ -58,11 +60,13 @@ def _reference(ref: str, name: str):
         return json.load(f), np.load(os.path.join(ref, name, "rank0.npz"))
 
 
-@pytest.mark.parametrize("name", ["mean", "sum", "train", "pynative"])
+@pytest.mark.parametrize("name", ["mean", "sum", "train", "pynative", "model"])
 def test_two_ranks_train_as_one_process_over_both_halves(job, name):
+    """`model`: Model.train, each rank over its shard (rows r, r+2, ...) in batches of 4, against the one
+    process over all rows in batches of 8 (equal halves, a mean loss: the same gradient)."""
     out, ref = job
     ranks = read_ranks(out, name)
-    want, want_params = _reference(ref, "fn")
+    want, want_params = _reference(ref, "model" if name == "model" else "fn")
     mean = np.mean([r["losses"] for r in ranks], axis=0)
     assert_relative(mean, want["losses"], 1e-5, f"{name}: the mean of the ranks' losses")
     assert ranks[0]["losses"] != ranks[1]["losses"], "each rank trains on its own half"

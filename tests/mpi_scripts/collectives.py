@@ -72,6 +72,12 @@ def main():
     for op in ("sum", "max", "min", "prod"):
         grad = ops.GradOperation(get_all=True)(Loss(op))(Tensor(x), Tensor(w))
         results[f"grad/{op}"] = grad[0].asnumpy()
+    params = [ms.Parameter(np.full(3, rank + 1.0, np.float32), name="pb.w"),
+              ms.Parameter(np.full((2, 2), 10.0 * (rank + 1), np.float32), name="pb.b")]
+    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, parameter_broadcast=True)
+    nn.DistributedGradReducer(params)   # parameter_broadcast: rank 0's values everywhere
+    ms.reset_auto_parallel_context()
+    results["parameter_broadcast/w"], results["parameter_broadcast/b"] = params[0].asnumpy(), params[1].asnumpy()
     create_group("pair", [0, 1])
     results["group/sum"] = Collectives("pair")(Tensor(x), Tensor(h))[0].asnumpy()
     info = {"rank": rank, "size": get_group_size(), "local_rank": get_local_rank(), "local_size": get_local_rank_size(),

@@ -5,7 +5,7 @@
     python tests/mpi_scripts/mlp_dp.py --out DIR --reference --run ...   one process over both halves: its loss is
                                                                   the mean of the halves', its gradient theirs
 
-A run's keys (DEFAULTS): mean 1|0, mode graph|pynative, jit 1|0, cell fn|train|lossscale, target CPU|Ascend,
+A run's keys (DEFAULTS): mean 1|0, mode graph|pynative, jit 1|0, cell fn|train|lossscale|model, target CPU|Ascend,
 fusion 1|0, buckets (all_reduce_fusion_config splitting the 6 Parameters into this many), overflow_rank,
 overflow_step, overflow_mode allfinite|saturation, profile 1 (a Profiler over the steps after the first,
 written to DIR/NAME/profile<r>). Several runs train one after the other in one job.
@@ -17,6 +17,7 @@ msrun with `mindspore` in those lines (tests/data/mindspore_dp_losses.json holds
                       averages; mean=False: it sums and the script divides by the group's size itself)
     --cell train      nn.TrainOneStepCell under DATA_PARALLEL (its reducer made by the cell)
     --cell lossscale  nn.TrainOneStepWithLossScaleCell (DynamicLossScaleUpdateCell) under DATA_PARALLEL
+    --cell model      Model.train over a NumpySlicesDataset sharded num_shards=N, shard_id=rank
 
 Each rank writes DIR/NAME/rank<r>.json: its loss per step, a hash of its Parameters after each step, the
 loss scales and overflow flags, the buckets and the compiled step's kernels (train cells on the
@@ -129,6 +130,8 @@ def train(run, args):
             optimizer(grads)
             return loss
         step = ms.jit(train_step) if run["jit"] else train_step
+    elif run["cell"] == "model":   # Model.train over the rank's shard of the whole data set
+        return train_model(run, args, net, loss_fn, optimizer, params, record, rank, size)
     else:
         with_loss = nn.WithLossCell(net, loss_fn)
         if run["cell"] == "train":
@@ -174,6 +177,31 @@ def train(run, args):
         print(f"{run['name']}: rank {rank} step {k} loss {record['losses'][-1]:.8f}", flush=True)
     if profiler is not None:
         profiler.analyse(print_table=False)
+    write(run, args, record, params, rank)
+
+
+def train_model(run, args, net, loss_fn, optimizer, params, record, rank, size):
+    """Model.train for one epoch over every batch at once: rank r's shard (rows r, r+N, ...) in batches of
+    BATCH/N; the one process (--reference) over all the rows in batches of BATCH (with equal halves and a
+    mean loss, the same gradient)."""
+    xs, ys = zip(*batches(args.steps))
+    data = (np.concatenate(xs), np.concatenate(ys))
+    if args.reference:
+        dataset = ms.dataset.NumpySlicesDataset(data, shuffle=False).batch(BATCH)
+    else:
+        dataset = ms.dataset.NumpySlicesDataset(data, shuffle=False, num_shards=size, shard_id=rank).batch(BATCH // size)
+
+    class Record(ms.train.Callback):
+        def step_end(self, run_context):
+            out = run_context.original_args().net_outputs
+            record["losses"].append(float(np.asarray(out.asnumpy()).reshape(-1)[0]))
+            record["digests"].append(digest(params))
+
+    ms.Model(net, loss_fn, optimizer).train(1, dataset, callbacks=[Record()])
+    write(run, args, record, params, rank)
+
+
+def write(run, args, record, params, rank):
     out_dir = os.path.join(args.out, run["name"])
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
