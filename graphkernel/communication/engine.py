@@ -340,6 +340,9 @@ class MpiCommunicator:
         for name in [n for n, g in self.groups.items() if g is not self.world_group]:
             self.destroy_group(name)
         self.groups.clear()
+        if not self._thread.is_alive():   # a collective still in flight keeps its communicator
+            self.world.Free()
+            self.questions.Free()
 
     def timeline(self) -> list[Job]:
         """The collectives finished lately, oldest first (the bench and the profiler read their times)."""
