@@ -6,9 +6,14 @@ environment (the extra `graphkernel[dist]`: mpi4py and MPICH from PyPI; mpiexec 
     run_job(args, n=2, env=..., timeout=...) -> (returncode, output, seconds)
     run_reference(args)         the script as one plain process (no launcher: a group of one)
     read_ranks(dir, name, n)    every rank's JSON record of one run
+    shared_dir(factory, key, make)
+                                a directory `make(path)` fills once per test session, whichever
+                                pytest-xdist worker asks first (the others wait, then read it): one MPI
+                                job for a module whose tests the workers share
 """
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -73,3 +78,22 @@ def read_ranks(out: str, name: str, n: int = 2) -> list[dict]:
         with open(os.path.join(out, name, f"rank{rank}.json")) as f:
             records.append(json.load(f))
     return records
+
+
+def shared_dir(tmp_path_factory, key: str, make) -> str:
+    """`make(path)` run once per session for `key` (a file lock in the session's base temp directory, which
+    every xdist worker shares); the path. A failed `make` is retried by the next asker."""
+    root = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else \
+        tmp_path_factory.getbasetemp()
+    path = os.path.join(str(root), f"shared-{key}")
+    with open(os.path.join(str(root), f"shared-{key}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not os.path.exists(os.path.join(path, ".done")):
+                shutil.rmtree(path, ignore_errors=True)
+                os.makedirs(path)
+                make(path)
+                open(os.path.join(path, ".done"), "w").close()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return path

@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from dist_helpers import SCRIPTS, need_mpi, run_job
+from dist_helpers import SCRIPTS, need_mpi, run_job, shared_dir
 from tolerance import assert_close
 
 _spec = importlib.util.spec_from_file_location("collectives_script", os.path.join(SCRIPTS, "collectives.py"))
@@ -22,12 +22,15 @@ inputs, NAMES = _script.inputs, _script.NAMES
 SIZE = 2
 
 
+def _job(out: str) -> None:
+    code, output, _ = run_job([out, "CPU", "Ascend"], n=SIZE, script="collectives.py")
+    assert code == 0, output
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     need_mpi()
-    out = str(tmp_path_factory.mktemp("collectives"))
-    code, output, _ = run_job([out, "CPU", "Ascend"], n=SIZE, script="collectives.py")
-    assert code == 0, output
+    out = shared_dir(tmp_path_factory, "dist-collectives", _job)   # one job for every xdist worker
     ranks = []
     for r in range(SIZE):
         with open(os.path.join(out, f"rank{r}.json")) as f:

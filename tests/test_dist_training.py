@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from dist_helpers import ROOT, need_mpi, read_ranks, run_job, run_reference
+from dist_helpers import ROOT, need_mpi, read_ranks, run_job, run_reference, shared_dir
 from tolerance import assert_close
 
 
@@ -44,15 +44,17 @@ def _train(out: str, runs: dict) -> None:
     assert code == 0, output
 
 
+def _job(out: str) -> None:
+    _train(out, RUNS)
+    run_reference(["--out", os.path.join(out, "reference"), "--steps", str(STEPS), "--run", "fn:",
+                   "--run", "ls:cell=lossscale", "--run", "model:cell=model"])
+
+
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     need_mpi()
-    out = str(tmp_path_factory.mktemp("dp"))
-    _train(out, RUNS)
-    ref = os.path.join(out, "reference")
-    run_reference(["--out", ref, "--steps", str(STEPS), "--run", "fn:", "--run", "ls:cell=lossscale",
-                   "--run", "model:cell=model"])
-    return out, ref
+    out = shared_dir(tmp_path_factory, "dist-training", _job)   # one job, whichever xdist worker comes first
+    return out, os.path.join(out, "reference")
 
 
 def _reference(ref: str, name: str):
