@@ -152,7 +152,7 @@ def run_all(src: str, steps: int, target: str, mindspore_python: str | None, wri
         for framework in ("graphkernel", "mindspore"):
             single.prepare(src, os.path.join(work, framework), framework)
         out = os.path.join(work, "out")
-        me = [os.path.abspath(__file__), "--worker", "graphkernel", "--sources", os.path.join(work, "graphkernel"),
+        me = [os.path.abspath(__file__), "--framework", "graphkernel", "--sources", os.path.join(work, "graphkernel"),
               "--out", out, "--steps", str(steps), "--target", target]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
         env["PYTHONPATH"] = REPO
@@ -165,8 +165,8 @@ def run_all(src: str, steps: int, target: str, mindspore_python: str | None, wri
             ms_out = os.path.join(work, "ms_out")
             ms_env = dict(env, PATH=bin_dir + os.pathsep + env.get("PATH", ""), PYTHONPATH="")
             _run([os.path.join(bin_dir, "msrun"), "--worker_num=2", "--local_worker_num=2", "--master_port=8133",
-                  f"--log_dir={os.path.join(work, 'ms_logs')}", "--join=True", os.path.abspath(__file__), "--worker",
-                  "mindspore", "--sources", os.path.join(work, "mindspore"), "--out", ms_out, "--steps", str(steps),
+                  f"--log_dir={os.path.join(work, 'ms_logs')}", "--join=True", os.path.abspath(__file__),
+                  "--framework", "mindspore", "--sources", os.path.join(work, "mindspore"), "--out", ms_out, "--steps", str(steps),
                   "--role", "rank"], env=ms_env, cwd=work)
             theirs = [_load(ms_out, f"rank{r}.json") for r in (0, 1)]
     finally:
@@ -208,13 +208,14 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default="Ascend", choices=("Ascend", "CPU"))
     ap.add_argument("--mindspore-python", help="a Python with mindspore 2.10 (its msrun beside it)")
     ap.add_argument("--write", help="with --mindspore-python: write MindSpore's ranks' losses here")
-    ap.add_argument("--worker", choices=("graphkernel", "mindspore"), help=argparse.SUPPRESS)
+    # a worker's flags; none may be a prefix of one of MindSpore msrun's (its argparse takes abbreviations)
+    ap.add_argument("--framework", choices=("graphkernel", "mindspore"), help=argparse.SUPPRESS)
     ap.add_argument("--role", choices=("rank", "reference"), help=argparse.SUPPRESS)
     ap.add_argument("--sources", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.worker:
-        worker(args.worker, args.role, args.sources, args.out, args.steps, args.target)
+    if args.framework:
+        worker(args.framework, args.role, args.sources, args.out, args.steps, args.target)
         return 0
     if not args.src:
         ap.error("SRC (official/nlp/Bert/src) is required")

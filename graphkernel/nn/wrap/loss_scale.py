@@ -26,7 +26,9 @@ AI Core the default is `ascend_910b_target` with the INFNAN check over the gradi
 `ascend_910a_target = True` or `_ascend_check_overflow_mode = "SATURATION_MODE"` checks the sticky
 float status instead (NPUClearFloatStatusV2 after the loss, NPUGetFloatStatusV2 after the gradients:
 any kernel between them that produced an inf or a NaN); `gpu_target = True` sums FloatStatus per
-gradient.
+gradient. Under DATA_PARALLEL (`is_distributed`) each path sums its flag over the ranks with
+`self.allreduce` (P.AllReduce), as MindSpore's cell does, so an overflow on one rank makes every rank
+skip the update and lower its scale (docs/distributed.md).
 """
 from __future__ import annotations
 
