@@ -14,8 +14,8 @@ rows 2r and 2r+1 of the batch. The one-process run trains a cell around the netw
 of its losses over rows 0-1 and rows 2-3 (a masked-LM loss is a per-rank mean: the mean of the two halves'
 losses, not the whole batch's). Printed: per step the ranks' losses, their mean and the one process's, the
 largest relative difference (target 1e-5) and whether the ranks' Parameters stayed bitwise identical; with
-MindSpore, its ranks' losses beside ours (target 1e-4, as the one-process check). Exit status 1 when a target
-is missed.
+MindSpore, its ranks' losses beside ours (target 1e-5; 1.1e-6 on 2026-11-27 on the emulated device, fused).
+Exit status 1 when a target is missed.
 """
 from __future__ import annotations
 
@@ -188,8 +188,8 @@ def run_all(src: str, steps: int, target: str, mindspore_python: str | None, wri
     failed = to_ref > 1e-5 or not same or ranks[0]["scales"] != ref["scales"]
     if theirs:
         to_ms = max(relative(ranks[r]["losses"], theirs[r]["losses"]) for r in (0, 1))
-        print(f"   ours / MindSpore 2.10's ranks: {to_ms:.2e} relative (target 1e-4)")
-        failed |= to_ms > 1e-4
+        print(f"   ours / MindSpore 2.10's ranks: {to_ms:.2e} relative (target 1e-5)")
+        failed |= to_ms > 1e-5
         if write:
             with open(write, "w") as f:
                 json.dump({"mindspore_python": "MindSpore 2.10 msrun, mccl on the CPU", "steps": steps,

@@ -2,8 +2,7 @@
 repository) trained data-parallel over two ranks: `bench/official_bert_dist.py` against one process over
 both halves (the mean of the ranks' losses within 1e-5 relative at every step, the ranks' Parameters
 bitwise identical, the same loss scales) and against MindSpore 2.10's own msrun of the sources
-(tests/data/mindspore_dp_bert_losses.json, within 1e-4 as bench/official_bert_check.py's one-process
-check). Slow (two BERT compiles on the reference target); skips without the sources (GRAPHKERNEL_BERT_SRC
+(tests/data/mindspore_dp_bert_losses.json, within 1e-5; measured 1.1e-6 when it was recorded). Slow (two BERT compiles on the reference target); skips without the sources (GRAPHKERNEL_BERT_SRC
 or /work/ext/models/official/nlp/Bert/src) or without MPI."""
 from __future__ import annotations
 
@@ -31,4 +30,4 @@ def test_official_bert_trains_data_parallel_as_one_process_and_as_mindspore():
     status, runs = tool.run_all(SRC, mindspore["steps"], "CPU", None, None)
     assert status == 0, runs
     for rank in (0, 1):
-        assert tool.relative(runs["ranks"][rank]["losses"], mindspore[f"rank{rank}"]) <= 1e-4
+        assert tool.relative(runs["ranks"][rank]["losses"], mindspore[f"rank{rank}"]) <= 1e-5
