@@ -85,6 +85,8 @@ SAMPLES = {
     "StopGradient": ([tt(F32, 2, 3)], {}),
     "Bprop": ([tt(F32, 2, 3), tt(F32, 2, 3)], {"inputs": 1, "outputs": 1, "bprop": _identity_bprop()}),
     "If": ([tt(BOOL), tt(F32, 2, 3)], _branches()),
+    "AllReduceStart": ([tt(F32, 2, 3), tt(F16, 3)], {"bucket": "r0b1", "op": "sum"}),
+    "AllReduceWait": ([tt(I32)], {"bucket": "r0b1", "shapes": ((2, 3), (3,)), "dtypes": (F32, F32)}),
 }
 
 # Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, a Bprop's bprop a
