@@ -145,3 +145,15 @@ def test_the_profiler_trace_shows_each_buckets_allreduce_on_the_communicator(job
     assert "communicator" in names
     launches = [e for e in events if e.get("cat") == "comm"]
     assert {e["args"]["ops"][0] for e in launches} == {"AllReduceStart", "AllReduceWait"}
+
+
+def test_model_checkpoints_go_to_a_folder_per_rank(job):
+    """ModelCheckpoint(directory=D) in a job of two ranks: D/rank_0/ and D/rank_1/, never one file for two."""
+    from graphkernel import load_checkpoint
+    out, _ = job
+    paths = [r["checkpoint"] for r in read_ranks(out, "model")]
+    assert paths == [os.path.join("model", "ckpt", f"rank_{r}", f"mlp-1_{STEPS}.ckpt") for r in (0, 1)]
+    saved = [load_checkpoint(os.path.join(out, p)) for p in paths]
+    assert sorted(saved[0]) == sorted(saved[1])
+    for name in saved[0]:
+        assert_close(saved[0][name].asnumpy(), saved[1][name].asnumpy(), bitwise=True, err_msg=name)

@@ -197,7 +197,9 @@ def train_model(run, args, net, loss_fn, optimizer, params, record, rank, size):
             record["losses"].append(float(np.asarray(out.asnumpy()).reshape(-1)[0]))
             record["digests"].append(digest(params))
 
-    ms.Model(net, loss_fn, optimizer).train(1, dataset, callbacks=[Record()])
+    ckpt = ms.train.ModelCheckpoint(prefix="mlp", directory=os.path.join(args.out, run["name"], "ckpt"))
+    ms.Model(net, loss_fn, optimizer).train(1, dataset, callbacks=[Record(), ckpt])
+    record["checkpoint"] = os.path.relpath(ckpt.latest_ckpt_file_name, args.out)
     write(run, args, record, params, rank)
 
 
