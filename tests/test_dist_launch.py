@@ -69,3 +69,12 @@ def test_msrun_runs_the_ranks_with_their_logs_and_core_shares_and_reports_a_fail
         assert f"[worker_{rank}] REPORT " in done.stdout   # --join follows the logs
     assert "ValueError: rank 1 was asked to fail" in log and "rank 1 of 2 raised ValueError" in log
     assert done.returncode != 0 and "the job failed" in done.stderr
+
+
+def test_the_scripts_own_flags_are_not_taken_for_abbreviations_of_msruns():
+    """MindSpore 2.10's msrun reads a script's `--worker` as an ambiguous abbreviation of --worker_num."""
+    from graphkernel.tools.cli import build_parser
+    args = build_parser().parse_args(["msrun", "--worker_num=2", "--local_worker_num=2", "train.py", "--worker", "x",
+                                      "--join", "1"])
+    assert args.task_script == "train.py" and args.task_script_args == ["--worker", "x", "--join", "1"]
+    assert args.join is False

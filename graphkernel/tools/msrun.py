@@ -47,7 +47,8 @@ def _bool(text: str) -> bool:
 
 def add_msrun_parser(sub) -> None:
     p = sub.add_parser("msrun", help="MindSpore's msrun on one machine: N ranks of a script over mpiexec",
-                       description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
+                       allow_abbrev=False)   # a script's --worker is its own, not an abbreviation of --worker_num
     p.add_argument("--worker_num", type=int, default=8, help="ranks in the job (default 8, as msrun)")
     p.add_argument("--local_worker_num", type=int, default=8, help="ranks on this machine: must equal worker_num")
     p.add_argument("--master_addr", default="127.0.0.1", help="must be this machine")
