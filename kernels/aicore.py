@@ -1,7 +1,7 @@
 """The emulated Ascend AI Core: the device model the lowering and the cost model share.
 
     core_num AI Cores (default 32)  -> a launch has block_dim blocks, 1 <= block_dim <= core_num,
-                                        spread over numba's threads with prange
+                                        run in chunks on the process's threads (kernels/threads.py)
     unified buffer (UB) 256 KiB/core -> each block walks its share in tiles that fit the UB
                                         together with the tile's live temporaries
     32-byte alignment               -> tile lengths are multiples of 32 bytes
@@ -13,14 +13,7 @@ them, so fusion decisions follow what this machine really does.
 """
 from __future__ import annotations
 
-import os
-
-# numba's OpenMP workers spin for a while after each parallel launch; on a small machine they then hold
-# the cores that the next BLAS call (a MatMul kernel) needs, which ran at one thread's speed right after a
-# parallel launch (a BERT layer's FFN MatMul: 10.5 ms instead of 5.2). Parallel launches are big (see
-# PARALLEL_MIN_ELEMENTS), so a worker can afford to sleep between them. It must be set before numba's
-# threading layer starts; a value the user set wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from kernels import threads
 
 DEFAULT_CORE_NUM = 32
 UB_BYTES = 256 * 1024
@@ -30,9 +23,9 @@ ALIGN_BYTES = 32
 # bench/calibrate.py on this machine, 2026-11-23 (2 threads, idle), rounded; the earlier figures of
 # 2026-11-22 were taken under load, with libm's exp and numba's reduction loops
 LAUNCH_SECONDS = 0.25e-6           # a sequential kernel call from the executor
-PARALLEL_LAUNCH_SECONDS = 50e-6    # extra for a prange launch: waking the sleeping workers and joining
-                                   # (OMP_WAIT_POLICY=PASSIVE, above); only launches whose
-                                   # weighted points (work_weight) reach PARALLEL_MIN_ELEMENTS pay it
+PARALLEL_LAUNCH_SECONDS = 50e-6    # extra for a launch over the pool: waking the sleeping workers and
+                                   # joining (kernels/threads.py); only launches whose weighted points
+                                   # (work_weight) reach PARALLEL_MIN_ELEMENTS pay it
 BANDWIDTH_CACHED = 120e9           # bytes/s when the working set fits the 32 MB L3
 BANDWIDTH_DRAM = 35e9              # bytes/s beyond it
 CACHE_BYTES = 32 * 1024 * 1024
@@ -54,18 +47,14 @@ SINGLE_THREAD_BANDWIDTH_SHARE = 0.9  # the share of the bandwidth figures one th
 
 
 def host_threads() -> int:
-    """Threads numba will run a parallel launch on."""
-    try:
-        import numba
-        return numba.get_num_threads()
-    except Exception:  # numba not importable: the model still answers
-        return os.cpu_count() or 1
+    """Threads a parallel launch runs on (kernels.threads: the cores the process is allowed)."""
+    return threads.pool_threads()
 
 
 def launch_threads(block_dim: int, elements: int, min_elements: int = PARALLEL_MIN_ELEMENTS,
                    weight: float = 1.0) -> int:
     """Host threads a launch of `block_dim` blocks over `elements` iteration points runs on: the
-    blocks are spread over numba's threads (prange) only when there is enough work to share, the
+    blocks are spread over the pool's threads only when there is enough work to share, the
     points weighed by what one costs (`work_weight`): a Softmax row costs several copies' worth."""
     if block_dim <= 1 or elements * weight < min_elements:
         return 1

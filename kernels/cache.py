@@ -2,7 +2,7 @@
 
     key   the kernel name: its ops and a hash of its source, which the KernelSpec (ops and attrs,
             dtypes, collapsed rank and broadcast pattern, reduce axes) and the variant (elementwise,
-            rows or split; sequential or parallel) determine; no sizes (kernels are shape-generic)
+            rows, split, columns or multi-tensor) determine; no sizes (kernels are shape-generic)
     mode  "enable"  memory, then disk, then build (and store)
           "disable" memory only (exec'd source, nothing written)
           "force"   build anew and overwrite the disk entry
@@ -278,7 +278,7 @@ def _prepare_entry(directory: str, name: str, source: str, force: bool) -> bool:
     return False
 
 
-def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: str, force: bool):
+def _from_disk(name: str, source: str, sig: tuple, directory: str, force: bool):
     """(dispatcher, from numba's cache) through the entry in `directory`; None when the entry is
     refused and the kernel must be built in memory."""
     with _entry_lock(directory, name) as held:
@@ -293,7 +293,7 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
         replaced = _prepare_entry(directory, name, source, force)
         path = os.path.join(directory, f"{name}.py")
         try:
-            dispatcher = kc.from_file(name, path, source, parallel)
+            dispatcher = kc.from_file(name, path, source)
         except kc.CacheLocationError as e:
             if replaced:  # the source alone would be an entry without a manifest
                 _drop_entry(directory, name)
@@ -304,7 +304,7 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
             from_cache = kc.compile_for(dispatcher, sig)
         except Exception as first:  # verified files numba still cannot load: start over once
             _fresh_entry(directory, name, source)
-            dispatcher = kc.from_file(name, path, source, parallel)
+            dispatcher = kc.from_file(name, path, source)
             try:
                 from_cache = kc.compile_for(dispatcher, sig)  # a real build error propagates from here
             except Exception:
@@ -318,7 +318,7 @@ def _from_disk(name: str, source: str, parallel: bool, sig: tuple, directory: st
         return dispatcher, from_cache
 
 
-def fetch_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, mode: str = "enable",
+def fetch_kernel(key: str, name: str, source: str, sig: tuple, mode: str = "enable",
                  cache_dir: str | None = None):
     """(the compiled dispatcher for `key`, where it came from: "memory", "disk" or a fresh build,
     "compiled"); a compile's progress counts the cache hits."""
@@ -329,9 +329,9 @@ def fetch_kernel(key: str, name: str, source: str, parallel: bool, sig: tuple, m
             STATS["memory"] += 1
             return _MEMORY[key], "memory"
         directory = usable_dir(cache_dir or default_cache_dir()) if mode != "disable" else None
-        built = _from_disk(name, source, parallel, sig, directory, mode == "force") if directory else None
+        built = _from_disk(name, source, sig, directory, mode == "force") if directory else None
         if built is None:
-            dispatcher = kc.from_source(name, source, parallel)
+            dispatcher = kc.from_source(name, source)
             kc.compile_for(dispatcher, sig)
             built = dispatcher, False
         dispatcher, from_cache = built

@@ -18,8 +18,8 @@ from kernels.elementwise import product
 
 
 class Columns(Reduction):
-    def __init__(self, spec, variant, parallel, helpers=frozenset()):
-        super().__init__(spec, variant, parallel, helpers)
+    def __init__(self, spec, variant, helpers=frozenset()):
+        super().__init__(spec, variant, helpers)
         self.inner = spec.rank - 1                     # the vectorized axis: the kept last one
         self.outer_kept = [a for a in self.kept if a != self.inner]
         self.red_axes = [a for a in range(spec.rank) if spec.reduce_axes[a]]

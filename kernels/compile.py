@@ -25,7 +25,7 @@ import sys
 import types as pytypes
 
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 from ir.dtypes import DType
@@ -41,13 +41,14 @@ class CacheLocationError(RuntimeError):
 
 
 def signature(buffer_dtypes, num_ints: int) -> tuple:
-    """Argument types of a kernel: flat C-contiguous arrays, then int64 sizes/block_dim/tile."""
+    """Argument types of a kernel: flat C-contiguous arrays, then int64 sizes, block_dim, tile, width,
+    the range of blocks (and a split kernel's fold flag)."""
     return tuple(types.Array(_NUMBA_DTYPE[d], 1, "C") for d in buffer_dtypes) + (types.int64,) * num_ints
 
 
 def multi_tensor_signature(mspec) -> tuple:
     """Argument types of a multi-tensor kernel (kernels/multi_tensor.py): per buffer one flat C array, or
-    a tuple of one per tensor; the int64 counts; block_dim, tile, width."""
+    a tuple of one per tensor; the int64 counts; block_dim, tile, width and the range of blocks."""
     spec, aliased = mspec.spec, mspec.spec.aliased
     arrays = [(d, not shared) for (d, _), shared in zip(spec.inputs, mspec.shared)]
     arrays += [(d, True) for k, (d, _) in enumerate(spec.outputs) if k not in aliased]
@@ -55,23 +56,24 @@ def multi_tensor_signature(mspec) -> tuple:
     for dtype, per_tensor in arrays:
         array = types.Array(_NUMBA_DTYPE[dtype], 1, "C")
         out.append(types.UniTuple(array, mspec.tensors) if per_tensor else array)
-    return tuple(out) + (types.Array(types.int64, 1, "C"),) + (types.int64,) * 3
+    return tuple(out) + (types.Array(types.int64, 1, "C"),) + (types.int64,) * 5
 
 
-def _options(parallel: bool) -> dict:
-    return dict(parallel=parallel, error_model="numpy", cache=False, nogil=True)
+# Kernels are sequential functions over a range of blocks; kernels.threads runs a launch's blocks on
+# its threads, a chunk per call, while the kernel holds no GIL.
+OPTIONS = dict(error_model="numpy", cache=False, nogil=True)
 
 
 def kernel_globals() -> dict:
     """The explicit globals of an exec'd kernel: what its source names, nothing else."""
-    return {"math": math, "np": np, "prange": prange, **kernel_functions()}
+    return {"math": math, "np": np, **kernel_functions()}
 
 
-def from_source(name: str, source: str, parallel: bool):
+def from_source(name: str, source: str):
     """An njit dispatcher of `name` defined by `source`, without touching the disk."""
     namespace = kernel_globals()
     exec(compile(source, f"<graphkernel:{name}>", "exec"), namespace)
-    return njit(**_options(parallel))(namespace[name])
+    return njit(**OPTIONS)(namespace[name])
 
 
 class _KernelFileLocator:
@@ -110,7 +112,7 @@ class _KernelFunctionCache(FunctionCache):
     _impl_class = _KernelCacheImpl
 
 
-def from_file(name: str, path: str, source: str, parallel: bool):
+def from_file(name: str, path: str, source: str):
     """An njit dispatcher of `name` from `source`, whose copy is the file at `path`, with numba's disk
     cache in `__pycache__` beside it. The module is registered in sys.modules because numba's cached
     code looks its module up by name when it is loaded."""
@@ -120,7 +122,7 @@ def from_file(name: str, path: str, source: str, parallel: bool):
     exec(compile(source, path, "exec"), module.__dict__)
     sys.modules[modname] = module
     py_func = getattr(module, name)
-    dispatcher = njit(**_options(parallel))(py_func)
+    dispatcher = njit(**OPTIONS)(py_func)
     disk_cache = _KernelFunctionCache(py_func)
     wanted = os.path.join(os.path.dirname(path), "__pycache__")
     if os.path.abspath(disk_cache.cache_path) != os.path.abspath(wanted):

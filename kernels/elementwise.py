@@ -50,8 +50,8 @@ class KernelTemplate:
     A buffer is a key, ("in", i) or ("out", k); scratch rows are keys too, ("scr", n) and ("keep", n).
     Every keyed name comes from `self.names` (kernels.names), so no two roles can share one."""
 
-    def __init__(self, spec: KernelSpec, variant: str, parallel: bool, helpers: set[str] = frozenset()):
-        self.spec, self.variant, self.parallel = spec, variant, parallel
+    def __init__(self, spec: KernelSpec, variant: str, helpers: set[str] = frozenset()):
+        self.spec, self.variant = spec, variant
         self.w = Writer()
         self.names = Names(helpers)
         # an output stored into an input's buffer (KernelSpec.in_place) is that input: no argument of its own
@@ -122,15 +122,16 @@ class KernelTemplate:
 
     def emit_block_span(self) -> None:
         """Block blk's share, as aicore.block_range computes it."""
-        self.w("b = np.int64(blk)  # prange may type its index unsigned; int64 keeps the arithmetic integral")
+        self.w("b = np.int64(blk)")
         self.w("start = b * share + min(b, extra)")
         self.w("stop = start + share + (1 if b < extra else 0)")
 
     def emit_grid_header(self, total: str) -> str:
+        """The loop over this call's blocks, [block_lo, block_hi) of the launch's block_dim: a launch
+        runs its blocks in chunks on the threads of kernels.threads, one call per chunk."""
         self.w(f"share = {total} // block_dim")
         self.w(f"extra = {total} - share * block_dim")
-        loop = "prange" if self.parallel else "range"
-        return f"for blk in {loop}(block_dim):"
+        return "for blk in range(block_lo, block_hi):"
 
     # --- the per-element body ------------------------------------------------------------
     def operand_consts(self, node) -> tuple:
@@ -213,9 +214,14 @@ class KernelTemplate:
         for n, node in self.consts.items():
             self.w(f"{self.const(n)} = {const_literal(node.attrs[0][2], node.dtypes[0])}")
 
+    def arguments(self) -> list[str]:
+        """The kernel's parameters: its buffers, the collapsed sizes, the launch's block_dim, tile and
+        width, and the blocks this call runs."""
+        return ([self.name(b) for b, _ in self.buffers] + self.dims
+                + ["block_dim", "tile", "width", "block_lo", "block_hi"])
+
     def signature(self, name: str) -> str:
-        args = [self.name(b) for b, _ in self.buffers] + self.dims + ["block_dim", "tile", "width"]
-        return f"def {name}({', '.join(args)}):"
+        return f"def {name}({', '.join(self.arguments())}):"
 
     def docstring(self, name: str) -> None:
         axes = ", ".join(f"{d}{' (reduce)' if r else ''}" for d, r in zip(self.dims, self.spec.reduce_axes))

@@ -24,6 +24,7 @@ import bisect
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
+from kernels.threads import blas_single_threaded
 
 
 GENERATED = ("elementwise", "rows", "split", "columns", "multi_tensor")   # KernelInfo.variant of generated kernels
@@ -76,11 +78,13 @@ class Step:
     ins: tuple[int, ...]        # storage ids
     outs: tuple[int, ...]
     extra: tuple = ()
-    parallel: bool = False
+    threads: int = 1            # threads the launch runs on (kernels/launch.py; fn is then a ParallelLaunch)
     values_in: tuple = ()       # IR values (for the kernel graph)
     values_out: tuple = ()
     in_place: tuple = ()        # (k, i): the kernel stores output k through input i, the same buffer,
                                 # and takes no argument for it (kernels/in_place.py)
+    scratch: tuple[int, ...] = ()   # temps the launch uses while it runs, passed after the outputs
+                                    # (a split reduction's partials)
 
     def call_outs(self) -> tuple[int, ...]:
         """The output storages passed to fn: those not stored through an input."""
@@ -96,6 +100,9 @@ def _liveness(steps: list[Step], storages: list[Storage]) -> list[tuple[int, int
             first.setdefault(s, k)
             last[s] = max(last.get(s, k), k)
         for s in step.ins:
+            last[s] = k
+        for s in step.scratch:
+            first.setdefault(s, k)
             last[s] = k
     return sorted((first[s], last[s], s) for s in first if storages[s].kind == "temp")
 
@@ -209,7 +216,9 @@ class Program:
                 f"one call of this program (temporaries' peak {self.temp_bytes} bytes + outputs "
                 f"{self.peak_bytes - self.temp_bytes} bytes)", self.peak_bytes, max_bytes))
         self._local = threading.local()
-        self._lock = _launch_lock() if any(s.parallel for s in steps) else None
+        # a program computing GEMMs holds BLAS at one thread while it runs: kernels/matmul.py splits the
+        # large ones over the pool (kernels/threads.py), and BLAS's own threads would compete with it
+        self.uses_blas = any(s.info.op_types[0] in ("MatMul", "BatchMatMul") for s in self.launch_list)
         self._runner = self._make_runner(observed=False)
         self._observed_runner = None    # generated on the first observed call
 
@@ -239,7 +248,7 @@ class Program:
             names[s] = f"t{s}"
         env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
                      "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
-                     "lock": self._lock, "U16": np.uint16}
+                     "U16": np.uint16}
         for s, st in enumerate(self.storages):
             if st.kind == "const":
                 names[s] = f"c{s}"
@@ -264,13 +273,10 @@ class Program:
             lines += [f"    p{k} = outs[{k}]", f"    if getrefcount(p{k}[0]) > 3:",
                       f"        p{k} = outs[{k}] = new_output({s})", f"    o{k} = p{k}[1]"]
         indent = "    "
-        if self._lock is not None:
-            lines.append("    with lock:")
-            indent = "        "
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             env[f"info{k}"] = step.info
-            passed = step.ins + step.call_outs()
+            passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
             if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
                 call_args = [f"{a}.view(U16)" if self.storages[s].dtype == np.float16 else a
@@ -341,6 +347,9 @@ class Program:
             if self._observed_runner is None:
                 self._observed_runner = self._make_runner(observed=True)
             runner = self._observed_runner
+        if self.uses_blas:
+            with blas_single_threaded():
+                return runner(arrays, state, observer)
         return runner(arrays, state, observer)
 
     def run_step(self, index: int, arrays) -> list[np.ndarray]:
@@ -365,12 +374,10 @@ class Program:
         aliased = dict(step.in_place)
         flat_ins = flat
         flat = flat + [o.reshape(-1) for k, o in enumerate(outs) if k not in aliased]
+        flat += [np.empty(self.storages[s].size, self.storages[s].dtype) for s in step.scratch]
         if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
             flat = [a.view(np.uint16) if a.dtype == np.float16 else a for a in flat]
-        if self._lock is not None:
-            with self._lock:
-                step.fn(*flat, *step.extra)
-        else:
+        with blas_single_threaded() if self.uses_blas else nullcontext():
             step.fn(*flat, *step.extra)
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
@@ -385,14 +392,6 @@ class _Recorder:
 
     def kernel(self, index, info, inputs, outputs, seconds):
         self.record(info, seconds)
-
-
-def _launch_lock():
-    """A lock for parallel launches when numba's threading layer is not thread-safe."""
-    import numba
-    from numba.np.ufunc import parallel
-    parallel._launch_threads()  # picks the layer now, as the first parallel launch would
-    return threading.Lock() if numba.threading_layer() == "workqueue" else None
 
 
 def _tuple(names: list[str]) -> str:

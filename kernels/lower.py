@@ -8,7 +8,7 @@
     elementwise/broadcast/reduce primitive
                                 one generated kernel for a one-node subgraph: the same codegen as a
                                 composite, so fusion on and off compute the same bits
-    MatMul, BatchMatMul         numpy's BLAS (np.matmul into the output buffer)
+    MatMul, BatchMatMul         numpy's BLAS, large products split over the threads (kernels/matmul.py)
     Transpose                   a numpy copy
     UnsortedSegmentSum          a numba scatter-add loop (kernels/scatter.py)
     Dropout                     a numba loop regenerating its mask from counters (kernels/random.py)
@@ -26,7 +26,6 @@ kernels, a single op falls back to the numpy reference, each with a KernelBuildW
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from dataclasses import dataclass, replace
 
@@ -34,28 +33,23 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.autodiff import phase_of, update_nodes
-from ir.filenames import path_in, safe_filename
 from ir.graph import Graph, Node, Value
 from ir.interpret import interpret
 from ir.printer import printable
-from ir.ops import Cost, Pattern, branches, evaluate, get, placement
+from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
-from kernels.cache import fetch_kernel
-from kernels.codegen import render
-from kernels.reduction import split_supported
-from kernels.random import dropout_fn
-from kernels.scatter import segment_sum_fn
 from kernels.compile import multi_tensor_signature, signature
-from kernels.in_place import plan_in_place
-from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
-from kernels.emitters import EMITTERS, REDUCERS, Operands, float16_supported, math_functions
+from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
-from kernels.layout import KernelSpec, describe
-
-SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
-COLUMN_LANES = 128          # columns per unit of a column reduction (one accumulator each)
-COLUMN_MIN = 16             # a narrower kept last axis reduces by rows: its units share cache lines
+from kernels.in_place import plan_in_place
+from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
+from kernels.layout import describe
+from kernels.matmul import gemm_fn
+from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
+from kernels.random import dropout_fn
+from kernels.reduction import split_partials
+from kernels.scatter import segment_sum_fn
 
 
 @dataclass(frozen=True)
@@ -71,78 +65,6 @@ class DeviceConfig:
 
 class KernelBuildWarning(RuntimeWarning):
     """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
-
-
-def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int, int]:
-    """(variant, block_dim, tile, lanes) of a kernel at these sizes. The tile keeps a tile's live
-    data, inputs, outputs and one temporary per op, inside the UB."""
-    variant, block_dim, tile = _launch(spec, sizes, core_num)
-    if aicore.runs_single_core((n.op, n.in_dtypes[0].name) for n in spec.nodes if n.in_dtypes):
-        block_dim = 1
-    return variant, block_dim, tile, _lanes(variant)
-
-
-def _live_bytes(spec: KernelSpec) -> int:
-    """UB bytes one element of a tile keeps live: its inputs, outputs and one temporary per op."""
-    return sum(d.itemsize for d, _ in spec.inputs + spec.outputs) + 4 * len(spec.op_names)
-
-
-def ub_bytes(spec: KernelSpec, sizes: tuple[int, ...], variant: str, tile: int) -> int:
-    """The UB bytes one tile of a launch budgets (what choose_launch fits into aicore.UB_BYTES; a single
-    reduced row larger than the UB goes over it)."""
-    reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
-    elements = {"rows": tile * reduced, "columns": tile * reduced * COLUMN_LANES}.get(variant, tile)
-    return elements * _live_bytes(spec)
-
-
-def _launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tuple[str, int, int]:
-    live = _live_bytes(spec)
-    if not spec.has_reduce:
-        total = math.prod(sizes)
-        return "elementwise", aicore.block_dim_for(total, core_num), aicore.tile_elements(live)
-    kept = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if not r)
-    reduced = math.prod(d for d, r in zip(sizes, spec.reduce_axes) if r)
-    inner = max(a for a, r in enumerate(spec.reduce_axes) if r)
-    chunk = aicore.REDUCE_CHUNK_ELEMENTS
-    if split_supported(spec) and sizes[inner] >= 2 * chunk and kept < SPLIT_MAX_UNITS:
-        chunks = kept * -(-sizes[inner] // chunk)
-        return "split", aicore.block_dim_for(chunks, core_num, elements_per_item=chunk), chunk
-    if not spec.reduce_axes[-1] and sizes[-1] >= COLUMN_MIN:  # the last axis is kept: column tiles
-        units = (kept // sizes[-1]) * -(-sizes[-1] // COLUMN_LANES)
-        work = reduced * COLUMN_LANES
-        return ("columns", aicore.block_dim_for(units, core_num, elements_per_item=work),
-                max(1, aicore.tile_elements(live) // max(1, work)))   # a zero-size reduced axis: no work
-    block_dim = aicore.block_dim_for(kept, core_num, elements_per_item=reduced)
-    return "rows", block_dim, max(1, aicore.tile_elements(live) // max(1, reduced))
-
-
-def work_weight(spec: KernelSpec) -> float:
-    """aicore.work_weight of a kernel: its passes over the data, and the transcendentals and divides
-    it computes per point (a value computed once per row after a reduction does not count)."""
-    consts = {n: node.attrs[0][2] for n, node in enumerate(spec.nodes) if node.op == "Const"}
-    per_point = [_point_cost(node, consts) for node in spec.nodes
-                 if not (node.reduced and spec.has_reduce and node.phase >= 1)
-                 and node.op != "Const" and get(node.op).pattern != Pattern.REDUCE]
-    return aicore.work_weight(spec.num_passes, per_point.count(Cost.TRANSCENDENTAL), per_point.count(Cost.DIVIDE))
-
-
-def _point_cost(node, consts: dict) -> Cost:
-    """The op's cost class, but a transcendental whose emitted expression calls no function (Pow by a
-    small integer: multiplications) costs as arithmetic."""
-    cost = get(node.op).cost
-    if cost != Cost.TRANSCENDENTAL or node.op not in EMITTERS:
-        return cost
-    args = [f"a{k}" for k in range(len(node.args))]
-    operand_consts = tuple(consts.get(ref[1]) if ref[0] == "v" else None for ref in node.args)
-    expr = EMITTERS[node.op](Operands(args, node.in_dtypes, node.dtypes, dict(node.attrs), operand_consts))
-    return cost if ("math." in expr or "**" in expr or any(f"{fn}(" in expr for fn in math_functions())) \
-        else Cost.ARITH
-
-
-def _lanes(variant: str) -> int:
-    """The `lanes` argument: columns per unit of a column reduction (rows and split kernels accumulate
-    in kernels.lanes' fixed 64 lanes; elementwise kernels take none)."""
-    return COLUMN_LANES if variant == "columns" else 1
 
 
 def _inline_scalar_consts(sub: Graph, ext: tuple[Value, ...]) -> tuple[Graph, tuple[Value, ...]]:
@@ -190,7 +112,7 @@ class _Builder:
         self.storages: list[Storage] = []
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
-        self.kernels: dict[tuple, tuple] = {}   # Graph.key() of a kernel's subgraph -> compile_kernel's
+        self.kernels: dict[tuple, tuple] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> its launch
         self.updates_only = update_nodes(graph)  # the optimizer phase
 
     def storage(self, kind: str, type_, **kw) -> int:
@@ -231,7 +153,7 @@ class _Builder:
         elif (sub := self.kernel_graph(node)) is not None:
             self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
-            self.numpy_step(node, _matmul_fn(node), "numpy")
+            self.numpy_step(node, gemm_fn(node), "numpy")
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
         elif node.op == "Cast" and _storage_only(node):   # to or from bfloat16: ml_dtypes' conversion
@@ -334,34 +256,39 @@ class _Builder:
         key = (sub.key(), aliases)
         origin = "memory"
         if key not in self.kernels:
-            info, fn, extra, parallel, origin = self.compile_kernel(sub, aliases)
-            self.kernels[key] = info, fn, extra, parallel
-        info, fn, extra, parallel = self.kernels[key]
+            spec, sizes = describe(sub)
+            spec = replace(spec, in_place=aliases)
+            variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
+            dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
+                                                     if k not in spec.aliased]
+            parts = split_partials(spec, sizes, tile) if variant == "split" else []
+            fold = variant == "split"
+            sig = signature(dtypes + [d for d, _ in parts], len(sizes) + 5 + fold)
+            built, origin = self._build(spec, variant, sig)
+            n_threads = threads_for(spec, math.prod(sizes), block_dim, self.cfg.parallel_min_elements)
+            fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes), fold)
+            info = KernelInfo(built.name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
+                              tuple(v.type for v in sub.outputs), "device", built.source, variant,
+                              kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
+            self.kernels[key] = info, fn, extra, n_threads, parts
+        info, fn, extra, n_threads, parts = self.kernels[key]
         info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
-        return Step(info, fn, ins, self.outputs_of(node), extra=extra, parallel=parallel, values_in=tuple(ext),
-                    values_out=node.outputs, in_place=aliases), origin
+        scratch = tuple(self.scratch(dtype, count) for dtype, count in parts)
+        return Step(info, fn, ins, self.outputs_of(node), extra=extra, threads=n_threads, values_in=tuple(ext),
+                    values_out=node.outputs, in_place=aliases, scratch=scratch), origin
 
-    def compile_kernel(self, sub: Graph, aliases: tuple = ()) -> tuple:
-        """(KernelInfo, dispatcher, extra arguments, parallel, cache origin) of the kernel computing `sub`, result k
-        stored into input i for each (k, i) of `aliases`. Names take no part in it, so `build_kernel`
-        asks once per structure (a long chain of one op: once) and names each launch after its node."""
-        spec, sizes = describe(sub)
-        spec = replace(spec, in_place=aliases)
-        variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
-        dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs) if k not in spec.aliased]
-        parallel = aicore.launch_threads(block_dim, math.prod(sizes), self.cfg.parallel_min_elements,
-                                         work_weight(spec)) > 1
-        name, source = render(spec, variant, parallel)
-        fn, origin = fetch_kernel(name, name, source, parallel,
-                                  signature(dtypes, len(sizes) + 3), self.cfg.cache_mode, self.cfg.cache_dir)
-        if self.cfg.source_dir:
-            _write_source(self.cfg.source_dir, name, source)
-        info = KernelInfo(name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
-                          tuple(v.type for v in sub.outputs), "device", source, variant, kernel=name, tile=tile,
-                          ub_bytes=ub_bytes(spec, sizes, variant, tile))
-        return info, fn, tuple(sizes) + (block_dim, tile, lanes), parallel, origin
+    def _build(self, spec, variant: str, sig: tuple):
+        """The one build path of every generated kernel (kernels.launch.build_kernel) with this
+        program's cache and source settings: (Built, where the kernel came from)."""
+        built = build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
+        return built, built.origin
 
-    def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> Step:
+    def scratch(self, dtype, count: int) -> int:
+        """A temp of `count` elements a launch uses while it runs (a split kernel's partials)."""
+        self.storages.append(Storage("temp", dtype.np, count))
+        return len(self.storages) - 1
+
+    def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> tuple[Step, str]:
         """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""
         described = describe_multi(parts)
         if described is None:
@@ -371,22 +298,18 @@ class _Builder:
         mspec = replace(mspec, spec=replace(mspec.spec, in_place=aliases))
         total = sum(counts)
         variant, block_dim, tile, lanes = choose_launch(mspec.spec, (total,), self.cfg.core_num)
-        parallel = aicore.launch_threads(block_dim, total, self.cfg.parallel_min_elements,
-                                         work_weight(mspec.spec)) > 1
-        name, source = render(mspec, "multi_tensor", parallel)
-        fn, origin = fetch_kernel(name, name, source, parallel, multi_tensor_signature(mspec),
-                                  self.cfg.cache_mode, self.cfg.cache_dir)
-        if self.cfg.source_dir:
-            _write_source(self.cfg.source_dir, name, source)
+        built, origin = self._build(mspec, "multi_tensor", multi_tensor_signature(mspec))
         pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
         stored = {k for k, _ in pairs}
         passed = [k for k in range(len(node.outputs)) if k not in stored]
-        launch = launcher(fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
+        packed = launcher(built.fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
+        n_threads = threads_for(mspec.spec, total, block_dim, self.cfg.parallel_min_elements)
+        fn, extra = launch_of(packed, block_dim, n_threads, (block_dim, tile, lanes), False)
         info = KernelInfo(node.name or node.op, mspec.op_names, block_dim, tuple(v.type for v in ext),
-                          node.types, "device", source, "multi_tensor", kernel=name,
+                          node.types, "device", built.source, "multi_tensor", kernel=built.name,
                           phase=phase_of(node, self.updates_only), tile=tile,
                           ub_bytes=ub_bytes(mspec.spec, (total,), variant, tile))
-        return Step(info, launch, ins, self.outputs_of(node), extra=(block_dim, tile, lanes), parallel=parallel,
+        return Step(info, fn, ins, self.outputs_of(node), extra=extra, threads=n_threads,
                     values_in=tuple(ext), values_out=node.outputs, in_place=pairs), origin
 
     # --- Parameter updates ---------------------------------------------------------------
@@ -450,35 +373,8 @@ def _first_line(e: Exception) -> str:
     return printable(text[0], 200) if text else ""
 
 
-def _write_source(directory: str, name: str, source: str) -> None:
-    """The kernel's source as `directory/<name>.py` (--dump_as_text), the name made safe and the
-    path checked to stay inside `directory` (ir.filenames)."""
-    os.makedirs(directory, exist_ok=True)
-    path = path_in(directory, safe_filename(name) + ".py")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(source)
-
-
 def _copy(src, dst):
     dst[:] = src
-
-
-def _matmul_fn(node: Node):
-    (ta, tb), shapes = (node.attr("transpose_a"), node.attr("transpose_b")), [v.shape for v in node.inputs]
-    out_shape = node.out.shape
-
-    def matmul(a, b, out):
-        x, y = a.reshape(shapes[0]), b.reshape(shapes[1])
-        x, y = np.swapaxes(x, -1, -2) if ta else x, np.swapaxes(y, -1, -2) if tb else y
-        # inf and NaN propagate as IEEE says, silently, as in every kernel (a loss scale's overflow steps)
-        with np.errstate(over="ignore", invalid="ignore"):
-            if out.dtype == np.float16:   # float32 accumulation, one rounding: the reference's semantics
-                np.copyto(out.reshape(out_shape), np.matmul(x.astype(np.float32), y.astype(np.float32)),
-                          casting="unsafe")
-            else:
-                np.matmul(x, y, out=out.reshape(out_shape))
-    return matmul
 
 
 def _transpose_fn(node: Node):

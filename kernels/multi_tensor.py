@@ -135,8 +135,8 @@ def local_aliases(parts: list[Part], mspec: MultiTensorSpec, ins: tuple[int, ...
 
 def launcher(fn, parts: list[Part], mspec: MultiTensorSpec, counts, num_inputs: int, passed_outputs: list[int]):
     """A callable taking the composite's arrays as the executor passes them (its inputs, then the outputs
-    not stored through an input, in `passed_outputs` order, then block_dim, tile, width) that packs them
-    into the kernel's arguments."""
+    not stored through an input, in `passed_outputs` order, then block_dim, tile, width and the range of
+    blocks to run) that packs them into the kernel's arguments."""
     aliased = dict(mspec.spec.in_place)
     layout: list = []
     for i, shared in enumerate(mspec.shared):
@@ -149,15 +149,15 @@ def launcher(fn, parts: list[Part], mspec: MultiTensorSpec, counts, num_inputs: 
 
     def launch(*arrays):
         args = [arrays[g] if isinstance(g, int) else tuple([arrays[j] for j in g]) for g in layout]
-        fn(*args, counts, *arrays[-3:])
+        fn(*args, counts, *arrays[-5:])
     return launch
 
 
 class MultiTensor(Elementwise):
     """The elementwise kernel of `mspec.spec`, once per tensor (see the module docstring)."""
 
-    def __init__(self, mspec: MultiTensorSpec, variant: str, parallel: bool, helpers: set[str] = frozenset()):
-        super().__init__(mspec.spec, variant, parallel, helpers)
+    def __init__(self, mspec: MultiTensorSpec, variant: str, helpers: set[str] = frozenset()):
+        super().__init__(mspec.spec, variant, helpers)
         self.mspec = mspec
 
     def per_tensor(self, key: tuple) -> bool:
@@ -172,9 +172,9 @@ class MultiTensor(Elementwise):
         key = self.home.get(key, key)
         return self.names("mt", *key) if self.per_tensor(key) else self.names(*key)
 
-    def signature(self, name: str) -> str:
-        args = [self.argument(b) for b, _ in self.buffers] + ["counts", "block_dim", "tile", "width"]
-        return f"def {name}({', '.join(args)}):"
+    def arguments(self) -> list[str]:
+        return [self.argument(b) for b, _ in self.buffers] + ["counts", "block_dim", "tile", "width", "block_lo",
+                                                              "block_hi"]
 
     def docstring(self, name: str) -> None:
         self.w(f'"""{name}: {self.variant} kernel over {self.mspec.tensors} tensors, counts[t] elements each.')

@@ -27,8 +27,11 @@ FIXED = {
     "block_dim": "blocks of the launch",
     "tile": "units (or elements) a block walks at a time",
     "width": "columns per unit of a column reduction",
+    "block_lo": "the first block this call runs (a launch runs its blocks in chunks, kernels.threads)",
+    "block_hi": "past the last block this call runs",
+    "fold": "whether this call folds the partials after its blocks (split)",
     # the grid
-    "blk": "the block (the prange variable)",
+    "blk": "the block",
     "b": "the block as int64",
     "share": "units every block takes",
     "extra": "blocks that take one unit more",
@@ -90,7 +93,7 @@ KEYED = {
     "mt": "the current tensor's array of a buffer with one array per tensor (multi-tensor kernels)",
 }
 
-GLOBALS = {"np", "math", "prange"}
+GLOBALS = {"np", "math"}
 # a fixed name that looked like a keyed one could be spelled by it; no prefix holds "_"
 assert not {f.split("_")[0] for f in FIXED} & set(KEYED) and not any("_" in k for k in KEYED)
 assert not (set(FIXED) | set(KEYED)) & GLOBALS

@@ -34,8 +34,8 @@ LOOP_MAX_WRITES = 4  # a loop writing more arrays (scratch rows, accumulators, o
 class Reduction(KernelTemplate):
     """rows and split variants: units over the kept axes, sweeps over the reduce axes."""
 
-    def __init__(self, spec, variant, parallel, helpers=frozenset()):
-        super().__init__(spec, variant, parallel, helpers)
+    def __init__(self, spec, variant, helpers=frozenset()):
+        super().__init__(spec, variant, helpers)
         self.kept = [a for a in range(spec.rank) if not spec.reduce_axes[a]]
         red = [a for a in range(spec.rank) if spec.reduce_axes[a]]
         self.inner, self.outer_red = red[-1], red[:-1]
@@ -347,7 +347,16 @@ class Rows(Reduction):
 
 
 class Split(Reduction):
-    """One pass, one reduce axis: chunks of `tile` elements reduced apart, folded in order."""
+    """One pass, one reduce axis: chunks of `tile` elements reduced apart, folded in order. The
+    partials are arguments (`split_partials`: one buffer per reduction, a slot per chunk), so the
+    chunks can run in several calls, one per chunk of blocks; the call with `fold` set folds them
+    afterwards, in chunk order."""
+
+    def arguments(self) -> list[str]:
+        """The buffers, then the partials, then the sizes and launch arguments, and `fold` last."""
+        args = super().arguments()
+        at = len(self.buffers)
+        return args[:at] + [self.names("part", n) for n in self.reductions] + args[at:] + ["fold"]
 
     def render(self, name: str) -> str:
         w, spec = self.w, self.spec
@@ -359,8 +368,6 @@ class Split(Reduction):
             units = product(self.dims[a] for a in self.kept)
             m = self.dims[self.inner]
             w(f"nch = max(1, ({m} + tile - 1) // tile)")
-            for n in reds:
-                w(f"{self.names('part', n)} = np.empty({units} * nch, {NP_NAME[self.acc_dtype(n)]})")
             with w.block(self.emit_grid_header(f"{units} * nch")):
                 self.emit_block_span()
                 self.alloc_lanes()
@@ -375,7 +382,7 @@ class Split(Reduction):
                     self.emit_sweep(reds, outs, refs, "qn")
                     for n in reds:
                         self.emit_finish_lanes(n, f"{self.names('part', n)}[unit]")
-            with w.block(f"for p in range({units}):"):
+            with w.block(f"for p in range({units} if fold else 0):"):
                 self.emit_unit_start("p")
                 for n in reds:
                     combine = REDUCERS[spec.nodes[n].op].combine
@@ -388,6 +395,18 @@ class Split(Reduction):
                 self.write_reduced_outputs(0)
                 self.write_reduced_outputs(1)
         return w.text()
+
+
+def split_partials(spec: KernelSpec, sizes: tuple[int, ...], tile: int) -> list[tuple[DType, int]]:
+    """(dtype, elements) of each partials buffer a split kernel takes, in its argument order: per
+    reduction, one accumulator per chunk of every unit."""
+    kept = 1
+    inner = max(a for a, r in enumerate(spec.reduce_axes) if r)
+    for a, r in enumerate(spec.reduce_axes):
+        kept *= 1 if r else sizes[a]
+    chunks = kept * max(1, -(-sizes[inner] // tile))
+    return [(REDUCERS[node.op].acc_dtype(node.in_dtypes[0]), chunks) for node in spec.nodes
+            if get(node.op).pattern == Pattern.REDUCE]
 
 
 def split_supported(spec: KernelSpec) -> bool:

@@ -38,7 +38,7 @@ _ALLOWED_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Impor
                   ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Call, ast.BinOp, ast.UnaryOp,
                   ast.BoolOp, ast.Compare, ast.IfExp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
                   ast.expr_context)
-_CALLABLE = {"range", "prange", "min", "max", "abs", "len"}
+_CALLABLE = {"range", "min", "max", "abs", "len"}
 _PROCEDURES = {"lanes_sum", "lanes_max", "lanes_min"}   # calls that may stand as statements
 _IMPORTS = {("math", None), ("numpy", "np")}
 
@@ -77,7 +77,7 @@ def _check_module(source: str) -> None:
 
     The module is parsed (what Python will run, not a textual guess) and must hold: a docstring,
     the fixed imports, and function definitions; in them only assignments, loops and conditions
-    over arithmetic, comparisons, subscripts and calls of the allowed functions (`range`, `prange`,
+    over arithmetic, comparisons, subscripts and calls of the allowed functions (`range`,
     `min`, `max`, `abs`, `len`, the kernels.mathfn and kernels.lanes functions, `np.*` and `math.*`), and
     as statements only the lanes_* calls; no string but the docstrings, each line of which doc_text
     keeps as it is; no name with a double underscore."""
@@ -146,8 +146,7 @@ def _allowed_from(node) -> bool:
     names = {a.name for a in node.names}
     if any(a.asname for a in node.names) or node.level:
         return False
-    return (node.module == "numba" and names == {"prange"}) or (
-        node.module in HELPERS and names <= set(HELPERS[node.module]))
+    return node.module in HELPERS and names <= set(HELPERS[node.module])
 
 
 @functools.cache

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels import aicore
-from kernels.lower import COLUMN_LANES, COLUMN_MIN
+from kernels.launch import COLUMN_LANES, COLUMN_MIN
 from kernels.reduction import SWEEP_CHUNK
 
 REDUCTIONS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean")

@@ -61,9 +61,9 @@ def run_everywhere(graph: Graph, arrays: list[np.ndarray], core_num: int, *, exa
             cfg = DeviceConfig(core_num=core_num) if threshold is None else \
                 DeviceConfig(core_num=core_num, parallel_min_elements=threshold)
             program = lower(g, cfg)
-            if default is not None and [s.parallel for s in program.steps] == default:
+            if default is not None and [s.threads > 1 for s in program.steps] == default:
                 continue   # no launch turned parallel: the same kernels ran already
-            default = [s.parallel for s in program.steps]
+            default = [s.threads > 1 for s in program.steps]
             key = f"{label}, parallel threshold {'default' if threshold is None else threshold}"
             lowered[key] = program
             results[key] = [np.array(r) for r in program.run(arrays)]

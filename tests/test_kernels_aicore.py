@@ -15,7 +15,8 @@ from kernels.lanes import PYTHON as LANES_IN_PYTHON
 from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
-from kernels.lower import choose_launch
+from kernels.reduction import split_partials
+from kernels.launch import choose_launch
 from ir import GraphBuilder
 from tests.kernel_graphs import random_array, reference
 from tests.test_kernels_reduce import layer_norm, softmax, sum_of_squares
@@ -55,8 +56,8 @@ def test_lowering_follows_launch_threads():
     g = b.graph(b.op("Add", x, b.const(1.0)))
     small, forced = lower(g, DeviceConfig()), lower(g, DeviceConfig(parallel_min_elements=0))
     assert small.kernels[0].block_dim == forced.kernels[0].block_dim > 1
-    assert not small.steps[0].parallel
-    assert forced.steps[0].parallel == (aicore.host_threads() > 1)
+    assert small.steps[0].threads == 1
+    assert forced.steps[0].threads == min(forced.kernels[0].block_dim, aicore.host_threads())
 
 
 # kernels.mathfn's and kernels.lanes' functions are numba intrinsics: in pure Python, numpy stands in for
@@ -89,15 +90,21 @@ class Counting:
 def run_in_python(graph, arrays, block_dim, tile):
     spec, sizes = describe(graph)
     variant, _, default_tile, lanes = choose_launch(spec, sizes, 32)
-    name, source = render(spec, variant, parallel=True)
-    namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH}
+    name, source = render(spec, variant)
+    namespace = {**kernel_globals(), **PURE_PYTHON_MATH}
     source = "\n".join(line for line in source.splitlines() if not line.startswith("from kernels."))
     exec(source, namespace)
     outs = [np.full(v.type.size, np.nan, v.dtype.np) for v in graph.outputs]
     counts = [np.zeros(o.size, np.int64) for o in outs]
     ins = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     tile = default_tile if variant == "split" else tile  # the split chunk is fixed by design
-    namespace[name](*ins, *[Counting(o, c) for o, c in zip(outs, counts)], *sizes, block_dim, tile, lanes)
+    kernel, wrapped = namespace[name], [Counting(o, c) for o, c in zip(outs, counts)]
+    parts = [np.full(n, np.nan, d.np) for d, n in split_partials(spec, sizes, tile)] if variant == "split" else []
+    fold = (0,) if parts else ()
+    for blk in reversed(range(block_dim)):   # a launch over threads calls the kernel per chunk of blocks,
+        kernel(*ins, *wrapped, *parts, *sizes, block_dim, tile, lanes, blk, blk + 1, *fold)   # in any order
+    if parts:
+        kernel(*ins, *wrapped, *parts, *sizes, block_dim, tile, lanes, 0, 0, 1)   # the fold
     return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)], counts, variant
 
 
@@ -149,16 +156,3 @@ def test_tiles_with_live_data_fit_the_ub(label, scale):
         assert elements * live <= aicore.UB_BYTES
     assert elements * aicore.ALIGN_BYTES // aicore.ALIGN_BYTES == elements
     assert 1 <= block_dim <= 32
-
-
-@pytest.mark.parametrize("preset", [None, "ACTIVE"])
-def test_openmp_workers_sleep_between_launches_unless_the_user_says_otherwise(preset):
-    import os
-    import subprocess
-    import sys
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if preset:
-        env["OMP_WAIT_POLICY"] = preset
-    out = subprocess.run([sys.executable, "-c", "import os, kernels; print(os.environ['OMP_WAIT_POLICY'])"],
-                         capture_output=True, text=True, env=env, check=True).stdout.strip()
-    assert out == (preset or "PASSIVE")

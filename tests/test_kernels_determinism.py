@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent("""
             digest = hashlib.sha256(b"".join(o.tobytes() for o in program.run(arrays))).hexdigest()
             result[f"{label}/{core_num}"] = (digest, [k.block_dim for k in program.kernels],
                                              [k.variant for k in program.kernels],
-                                             [s.parallel for s in program.steps])
+                                             [s.threads > 1 for s in program.steps])
     print(json.dumps(result))
 """)
 

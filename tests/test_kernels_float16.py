@@ -14,7 +14,8 @@ from kernels import DeviceConfig, lower
 from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
-from kernels.lower import choose_launch
+from kernels.reduction import split_partials
+from kernels.launch import choose_launch
 from ir import GraphBuilder
 from tests.kernel_graphs import fused, random_array, reference
 from tests.test_kernels_aicore import PURE_PYTHON_MATH
@@ -27,8 +28,8 @@ NUMPY_F16 = {"f16_bits_to_f32": lambda h: np.float32(np.uint16(h).view(np.float1
 def run_in_python(graph, arrays, block_dim=3):
     spec, sizes = describe(graph)
     variant, _, tile, lanes = choose_launch(spec, sizes, 32)
-    name, source = render(spec, variant, parallel=False)
-    namespace = {**kernel_globals(), "prange": range, **PURE_PYTHON_MATH, **NUMPY_F16}
+    name, source = render(spec, variant)
+    namespace = {**kernel_globals(), **PURE_PYTHON_MATH, **NUMPY_F16}
     exec("\n".join(line for line in source.splitlines() if not line.startswith("from kernels.")),
          namespace)
     outs = [np.empty(v.type.size, v.dtype.np) for v in graph.outputs]
@@ -36,7 +37,9 @@ def run_in_python(graph, arrays, block_dim=3):
     def bits(a):
         a = a.reshape(-1)
         return a.view(np.uint16) if a.dtype == np.float16 else a
-    namespace[name](*map(bits, arrays), *map(bits, outs), *sizes, block_dim, tile, lanes)
+    parts = [np.empty(n, d.np) for d, n in split_partials(spec, sizes, tile)] if variant == "split" else []
+    namespace[name](*map(bits, arrays), *map(bits, outs), *parts, *sizes, block_dim, tile, lanes, 0, block_dim,
+                    *((1,) if parts else ()))
     return [o.reshape(v.shape) for o, v in zip(outs, graph.outputs)]
 
 

@@ -187,13 +187,13 @@ def test_build_failure_of_an_in_place_composite_runs_the_reference(monkeypatch):
     """Inlined into single-op kernels, the first would overwrite the Parameter the others still read:
     such a composite runs on the reference, which reads everything before it writes."""
     graph, expected = build("composite", params=2)
-    lowering = importlib.import_module("kernels.lower")
+    lowering = importlib.import_module("kernels.launch")   # where every generated kernel is rendered
     real = lowering.render
 
-    def render(spec, variant, parallel):
+    def render(spec, variant):
         if spec.in_place:
             raise RuntimeError("injected build failure")
-        return real(spec, variant, parallel)
+        return real(spec, variant)
     monkeypatch.setattr(lowering, "render", render)
     with pytest.warns(KernelBuildWarning, match="Fused_update_0 failed to build .*numpy reference"):
         program = check(graph, expected)

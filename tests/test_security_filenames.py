@@ -16,7 +16,7 @@ from graphkernel.observation.overflow import OverflowCheck
 from ir.dtypes import DType
 from ir.filenames import HASH_CHARS, NAME_LIMIT, UnsafePathError, path_in, safe_filename
 from ir.graph import TensorType
-from kernels.lower import _write_source
+from kernels.launch import write_source as _write_source
 
 HOSTILE = {
     "parent": "../../../../escaped",

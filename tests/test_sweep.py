@@ -13,7 +13,7 @@ import pytest
 
 from kernels import aicore
 from kernels.layout import describe
-from kernels.lower import choose_launch, work_weight
+from kernels.launch import choose_launch, work_weight
 from tests import sweep_cases as sc
 from tests.sweep_run import elementwise_graph, programs, reduce_graph, run_elementwise_case, run_reduce_case
 

@@ -1,0 +1,91 @@
+"""MatMul and BatchMatMul: numpy's BLAS, split over the pool's threads in fixed chunks.
+
+    gemm_fn(node) -> fn(a, b, out)      flat buffers in, the product written into `out`
+
+A GEMM of at least GEMM_PARALLEL_FLOPS is cut into chunks that do not depend on the thread count:
+    batched         groups of whole matrices of the batch
+    one matrix      column panels of the output (N) when N >= M, else row panels (M): the operand
+                    that is not cut is the one every chunk packs again, so the smaller one is
+Each chunk is one np.matmul call into its slice of the output (BLAS takes strided panels as they
+are), run on kernels.threads' pool, while the program holds BLAS at one thread
+(threads.blas_single_threaded): every chunk is computed by one BLAS thread, the same way whichever
+thread of the pool takes it, so the product's bits do not depend on how many threads there are.
+float16 operands are widened to float32 (float32 accumulation, one rounding at the end: the
+reference's semantics).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir.graph import Node
+from kernels import threads
+
+GEMM_PARALLEL_FLOPS = 1 << 24   # 16 MFLOP, ~0.1 ms on one thread: below it a GEMM is one call
+MAX_CHUNKS = 16                 # chunks of a large GEMM (a fixed count: the bits never depend on threads)
+PANEL_ALIGN = 64                # panel widths are multiples of this many columns (or rows)
+
+
+def plan_chunks(batch: int, m: int, n: int, k: int) -> tuple[str, list[tuple[int, int]]]:
+    """(axis, [(start, stop), ...]) of the chunks of a product of `batch` (m x k) @ (k x n) matrices:
+    axis "batch", "n" or "m"; one chunk ("none") below GEMM_PARALLEL_FLOPS."""
+    flops = 2 * batch * m * n * k
+    if flops < GEMM_PARALLEL_FLOPS:
+        return "none", [(0, 0)]
+    if batch > 1:
+        axis, length, align = "batch", batch, 1
+    elif n >= m:
+        axis, length, align = "n", n, PANEL_ALIGN
+    else:
+        axis, length, align = "m", m, PANEL_ALIGN
+    count = min(MAX_CHUNKS, max(1, flops // GEMM_PARALLEL_FLOPS), max(1, length // align))
+    width = -(-length // count)
+    width = -(-width // align) * align
+    bounds = [(s, min(s + width, length)) for s in range(0, length, width)]
+    return (axis, bounds) if len(bounds) > 1 else ("none", [(0, 0)])
+
+
+def gemm_fn(node: Node):
+    """The executor's call for a MatMul/BatchMatMul node: fn(a, b, out) over flat buffers."""
+    ta, tb = node.attr("transpose_a"), node.attr("transpose_b")
+    shape_a, shape_b, out_shape = node.inputs[0].shape, node.inputs[1].shape, tuple(node.out.shape)
+    m, k = (shape_a[-1], shape_a[-2]) if ta else (shape_a[-2], shape_a[-1])
+    n = shape_b[-2] if tb else shape_b[-1]
+    batch = math.prod(out_shape[:-2])
+    axis, bounds = plan_chunks(batch, m, n, k)
+    half = node.out.dtype.np == np.float16
+
+    def operands(a, b):
+        x, y = a.reshape(shape_a), b.reshape(shape_b)
+        x, y = np.swapaxes(x, -1, -2) if ta else x, np.swapaxes(y, -1, -2) if tb else y
+        if half:   # float32 accumulation, one rounding: the reference's semantics
+            x, y = x.astype(np.float32), y.astype(np.float32)
+        return np.broadcast_to(x, out_shape[:-2] + x.shape[-2:]), np.broadcast_to(y, out_shape[:-2] + y.shape[-2:])
+
+    def product(x, y, out) -> None:
+        """out = x @ y, over the chunks of the plan."""
+        if axis == "none":
+            np.matmul(x, y, out=out)
+            return
+        if axis == "batch":
+            xs, ys, os_ = (v.reshape((batch,) + v.shape[-2:]) for v in (x, y, out))
+            task = lambda c: np.matmul(xs[slice(*bounds[c])], ys[slice(*bounds[c])], out=os_[slice(*bounds[c])])  # noqa: E731
+        elif axis == "n":
+            task = lambda c: np.matmul(x, y[..., slice(*bounds[c])], out=out[..., slice(*bounds[c])])  # noqa: E731
+        else:
+            task = lambda c: np.matmul(x[..., slice(*bounds[c]), :], y, out=out[..., slice(*bounds[c]), :])  # noqa: E731
+        threads.pool().run(task, len(bounds))
+
+    def matmul(a, b, out):
+        x, y = operands(a, b)
+        # inf and NaN propagate as IEEE says, silently, as in every kernel (a loss scale's overflow steps)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if half:
+                wide = np.empty(out_shape, np.float32)
+                product(x, y, wide)
+                np.copyto(out.reshape(out_shape), wide, casting="unsafe")
+            else:
+                product(x, y, out.reshape(out_shape))
+    matmul.chunks = len(bounds)
+    return matmul
