@@ -25,8 +25,8 @@ import time
 
 
 def worker(threads: int, only: str) -> None:
-    import numba
-    numba.set_num_threads(threads)
+    from kernels import threads as pool
+    pool.set_num_threads(threads)
     import numpy as np
     from graphkernel import Tensor, context
     from graphkernel.tools.bench import harness, peers, train, workloads as W

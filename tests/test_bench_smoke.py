@@ -3,6 +3,7 @@ outputs with the fields the docs and the report read. No time is asserted."""
 import configparser
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def test_every_chosen_workload_is_measured_and_verified(results):
 
 def test_environment_notes_the_openblas_variables(results):
     env = results["environment"]
-    assert {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "openblas_vars_set", "numba_threading_layer"} <= set(env)
+    assert {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "openblas_vars_set", "threads"} <= set(env)
 
 
 def test_outputs_are_written(results, tmp_path):
@@ -258,3 +259,65 @@ def test_interleaved_waits_out_a_spinning_peer_and_settles_each_side(monkeypatch
     assert sleeps == [0.03, 0.0]                # after the spinner its spins_s; after "ours", which does not spin, 0
     for _, first, last in runs:
         assert last - first >= timing.SETTLE_S                     # settled before the timed calls
+
+
+def _state(pid: int) -> str:
+    """The process state letter from /proc (R running, S sleeping, T stopped, Z zombie)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _settles(pids, states: str) -> bool:
+    """Whether every process is in one of `states` within 10 s: a signal takes effect when the process is
+    next scheduled, and a nice-19 process on a busy machine waits for its turn."""
+    import time
+    deadline = time.monotonic() + 10.0
+    while not all(_state(p) in states for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc (Linux)")
+def test_background_load_runs_only_inside_its_block():
+    from graphkernel.tools.bench.background import BackgroundLoad, BackgroundLoadError
+    with pytest.raises(BackgroundLoadError, match="K\\[:nice\\]"):
+        BackgroundLoad.parse("two")
+    with pytest.raises(BackgroundLoadError, match="nice"):
+        BackgroundLoad.parse("1:40")
+    load = BackgroundLoad.parse("2:19")
+    assert (load.processes, load.nice) == (2, 19) and load.label() == "2 busy processes at nice 19"
+    try:
+        with load:
+            pids = [p.pid for p in load._procs]
+            assert len(pids) == 2 and _settles(pids, "RS")
+            assert all(os.getpriority(os.PRIO_PROCESS, p) == 19 for p in pids)
+        assert _settles(pids, "T")   # paused between loaded rounds: no CPU taken
+    finally:
+        load.close()
+    assert not load._procs
+
+
+def test_train_bench_times_quiet_and_loaded_rounds(monkeypatch):
+    """Each round times every implementation quiet, then beside the load; the ratios follow."""
+    from graphkernel.tools.bench import train_bench
+    from graphkernel.tools.bench.background import BackgroundLoad
+    busy = []
+    monkeypatch.setattr(BackgroundLoad, "__enter__", lambda self: busy.append(True) or self)
+    monkeypatch.setattr(BackgroundLoad, "__exit__", lambda self, *exc: busy.pop())
+
+    class Stand:
+        def __init__(self, impl, quiet_s):
+            self.impl, self.quiet_s = impl, quiet_s
+
+        def ask(self, cmd, n):
+            return {"times": [self.quiet_s * (3 if busy else 1)] * n}
+    entry = {"impls": {"fused": {}, "unfused": {}}}
+    s = train_bench.TrainSettings("t", train_bench.BERT, rounds=2, per_round=2, background="1", progress=False)
+    train_bench._time([Stand("fused", 0.1), Stand("unfused", 0.2)], s, entry, print)
+    assert entry["impls"]["fused"]["time"]["median_s"] == pytest.approx(0.1)
+    assert entry["impls"]["fused"]["time_loaded"]["median_s"] == pytest.approx(0.3)
+    assert entry["background"] == "1 busy process at nice 0" and len(entry["loadavg_loaded"]) == 2
+    train_bench.derive(entry)
+    assert entry["ratios"]["fused loaded/quiet"] == pytest.approx(3.0)

@@ -11,8 +11,10 @@ import tempfile
 import time
 
 from ir.errors import GraphKernelError
+from kernels import threads
 from graphkernel import context
 from graphkernel.tools.bench import harness, outputs, peers, ranks_bench, train, train_bench, train_outputs, workloads
+from graphkernel.tools.bench.background import BackgroundLoad
 from graphkernel.tools.bench.timing import Progress
 from graphkernel.tools.cli_args import positive_int
 
@@ -103,6 +105,9 @@ def _train(args) -> int:
             else train_bench.TRAIN_FULL
     if args.no_peers:
         settings = dataclasses.replace(settings, peers=())
+    if args.background:
+        BackgroundLoad.parse(args.background)   # a bad value fails before anything is built
+        settings = dataclasses.replace(settings, background=args.background)
     results = train_bench.run(settings)
     stem = "train_" + settings.mode.replace("-", "_")
     paths = train_outputs.write(results, args.out, stem)
@@ -126,8 +131,7 @@ def _main(args) -> int:
     if args.no_cold:
         settings = dataclasses.replace(settings, cold_compile=False)
     if args.threads:
-        import numba
-        numba.set_num_threads(args.threads)
+        threads.set_num_threads(args.threads)
         peers.limit_jax_threads(args.threads)
         settings = dataclasses.replace(settings, threads=args.threads)
     results = run(settings, args.only)
@@ -159,6 +163,9 @@ def add_bench_parser(sub) -> None:
                    "threads each) against one process on every core: samples/s, time in AllReduce, the share "
                    "the backward hides (needs the extra graphkernel[dist])")
     p.add_argument("--no-peers", action="store_true", help="skip jax and ONNX Runtime (with --train: torch and jax)")
+    p.add_argument("--background", metavar="K[:nice]", help="with --train: time every round again beside K busy "
+                   "processes (python -c 'while True: pass') at that nice value (default 0), e.g. 1 or 1:19; "
+                   "reports each implementation's quiet step, loaded step and their ratio")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement")
     p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads of graphkernel's kernels (numba), ONNX "

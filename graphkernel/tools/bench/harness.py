@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import CACHE_STATS
+from kernels import CACHE_STATS, threads
 from kernels.cache import clear_memory
 from graphkernel import Tensor, context
 from graphkernel.tools.bench import peers, timing
@@ -279,8 +279,6 @@ def environment() -> dict:
     import platform
     import numba
     import numpy
-    from numba.np.ufunc import parallel
-    parallel._launch_threads()
     threading_vars = ("OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                       "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "XLA_FLAGS")
     return {
@@ -288,7 +286,7 @@ def environment() -> dict:
         "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE"),
         "openblas_vars_set": any(v in os.environ for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")),
         "threading_env": {v: os.environ[v] for v in threading_vars if v in os.environ},
-        "numba_threading_layer": numba.threading_layer(), "numba_threads": numba.get_num_threads(),
+        "threads": threads.pool_threads(), "threads_allowed": threads.allowed_threads(),
         "cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
         "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__,
         "machine": platform.machine(), "processor": platform.processor(), **peers.versions(),

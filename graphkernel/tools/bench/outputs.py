@@ -75,8 +75,8 @@ def markdown(results: dict) -> str:
     commit = f", commit {env['git_commit'][:7]}" if env.get("git_commit") else ""
     lines = [f"### `graphkernel bench` ({results['mode']}), {env['utc_start']}{commit}",
              "",
-             f"{env['cpu_count']} cores, numba {env['numba']} ({env['numba_threading_layer']}, "
-             f"{env['numba_threads']} threads), numpy {env['numpy']}, jax {env['jax']}, onnxruntime "
+             f"{env['cpu_count']} cores, numba {env['numba']} ({env['threads']} threads of "
+             f"graphkernel's pool), numpy {env['numpy']}, jax {env['jax']}, onnxruntime "
              f"{env['onnxruntime']}; load average at start {env['loadavg_start'][0]:.1f}, at end "
              f"{results.get('loadavg_end', [float('nan')])[0]:.1f}; OPENBLAS_CORETYPE/L2_SIZE "
              f"{'SET' if env['openblas_vars_set'] else 'unset'}"

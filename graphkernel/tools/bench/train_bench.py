@@ -8,7 +8,9 @@ compile competes with another, then kept alive and driven over a pipe:
               run stops with the figures. Fused and unfused then agree within 1e-5 relative at each of
               `equal_steps` steps at `equal_layers` layers (the full run: 50 steps at 4 layers, ~2 minutes).
     time      interleaved rounds: every implementation in turn (order rotated each round), one settling
-              step then `per_round` timed steps; medians per step
+              step then `per_round` timed steps; medians per step. With `background` (--background K[:nice],
+              bench/background.py) each round times every implementation quiet, then again beside K busy
+              processes at that nice value: the quiet step, the loaded step and their ratio
     profile   graphkernel's per-kernel times per phase: forward+backward, optimizer, inside and outside
               MatMul/BatchMatMul; torch eager's forward+backward and optimizer step timed apart
     memory    each process's peak resident size: getrusage's ru_maxrss, and Linux's VmHWM of the worker's
@@ -31,6 +33,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from graphkernel.tools.bench import train_peers
+from graphkernel.tools.bench.background import BackgroundLoad
 from graphkernel.tools.bench.harness import environment
 from graphkernel.tools.bench.train_outputs import targets
 from graphkernel.tools.bench.train_model import Shape, make_inputs, make_weights
@@ -59,6 +62,7 @@ class TrainSettings:
     reference: bool = True
     together: bool = True             # keep every worker alive and interleave; False: one at a time
     progress: bool = True
+    background: str | None = None     # K[:nice]: time every round again beside K busy processes
 
 
 BERT = Shape()
@@ -221,17 +225,39 @@ def _check(losses: dict, entry: dict) -> None:
 
 def _time(workers: list[Worker], s: TrainSettings, entry: dict, log) -> None:
     times = {w.impl: [] for w in workers}
-    for r in range(s.rounds):
+    loaded = {w.impl: [] for w in workers}
+    load = BackgroundLoad.parse(s.background) if s.background else None
+
+    def one_round(r: int, into: dict) -> None:
         for k in range(len(workers)):
             w = workers[(k + r) % len(workers)]
-            times[w.impl] += w.ask("time", n=s.per_round + 1)["times"][1:]
-        if s.progress:
-            log(f"  round {r + 1}/{s.rounds}: " + ", ".join(f"{n} {1e3 * np.median(t):.0f} ms"
-                                                            for n, t in times.items()))
+            into[w.impl] += w.ask("time", n=s.per_round + 1)["times"][1:]
+    try:
+        for r in range(s.rounds):
+            one_round(r, times)
+            if load is not None:
+                with load:
+                    one_round(r, loaded)
+                    entry.setdefault("loadavg_loaded", []).append(list(os.getloadavg()))
+            if s.progress:
+                log(f"  round {r + 1}/{s.rounds}: " + ", ".join(
+                    f"{n} {1e3 * np.median(t):.0f} ms" + (f" (loaded {1e3 * np.median(loaded[n]):.0f})" if loaded[n]
+                                                          else "") for n, t in times.items()))
+    finally:
+        if load is not None:
+            load.close()
     for impl, ts in times.items():
-        q25, q50, q75 = np.percentile(ts, [25, 50, 75])
-        entry["impls"][impl]["time"] = {"median_s": float(q50), "q25_s": float(q25), "q75_s": float(q75),
-                                        "min_s": float(min(ts)), "calls": len(ts)}
+        entry["impls"][impl]["time"] = _summary(ts)
+        if loaded[impl]:
+            entry["impls"][impl]["time_loaded"] = _summary(loaded[impl])
+    if load is not None:
+        entry["background"] = load.label()
+
+
+def _summary(ts: list[float]) -> dict:
+    q25, q50, q75 = np.percentile(ts, [25, 50, 75])
+    return {"median_s": float(q50), "q25_s": float(q25), "q75_s": float(q75), "min_s": float(min(ts)),
+            "calls": len(ts)}
 
 
 def _profile(workers: dict, s: TrainSettings, entry: dict) -> None:
@@ -258,6 +284,14 @@ def derive(entry: dict) -> None:
     ratios = {}
     if "fused" in step and "unfused" in step:
         ratios["step fused/unfused"] = step["fused"] / step["unfused"]
+    loaded = {n: d["time_loaded"]["median_s"] for n, d in impls.items() if "time_loaded" in d}
+    if loaded:
+        out["loaded_step_s"] = loaded
+        for n, t in loaded.items():
+            ratios[f"{n} loaded/quiet"] = t / step[n]
+        for n, t in loaded.items():
+            if n in train_peers.PEERS and "fused" in loaded:
+                ratios[f"loaded fused/{n}"] = loaded["fused"] / t
     if len(prof) == 2:
         ratios["fwd+bwd outside MatMul fused/unfused"] = (out["fused"]["fwd_bwd_outside_matmul_s"]
                                                           / out["unfused"]["fwd_bwd_outside_matmul_s"])

@@ -35,6 +35,12 @@ def targets(results: dict) -> list[dict]:
                   0.6, note="" if peer_outside is None or peer_outside > 0 else
                   f"the peer's whole step ({1e3 * f['step_s'][peer]:.0f} ms) is shorter than graphkernel's MatMuls "
                   f"alone ({1e3 * f['fused']['matmul_s']:.0f} ms)"))
+    if "fused loaded/quiet" in r:
+        out.append(_t(f"{at}: fused step beside {c['background']} / quiet", r["fused loaded/quiet"], 1.6))
+        if "loaded fused/torch" in r:
+            out.append(_t(f"{at}: fused/torch eager, both beside {c['background']}", r["loaded fused/torch"], 0.8))
+    if "fused/torch" in r:
+        out.append(_t(f"{at}: fused/torch eager, quiet", r["fused/torch"], 0.8))
     for cfg in results["configs"]:
         chk = cfg.get("loss_checks", {}).get("fused vs unfused")
         if chk and chk["steps"] >= 10:
@@ -55,13 +61,25 @@ def markdown(results: dict) -> str:
     env = results["environment"]
     lines = [f"### `graphkernel bench --train` ({results['mode']}), {env['utc_start']}, commit "
              f"{(env.get('git_commit') or '?')[:7]}", "",
-             f"{env['cpu_count']} cores, numba {env['numba']} ({env['numba_threading_layer']}, {env['numba_threads']} "
-             f"threads), numpy {env['numpy']}, torch {env.get('torch')}, jax {env.get('jax')}; load average at start "
+             f"{env['cpu_count']} cores, numba {env['numba']} ({env['threads']} threads of graphkernel's pool), numpy {env['numpy']}, torch {env.get('torch')}, jax {env.get('jax')}; load average at start "
              f"{env['loadavg_start'][0]:.1f}, at end {results['loadavg_end'][0]:.1f}; numpy GEMM "
              f"[256,1024]x[1024,4096] {results['gemm_gflops']:.0f} GFLOPS. Every implementation in its own process, "
              "interleaved; medians per step. Peak MB: the worker's peak resident size (Linux VmHWM) before the "
              "step was built → at the end (getrusage's ru_maxrss in brackets: Linux carries it across exec, so it "
              "is at least the parent's).", ""]
+    if any("background" in c for c in results["configs"]):
+        lines += ["Beside a controlled load: every round timed quiet, then again beside the background "
+                  "processes (--background); the load average while loaded: "
+                  + "; ".join(f"{c['name']} " + ", ".join(f"{la[0]:.1f}" for la in c.get("loadavg_loaded", []))
+                              for c in results["configs"]), "",
+                  "| network | implementation | quiet step ms | loaded step ms | loaded/quiet |", "|---|---|---|---|---|"]
+        for c in results["configs"]:
+            for impl in ORDER:
+                d = c["impls"].get(impl, {})
+                if "time_loaded" in d:
+                    q, ld = d["time"]["median_s"], d["time_loaded"]["median_s"]
+                    lines.append(f"| {c['name']} ({c['background']}) | {impl} | {_ms(q)} | {_ms(ld)} | {ld / q:.2f} |")
+        lines.append("")
     lines += ["| network | implementation | step ms (q25–q75) | fwd+bwd ms | optimizer ms | outside MatMul ms | "
               "fwd+bwd outside MatMul ms | kernels fwd/bwd/opt | compile s | peak MB |",
               "|---|---|---|---|---|---|---|---|---|---|"]
