@@ -8,7 +8,7 @@
                the cost model would decide (when kernels.fusible says one kernel can compute it)
 
 Each lowered program runs with the default parallel threshold and with it forced to 0 (every
-launch of more than one block is a prange launch over the threads).
+launch of more than one block runs in chunks over the pool's threads).
 """
 from __future__ import annotations
 

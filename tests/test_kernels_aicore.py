@@ -1,6 +1,6 @@
 """The AI Core model is exercised: blocks cover exactly their share, tiles with their live data fit the UB.
 
-The generated source is plain Python, so the grid can be run without numba (prange = range) over
+The generated source is plain Python, so the grid can be run without numba, block by block, over
 arrays that count the writes to every element: each output element must be written exactly once
 whatever block_dim and tile are.
 """

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     result = {}
     for core_num in (1, 7, 32):
         for label, g in graphs.items():
-            # parallel_min_elements=0: every multi-block launch is a prange launch over the threads
+            # parallel_min_elements=0: every multi-block launch runs in chunks over the pool's threads
             program = lower(g, DeviceConfig(core_num=core_num, deterministic=1, parallel_min_elements=0))
             arrays = [random_array(v.shape, seed=k) for k, v in enumerate(g.inputs)]
             digest = hashlib.sha256(b"".join(o.tobytes() for o in program.run(arrays))).hexdigest()

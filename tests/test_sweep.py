@@ -99,7 +99,7 @@ def _launches(graph, core_num, thresholds=(aicore.PARALLEL_MIN_ELEMENTS, 0)):
 
 def test_every_kernel_variant_and_thread_mode_is_reached(monkeypatch):
     """The cases reach rows, columns, split and elementwise kernels, each with one block, several
-    blocks on one thread, and several blocks over the threads (prange)."""
+    blocks on one thread, and several blocks over the pool's threads."""
     monkeypatch.setattr(aicore, "host_threads", lambda: 2)   # a one-core machine reaches the same cases
     found = set()
     for case in REDUCE_CASES:
