@@ -66,16 +66,18 @@ def allowed_threads() -> int:
     return max(1, n)
 
 
-def set_num_threads(n: int | None) -> None:
-    """Use at most `n` threads for launches (None: as many as allowed_threads finds)."""
+def set_num_threads(n: int | None) -> int | None:
+    """Use at most `n` threads for launches (None: as many as allowed_threads finds); returns the
+    previous setting, to restore it."""
     global _forced, _pool
     if n is not None and (not isinstance(n, int) or n < 1):
         raise ValueError(f"set_num_threads: the thread count must be a positive int, got {n!r}")
-    _forced = n
+    previous, _forced = _forced, n
     with _pool_lock:
         if _pool is not None and _pool.threads != allowed_threads():
             _pool.close()
             _pool = None
+    return previous
 
 
 class CorePool:
@@ -224,3 +226,13 @@ def blas_single_threaded():
                 for c, n in _blas_saved:
                     if n != 1:
                         c.set_num_threads(n)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's worker threads, and maybe a lock one of them held: it
+    starts a pool of its own, with fresh locks."""
+    global _pool, _pool_lock, _blas_lock, _blas_users
+    _pool, _pool_lock, _blas_lock, _blas_users = None, threading.Lock(), threading.Lock(), 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -116,14 +116,13 @@ def test_a_launch_gives_the_same_bits_on_any_number_of_threads(n):
     """More workers than cores (7 on this machine) still complete, with the one-thread bits."""
     x = random_array((300, 257), seed=1)
     one = _softmax_program(300, 257, 1 << 40).run([x])[0].copy()
-    saved = threads.pool_threads()
-    threads.set_num_threads(n)
+    saved = threads.set_num_threads(n)
     try:
         program = _softmax_program(300, 257, 0)
         assert program.steps[0].threads == min(n, threads.pool_threads(), program.kernels[0].block_dim)
         np.testing.assert_array_equal(program.run([x])[0], one)
     finally:
-        threads.set_num_threads(None if saved == threads.allowed_threads() else saved)
+        threads.set_num_threads(saved)
 
 
 def test_a_split_reduction_folds_its_partials_after_the_chunks():
@@ -172,7 +171,7 @@ def test_gemm_bits_are_the_same_for_every_thread_count(case):
     assert fn.chunks > 1, "the case reaches the parallel path"
     a, b = random_array(shape_a, seed=3), random_array(shape_b, seed=4)
     results = []
-    saved = threads.pool_threads()
+    saved = threads.set_num_threads(None)
     try:
         for n in (1, 2, 3):
             threads.set_num_threads(n)
@@ -181,7 +180,7 @@ def test_gemm_bits_are_the_same_for_every_thread_count(case):
                 fn(a.reshape(-1), b.reshape(-1), out)
             results.append(out)
     finally:
-        threads.set_num_threads(None if saved == threads.allowed_threads() else saved)
+        threads.set_num_threads(saved)
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
     x = np.swapaxes(a, -1, -2) if ta else a
