@@ -261,27 +261,27 @@ class _Builder:
             variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
             dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
                                                      if k not in spec.aliased]
-            parts = split_partials(spec, sizes, tile) if variant == "split" else []
+            partials = split_partials(spec, sizes, tile) if variant == "split" else []
             fold = variant == "split"
-            sig = signature(dtypes + [d for d, _ in parts], len(sizes) + 5 + fold)
-            built, origin = self._build(spec, variant, sig)
+            sig = signature(dtypes + [d for d, _ in partials], len(sizes) + 5 + fold)
+            built = self._build(spec, variant, sig)
+            origin = built.origin
             n_threads = threads_for(spec, math.prod(sizes), block_dim, self.cfg.parallel_min_elements)
             fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes), fold)
             info = KernelInfo(built.name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
                               tuple(v.type for v in sub.outputs), "device", built.source, variant,
                               kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
-            self.kernels[key] = info, fn, extra, n_threads, parts
-        info, fn, extra, n_threads, parts = self.kernels[key]
+            self.kernels[key] = info, fn, extra, n_threads, partials
+        info, fn, extra, n_threads, partials = self.kernels[key]
         info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
-        scratch = tuple(self.scratch(dtype, count) for dtype, count in parts)
+        scratch = tuple(self.scratch(dtype, count) for dtype, count in partials)
         return Step(info, fn, ins, self.outputs_of(node), extra=extra, threads=n_threads, values_in=tuple(ext),
                     values_out=node.outputs, in_place=aliases, scratch=scratch), origin
 
     def _build(self, spec, variant: str, sig: tuple):
         """The one build path of every generated kernel (kernels.launch.build_kernel) with this
-        program's cache and source settings: (Built, where the kernel came from)."""
-        built = build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
-        return built, built.origin
+        program's cache and source settings."""
+        return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
 
     def scratch(self, dtype, count: int) -> int:
         """A temp of `count` elements a launch uses while it runs (a split kernel's partials)."""
@@ -298,7 +298,7 @@ class _Builder:
         mspec = replace(mspec, spec=replace(mspec.spec, in_place=aliases))
         total = sum(counts)
         variant, block_dim, tile, lanes = choose_launch(mspec.spec, (total,), self.cfg.core_num)
-        built, origin = self._build(mspec, "multi_tensor", multi_tensor_signature(mspec))
+        built = self._build(mspec, "multi_tensor", multi_tensor_signature(mspec))
         pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
         stored = {k for k, _ in pairs}
         passed = [k for k in range(len(node.outputs)) if k not in stored]
@@ -310,7 +310,7 @@ class _Builder:
                           phase=phase_of(node, self.updates_only), tile=tile,
                           ub_bytes=ub_bytes(mspec.spec, (total,), variant, tile))
         return Step(info, fn, ins, self.outputs_of(node), extra=extra, threads=n_threads,
-                    values_in=tuple(ext), values_out=node.outputs, in_place=pairs), origin
+                    values_in=tuple(ext), values_out=node.outputs, in_place=pairs), built.origin
 
     # --- Parameter updates ---------------------------------------------------------------
     def lower_assigns(self, assigns: list[Node]) -> None:
