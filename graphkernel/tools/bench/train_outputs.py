@@ -61,7 +61,8 @@ def markdown(results: dict) -> str:
     env = results["environment"]
     lines = [f"### `graphkernel bench --train` ({results['mode']}), {env['utc_start']}, commit "
              f"{(env.get('git_commit') or '?')[:7]}", "",
-             f"{env['cpu_count']} cores, numba {env['numba']} ({env['threads']} threads of graphkernel's pool), numpy {env['numpy']}, torch {env.get('torch')}, jax {env.get('jax')}; load average at start "
+             f"{env['cpu_count']} cores, numba {env['numba']} ({env['threads']} threads of graphkernel's pool), "
+             f"numpy {env['numpy']}, torch {env.get('torch')}, jax {env.get('jax')}; load average at start "
              f"{env['loadavg_start'][0]:.1f}, at end {results['loadavg_end'][0]:.1f}; numpy GEMM "
              f"[256,1024]x[1024,4096] {results['gemm_gflops']:.0f} GFLOPS. Every implementation in its own process, "
              "interleaved; medians per step. Peak MB: the worker's peak resident size (Linux VmHWM) before the "
