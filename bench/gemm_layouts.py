@@ -111,7 +111,8 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     rows = [measure(c, args.rounds) for c in CASES]
     lines = [f"GEMM layouts, {threads.pool_threads()} threads, {time.strftime('%Y-%m-%d %H:%M')}; load average "
-             f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; medians of {args.rounds} interleaved rounds", "",
+             f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; medians of {args.rounds} interleaved "
+             "rounds", "",
              "| case | dtype | ours ms | np.matmul contiguous f32 ms | + conversions ms | ratio | GFLOPS | chunks |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

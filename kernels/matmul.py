@@ -61,7 +61,8 @@ def gemm_fn(node: Node):
         x, y = np.swapaxes(x, -1, -2) if ta else x, np.swapaxes(y, -1, -2) if tb else y
         if half:   # float32 accumulation, one rounding: the reference's semantics
             x, y = x.astype(np.float32), y.astype(np.float32)
-        return np.broadcast_to(x, out_shape[:-2] + x.shape[-2:]), np.broadcast_to(y, out_shape[:-2] + y.shape[-2:])
+        batch_shape = out_shape[:-2]
+        return np.broadcast_to(x, batch_shape + x.shape[-2:]), np.broadcast_to(y, batch_shape + y.shape[-2:])
 
     def product(x, y, out) -> None:
         """out = x @ y, over the chunks of the plan."""
@@ -69,12 +70,19 @@ def gemm_fn(node: Node):
             np.matmul(x, y, out=out)
             return
         if axis == "batch":
-            xs, ys, os_ = (v.reshape((batch,) + v.shape[-2:]) for v in (x, y, out))
-            task = lambda c: np.matmul(xs[slice(*bounds[c])], ys[slice(*bounds[c])], out=os_[slice(*bounds[c])])  # noqa: E731
+            xs, ys, outs = (v.reshape((batch,) + v.shape[-2:]) for v in (x, y, out))
+
+            def task(c):
+                part = slice(*bounds[c])
+                np.matmul(xs[part], ys[part], out=outs[part])
         elif axis == "n":
-            task = lambda c: np.matmul(x, y[..., slice(*bounds[c])], out=out[..., slice(*bounds[c])])  # noqa: E731
+            def task(c):
+                part = slice(*bounds[c])
+                np.matmul(x, y[..., part], out=out[..., part])
         else:
-            task = lambda c: np.matmul(x[..., slice(*bounds[c]), :], y, out=out[..., slice(*bounds[c]), :])  # noqa: E731
+            def task(c):
+                part = slice(*bounds[c])
+                np.matmul(x[..., part, :], y, out=out[..., part, :])
         threads.pool().run(task, len(bounds))
 
     def matmul(a, b, out):

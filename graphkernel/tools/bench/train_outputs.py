@@ -73,7 +73,8 @@ def markdown(results: dict) -> str:
                   "processes (--background); the load average while loaded: "
                   + "; ".join(f"{c['name']} " + ", ".join(f"{la[0]:.1f}" for la in c.get("loadavg_loaded", []))
                               for c in results["configs"]), "",
-                  "| network | implementation | quiet step ms | loaded step ms | loaded/quiet |", "|---|---|---|---|---|"]
+                  "| network | implementation | quiet step ms | loaded step ms | loaded/quiet |",
+                  "|---|---|---|---|---|"]
         for c in results["configs"]:
             for impl in ORDER:
                 d = c["impls"].get(impl, {})
