@@ -27,6 +27,11 @@ NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float
            DType.uint8: "np.uint8", DType.bool: "np.bool_"}   # bfloat16: no kernel computes it (ir/dtypes.py)
 
 
+def compute_dtype(dtype: DType) -> DType:
+    """The dtype a kernel holds a value of `dtype` in (NP_NAME): float16 is computed in float32."""
+    return DType.float32 if dtype == DType.float16 else dtype
+
+
 def float16_supported() -> bool:
     """float16 kernels need kernels.mathfn's exact float16 <-> float32 conversions."""
     names = math_functions()

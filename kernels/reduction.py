@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ir.dtypes import DType
 from ir.ops import Cost, Pattern, get
-from kernels.emitters import NP_NAME, REDUCERS, f16_round
+from kernels.emitters import NP_NAME, REDUCERS, compute_dtype, f16_round
 from kernels.lanes import LANES
 from kernels.layout import KernelSpec
 from kernels.elementwise import KernelTemplate, product
@@ -405,7 +405,7 @@ def split_partials(spec: KernelSpec, sizes: tuple[int, ...], tile: int) -> list[
     for a, r in enumerate(spec.reduce_axes):
         kept *= 1 if r else sizes[a]
     chunks = kept * max(1, -(-sizes[inner] // tile))
-    return [(REDUCERS[node.op].acc_dtype(node.in_dtypes[0]), chunks) for node in spec.nodes
+    return [(compute_dtype(REDUCERS[node.op].acc_dtype(node.in_dtypes[0])), chunks) for node in spec.nodes
             if get(node.op).pattern == Pattern.REDUCE]
 
 

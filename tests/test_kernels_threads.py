@@ -125,17 +125,21 @@ def test_a_launch_gives_the_same_bits_on_any_number_of_threads(n):
         threads.set_num_threads(saved)
 
 
-def test_a_split_reduction_folds_its_partials_after_the_chunks():
+@pytest.mark.parametrize("op,dtype", [("ReduceSum", "float32"), ("ReduceMax", "float16"), ("ReduceSum", "float16")])
+def test_a_split_reduction_folds_its_partials_after_the_chunks(op, dtype):
+    """The partials are the kernel's arguments, in the dtype it computes in (float32 for float16)."""
     b = GraphBuilder()
-    x = b.input((3, 70000))
-    g = b.graph(b.op("ReduceSum", b.op("Mul", x, x), axis=(1,)))
+    x = b.input((3, 70000), dtype)
+    g = b.graph(b.op(op, b.op("Mul", x, x), axis=(1,)))
     from tests.kernel_graphs import fused
-    a = random_array((3, 70000), seed=2)
+    a = random_array((3, 70000), dtype, seed=2, low=-0.5, high=0.5)   # a float16 sum stays finite
     alone = lower(fused(g), DeviceConfig(parallel_min_elements=1 << 40))
     spread = lower(fused(g), DeviceConfig(parallel_min_elements=0))
     assert alone.kernels[0].variant == spread.kernels[0].variant == "split"
     np.testing.assert_array_equal(alone.run([a])[0], spread.run([a])[0])
-    np.testing.assert_allclose(alone.run([a])[0], (a.astype(np.float64) ** 2).sum(1), rtol=1e-5)
+    want = (a.astype(np.float64) ** 2)
+    want = want.sum(1) if op == "ReduceSum" else want.max(1)
+    np.testing.assert_allclose(alone.run([a])[0].astype(np.float64), want, rtol=1e-3 if dtype == "float16" else 1e-5)
 
 
 # --- GEMMs ----------------------------------------------------------------------------------------
