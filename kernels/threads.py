@@ -48,9 +48,9 @@ def _cgroup_cpus() -> float | None:
         return None
 
 
-def allowed_threads() -> int:
-    """Threads a launch may run on: the cores of this process's affinity mask, no more than its
-    cgroup's CPU quota (rounded down, at least one), NUMBA_NUM_THREADS if set, set_num_threads() if called."""
+def allowed_cores() -> int:
+    """The cores this process may run on: its affinity mask, no more than its cgroup's CPU quota
+    (rounded down, at least one)."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):   # not Linux
@@ -58,6 +58,13 @@ def allowed_threads() -> int:
     quota = _cgroup_cpus()
     if quota is not None:
         n = min(n, max(1, int(quota)))
+    return n
+
+
+def allowed_threads() -> int:
+    """Threads a launch may run on: allowed_cores(), no more than NUMBA_NUM_THREADS if set and
+    set_num_threads() if called."""
+    n = allowed_cores()
     env = os.environ.get("NUMBA_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         n = min(n, int(env))
@@ -203,6 +210,13 @@ def _controllers() -> list:
         from threadpoolctl import ThreadpoolController   # a well-kept library: finds OpenBLAS/MKL/BLIS
         _blas_controllers = list(ThreadpoolController().select(user_api="blas").lib_controllers)
     return _blas_controllers
+
+
+def set_blas_threads(n: int) -> None:
+    """BLAS's own thread count, process-wide (what numpy's MatMul uses outside a program's run)."""
+    with _blas_lock:
+        for c in _controllers():
+            c.set_num_threads(n)
 
 
 @contextmanager

@@ -65,7 +65,7 @@ def test_msrun_runs_the_ranks_with_their_logs_and_core_shares_and_reports_a_fail
         seen = json.loads(line[len("REPORT "):])
         assert seen["rank"] == rank and seen["size"] == 2
         assert seen["env"] == dict.fromkeys(("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"), share)
-        assert seen["numba"] == int(share)
+        assert seen["threads"] == int(share)
         assert f"[worker_{rank}] REPORT " in done.stdout   # --join follows the logs
     assert "ValueError: rank 1 was asked to fail" in log and "rank 1 of 2 raised ValueError" in log
     assert done.returncode != 0 and "the job failed" in done.stderr

@@ -6,26 +6,26 @@
     env_rank(), env_size()
                         the rank and size the launcher announces (before MPI is initialized)
     share_cores(local_size)
-                        N ranks on one machine split the cores this process may run on (its affinity):
-                        each gets max(1, cores // N) threads for numba's kernel launches
-                        (numba.set_num_threads) and for the BLAS of the MatMuls (OpenBLAS's
-                        openblas_set_num_threads, found in the loaded library). A variable the user set
-                        (NUMBA_NUM_THREADS, OPENBLAS_NUM_THREADS, OMP_NUM_THREADS) is left alone. `graphkernel
-                        msrun` sets the same variables for each rank before it starts.
+                        N ranks on one machine split the cores this process may run on (its affinity
+                        and cgroup quota, kernels.threads.allowed_cores): each gets max(1, cores // N)
+                        threads for graphkernel's pool (kernels.threads.set_num_threads: kernel launches
+                        and the GEMMs of a program) and for BLAS outside a program (the reference's
+                        MatMuls; threadpoolctl). A variable the user set (NUMBA_NUM_THREADS,
+                        OPENBLAS_NUM_THREADS, OMP_NUM_THREADS) is left alone. `graphkernel msrun` sets the
+                        same variables for each rank before it starts.
 
 No MPI is imported here: a process no launcher started stays a group of one without touching MPI.
 """
 from __future__ import annotations
 
-import ctypes
 import os
+
+from kernels import threads
 
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
 THREAD_VARS = ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                "openblas_set_num_threads64_")
 
 
 def _first_int(names) -> int | None:
@@ -52,35 +52,11 @@ def env_local_size() -> int | None:
     return _first_int(LOCAL_SIZE_VARS)
 
 
-def allowed_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
 
 def threads_per_rank(local_size: int, cores: int | None = None) -> int:
     """A rank's share of the machine's cores when `local_size` ranks run on it."""
-    cores = allowed_cores() if cores is None else cores
+    cores = threads.allowed_cores() if cores is None else cores
     return max(1, cores // max(1, local_size))
-
-
-def _blas_setter():
-    """openblas_set_num_threads of the OpenBLAS numpy loaded (None when there is none to find)."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        return None
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in BLAS_SETTERS:
-            if hasattr(lib, name):
-                return getattr(lib, name)
-    return None
 
 
 def share_cores(local_size: int) -> dict:
@@ -90,14 +66,11 @@ def share_cores(local_size: int) -> dict:
     n = threads_per_rank(local_size)
     done = {}
     if "NUMBA_NUM_THREADS" not in os.environ:
-        import numba   # third party, loaded with graphkernel already
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        done["numba"] = numba.get_num_threads()
+        threads.set_num_threads(n)
+        done["threads"] = threads.pool_threads()
     if "OPENBLAS_NUM_THREADS" not in os.environ and "OMP_NUM_THREADS" not in os.environ:
-        setter = _blas_setter()
-        if setter is not None:
-            setter(ctypes.c_int(n))
-            done["blas"] = n
+        threads.set_blas_threads(n)
+        done["blas"] = n
     return done
 
 

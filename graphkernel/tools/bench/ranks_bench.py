@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from ir.errors import GraphKernelError
-from graphkernel.communication.launcher import allowed_cores
+from kernels.threads import allowed_cores
 from graphkernel.tools.bench.harness import environment
 from graphkernel.tools.bench.train_model import Shape
 
