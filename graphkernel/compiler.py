@@ -31,6 +31,7 @@ from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from kernels.commit import CommitPoint, commit_point
+from kernels.threads import blas_single_threaded
 from graphkernel import context
 from graphkernel.context import max_device_memory
 from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
@@ -92,7 +93,7 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
         fusion_switch=fusion,
         flags=parse_flags(get("graph_kernel_flags"), check_names=check_flag_names),
         core_num=get("core_num"),
-        deterministic=get("deterministic"),
+        deterministic=int(get("deterministic") in (1, "ON")),
         precision_mode=mode,
         mixlist=mixlist,
         customize_dtypes=dtypes,
@@ -188,6 +189,12 @@ class CompiledGraph:
             return self._run(arrays)
 
     def _run(self, arrays):
+        if self.options.deterministic and self.program is None:   # the reference's MatMuls on one BLAS thread
+            with blas_single_threaded():
+                return self._run_once(arrays)
+        return self._run_once(arrays)
+
+    def _run_once(self, arrays):
         """One step. A step that updates Parameters is all or nothing: signals wait for its end (HELD);
         an exception before its first Parameter write leaves every Parameter as it was, and one after it
         either waits for the last launch (an observer's) or puts the copies taken before back (a launch

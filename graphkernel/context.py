@@ -59,6 +59,12 @@ def _str(v):
     return v
 
 
+def _deterministic(v):
+    if isinstance(v, bool) or v not in (0, 1, "ON", "OFF"):
+        raise ContextError(f"got {v!r}; accepted: 'ON' or 'OFF' (MindSpore 2.x), or 1 or 0")
+    return v
+
+
 def _path_or_none(v):
     if v is not None and not isinstance(v, (str, os.PathLike)):
         raise ContextError(f"got {v!r}; accepted: a file path or None")
@@ -144,7 +150,10 @@ KEYS: dict[str, Key] = {
     "precision_mode_v2": Key(None, _choice(None, "origin", "fp16", "mixed_float16")),
     "modify_mixlist": Key(None, _precision_file("read_mixlist"), file=True),
     "customize_dtypes": Key(None, _precision_file("read_customize_dtypes"), file=True),
-    "deterministic": Key(0, _choice(0, 1)),
+    # "ON"/"OFF" (MindSpore 2.x) or 1/0 (seed 004's session option): bitwise-identical results for any
+    # core_num and thread count; the device always gives them (kernels/matmul.py), the numpy reference
+    # then runs its MatMuls on one BLAS thread
+    "deterministic": Key(0, _deterministic),
     "mix_compile_mode": Key(False, _bool),
     "fusion_switch_file": Key(None, _fusion_switch_file, file=True),
     "enable_dump": Key(False, _bool),
@@ -222,6 +231,15 @@ def set_device(device_target: str, device_id: int | None = None) -> None:
     if device_id is not None and (isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < 0):
         raise ContextError(f"set_device: device_id {device_id!r} is not accepted; accepted: an int >= 0 or None")
     set_context(device_target=device_target)
+
+
+def set_deterministic(deterministic: bool) -> None:
+    """MindSpore 2.x's `set_deterministic`: the same as set_context(deterministic="ON" or "OFF"). As in
+    MindSpore 2.10 it takes a bool only; unlike it, it may be called again (tests flip it)."""
+    if not isinstance(deterministic, bool):
+        raise ContextError(f"set_deterministic: the parameter 'deterministic' must be a bool, got "
+                           f"{type(deterministic).__name__}")
+    set_context(deterministic="ON" if deterministic else "OFF")
 
 
 def session_jit_level() -> tuple[str, str] | None:

@@ -55,7 +55,7 @@ from kernels.scatter import segment_sum_fn
 @dataclass(frozen=True)
 class DeviceConfig:
     core_num: int = aicore.DEFAULT_CORE_NUM
-    deterministic: int = 0      # every launch is deterministic already (see kernels/codegen.py)
+    deterministic: int = 0      # every launch is deterministic already, GEMMs too (kernels/matmul.py)
     cache_mode: str = "enable"  # enable | disable | force
     cache_dir: str | None = None
     source_dir: str | None = None
