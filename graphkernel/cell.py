@@ -313,15 +313,19 @@ def _flatten(result, trace: Trace):
     def walk(x):
         if isinstance(x, (tuple, list)):
             return (type(x), [walk(item) for item in x])
+        if isinstance(x, dict):   # MindSpore returns a dict as a dict
+            return ("dict", [(k, walk(v)) for k, v in x.items()])
         if isinstance(x, SymbolicTensor):
             leaves.append(x.value)
         elif isinstance(x, Parameter):
             leaves.append(trace.parameter(x))
         elif isinstance(x, Tensor) or is_python_scalar(x):
             leaves.append(trace.constant(x.asnumpy() if isinstance(x, Tensor) else Tensor(x).asnumpy()))
-        else:
-            raise CellCallError(f"construct returned a {type(x).__name__}; return Tensors, or tuples/lists "
-                                "of them")
+        elif callable(x) and not isinstance(x, type):
+            raise CellCallError(f"construct returned a {type(x).__name__}: as in MindSpore (\"Function in output "
+                                "is not supported\"), return Tensors, constants, or tuples/lists of them")
+        else:   # None, a string, a dtype, another constant: returned as it is, as MindSpore returns it
+            return ("constant", x)
         return None
 
     return leaves, walk(result)

@@ -112,13 +112,18 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
 
 
 def unflatten(tree, leaves: list):
-    """construct's result rebuilt from the graph outputs: `tree` nests tuples and lists (Cell._trace)."""
+    """construct's result rebuilt from the graph outputs: `tree` nests tuples and lists (Cell._trace);
+    ("dict", [(key, tree), ...]) a dict, ("constant", value) a constant construct returned."""
     it = iter(leaves)
 
     def build(node):
         if node is None:
             return next(it)
         kind, items = node
+        if kind == "constant":   # a constant construct returned (None, a string, a dtype, ...)
+            return items
+        if kind == "dict":
+            return {k: build(i) for k, i in items}
         return kind(build(i) for i in items)
 
     return build(tree)

@@ -179,7 +179,10 @@ class Primitive:
 def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
     tensors = [x for x in operands if isinstance(x, TensorOps)]
     if operands and not tensors:
-        raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only Python scalars")
+        arrays = any(isinstance(x, np.ndarray) for x in operands)
+        raise PrimitiveCallError(f"P.{op} needs at least one tensor operand, got only "
+                                 f"{'numpy arrays and ' if arrays else ''}Python scalars"
+                                 f"{' (wrap an array: Tensor(array))' if arrays else ''}")
     # scalars take the dtype of the data they meet: the first non-bool tensor (Select's condition is bool)
     like = next((x for x in tensors if x.dtype != DType.bool), tensors[0] if tensors else None)
     values = []
@@ -193,8 +196,9 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
         elif is_python_scalar(x):
             values.append(trace.constant(_scalar_const(x, like.dtype, op)))
         else:
+            hint = " (wrap it: Tensor(array))" if isinstance(x, np.ndarray) else ""
             raise PrimitiveCallError(f"P.{op}: operand of type {type(x).__name__} is neither a Tensor "
-                                     "nor a Python scalar")
+                                     f"nor a Python scalar{hint}")
     return values
 
 

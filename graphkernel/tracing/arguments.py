@@ -1,16 +1,29 @@
-"""What a Cell call may pass, as MindSpore's GRAPH_MODE treats it: Tensors, Python constants, `mutable`.
+"""What a Cell call may pass, as MindSpore 2.10's GRAPH_MODE treats it (checked against it on the CPU):
 
-    net(x, 1)               an int (a float, a bool, None, a string, a tuple or list of them) is a
-                            constant of the compiled graph: part of the compile key, so each value
-                            compiles once (`net(x, 2)` compiles anew, `net(x, 1)` again does not)
-    net(x, ms.mutable(1))   a run-time value instead: a 0-d Tensor input (int64, float32 or bool, as
+    Tensor, Parameter       a run-time input of the compiled graph
+    tuple, list, dict       nested as deep as wanted; each Tensor in them a run-time input, the rest
+                            constants; construct receives the same structure (a dict keeps its keys)
+    bool, int, float, str,  a constant of the compiled graph, part of its compile key (`net(x, 1)` and
+    None, complex, bytes,   `net(x, 2)` compile once each; 1, 1.0 and True are three constants, and so
+    a dtype, slice, ...,    are 0.0 and -0.0); a numpy scalar is its Python number (np.float32(1.5) is
+    range, set              1.5), as MindSpore converts it
+    numpy array             a constant: construct receives the array (keyed by its bytes)
+    any other object        passed as it is (a Cell or a function construct calls, an object whose
+                            attributes it reads), keyed by its identity
+    ms.mutable(v)           a run-time value instead: a 0-d Tensor input (int64, float32 or bool, as
                             MindSpore makes a mutable scalar), one compile for every value
 
+Refused with MindSpore's reason: an int outside int64 (MindSpore: "Unable to cast Python instance of type
+<class 'int'> to C++ type 'long'"); a function or Cell returned from construct ("Function in output is
+not supported", graphkernel/cell.py).
+
 `signature(args)` is the hashable key part of a call's arguments, `graph_inputs(args)` the Tensors the
-compiled graph takes (constants left out), `trace_arguments(args, make_input)` what construct receives
-while it is traced (constants as they are, Tensors as symbolic inputs).
+compiled graph takes (in the order the arguments hold them), `trace_arguments(args, make_input)` what
+construct receives while it is traced (constants as they are, Tensors as symbolic inputs).
 """
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
@@ -19,11 +32,12 @@ from graphkernel.tensor import Tensor
 
 
 class ArgumentError(GraphKernelError, TypeError):
-    """A Cell argument that is neither a Tensor, a Python constant nor a mutable."""
+    """A Cell argument MindSpore refuses too, or a bad `mutable`."""
 
 
-_SCALARS = (bool, int, float, str, type(None), np.number, np.bool_)
 _MUTABLE_DTYPES = {bool: np.bool_, int: np.int64, float: np.float32}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_CONSTANTS = (bool, int, float, complex, str, bytes, type(None), slice, range, type(Ellipsis))
 
 
 class Mutable:
@@ -56,40 +70,93 @@ def mutable(input_data, dynamic_len: bool = False):
     return input_data if isinstance(input_data, Mutable) else Mutable(input_data)
 
 
+class _Identity:
+    """An object in a compile key by its identity (it is held, so its id is never reused meanwhile)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+
+def python_value(x):
+    """A numpy scalar as the Python number MindSpore makes of it; anything else as it is."""
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.complexfloating):
+        return complex(x)
+    return x
+
+
 def is_constant(x) -> bool:
+    """A Python value with no Tensor in it (a constant of the compiled graph)."""
+    x = python_value(x)
     if isinstance(x, (tuple, list)):
         return all(is_constant(item) for item in x)
-    return isinstance(x, _SCALARS)
+    if isinstance(x, dict):
+        return all(is_constant(v) for v in x.values())
+    return not isinstance(x, (Tensor, Mutable))
 
 
 def check(cls: str, i: int, a) -> None:
-    """Raise naming argument `i` of Cell `cls` unless `a` is something a call can take."""
-    if isinstance(a, (Tensor, Mutable)) or is_constant(a):
-        return
-    hint = " (wrap it: Tensor(array))" if hasattr(a, "__array__") else ""
-    raise ArgumentError(f"{cls}: argument {i} is a {type(a).__name__}, not a Tensor{hint}, a Python constant "
-                        "(bool, int, float, str, None, or a tuple/list of them) or a mutable")
+    """Raise naming argument `i` of Cell `cls` where MindSpore 2.10 refuses it."""
+    a = python_value(a)
+    if isinstance(a, int) and not isinstance(a, bool) and not _INT64[0] <= a <= _INT64[1]:
+        raise ArgumentError(f"{cls}: argument {i} is the int {a}, outside int64: MindSpore cannot take it either "
+                            "(\"Unable to cast Python instance of type <class 'int'> to C++ type 'long'\"); "
+                            "pass a float or a Tensor")
+    if isinstance(a, (tuple, list)):
+        for item in a:
+            check(cls, i, item)
+    elif isinstance(a, dict):
+        for item in a.values():
+            check(cls, i, item)
 
 
-def _constant_key(x):
+def _key(x):
+    """The compile-key part of one argument."""
+    x = python_value(x)
+    if isinstance(x, Tensor):
+        return ("tensor", x.shape, x._dtype)
+    if isinstance(x, Mutable):
+        return ("mutable", _mutable_shape(x.value), tuple((t.shape, t._dtype) for t in x.tensors))
     if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(_constant_key(item) for item in x))
-    return (type(x).__name__, x)   # the type too: 1, 1.0 and True are three constants
+        return (type(x).__name__, tuple(_key(item) for item in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((_key(k), _key(v)) for k, v in x.items()))
+    if isinstance(x, float):
+        return ("float", x.hex())   # 0.0 and -0.0 are two constants; a NaN equals itself here
+    if isinstance(x, complex):
+        return ("complex", x.real.hex(), x.imag.hex())
+    if isinstance(x, slice):
+        return ("slice", _key(x.start), _key(x.stop), _key(x.step))
+    if isinstance(x, _CONSTANTS):
+        return (type(x).__name__, x)   # the type too: 1, 1.0 and True are three constants
+    if isinstance(x, (set, frozenset)):
+        return (type(x).__name__, frozenset(_key(item) for item in x))
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.shape, x.dtype.str, hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest())
+    try:
+        hash(x)
+    except TypeError:
+        return ("object", _Identity(x))
+    # a dtype, a type: by value; a Cell, a function, an object: by identity (their default hash)
+    return ("object", x) if type(x).__hash__ is not object.__hash__ else ("object", _Identity(x))
 
 
-def signature(args) -> tuple | None:
-    """The compile-key part of a call's arguments, or None when one cannot take part in a key."""
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append((a.shape, a._dtype))
-        elif isinstance(a, Mutable):
-            out.append(("mutable", _mutable_shape(a.value), tuple((t.shape, t._dtype) for t in a.tensors)))
-        elif is_constant(a):
-            out.append(("constant", _constant_key(a)))
-        else:
-            return None
-    return tuple(out)
+def signature(args) -> tuple:
+    """The compile-key part of a call's arguments."""
+    return tuple(_key(a) for a in args)
 
 
 def _mutable_shape(value):
@@ -98,47 +165,59 @@ def _mutable_shape(value):
     return None
 
 
+def _walk(x, on_tensor, on_mutable):
+    """`x` rebuilt with each Tensor replaced by on_tensor(t), each mutable by on_mutable(m), numpy
+    scalars by Python numbers; other values kept."""
+    x = python_value(x)
+    if isinstance(x, Tensor):
+        return on_tensor(x)
+    if isinstance(x, Mutable):
+        return on_mutable(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_walk(item, on_tensor, on_mutable) for item in x)
+    if isinstance(x, dict):
+        return {k: _walk(v, on_tensor, on_mutable) for k, v in x.items()}
+    return x
+
+
 def graph_inputs(args) -> list[Tensor]:
-    """The Tensors the compiled graph takes for `args`: Tensors and mutables' values, constants left out."""
-    out = []
+    """The Tensors the compiled graph takes for `args`, in order: Tensors wherever they are nested and
+    mutables' values; constants left out."""
+    out: list[Tensor] = []
+
+    def tensor(t):
+        out.append(t)
+
+    def mut(m):
+        out.extend(m.tensors)
     for a in args:
-        if isinstance(a, Tensor):
-            out.append(a)
-        elif isinstance(a, Mutable):
-            out.extend(a.tensors)
+        _walk(a, tensor, mut)
     return out
 
 
 def trace_arguments(args, make_input) -> list:
     """What construct receives while traced: `make_input(tensor, i)` for each graph input (`i` the
-    argument it comes from), a mutable's structure rebuilt around its inputs, a constant as it is."""
-
-    def rebuild(value, it):
-        if isinstance(value, (tuple, list)):
-            return type(value)(rebuild(item, it) for item in value)
-        return next(it)
-
+    argument it comes from), tuples, lists, dicts and a mutable's structure rebuilt around them, a
+    constant as it is."""
     out = []
     for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            out.append(make_input(a, i))
-        elif isinstance(a, Mutable):
-            out.append(rebuild(a.value, iter([make_input(t, i) for t in a.tensors])))
-        else:
-            out.append(a)
+        def mut(m, i=i):
+            return _rebuild(m.value, iter([make_input(t, i) for t in m.tensors]))
+        out.append(_walk(a, lambda t, i=i: make_input(t, i), mut))
     return out
 
 
+def _rebuild(value, it):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_rebuild(item, it) for item in value)
+    return next(it)
+
+
 def eager_arguments(args) -> list:
-    """What construct receives in PYNATIVE_MODE: a mutable's Tensors in its structure."""
-    return [rebuild_mutable(a) if isinstance(a, Mutable) else a for a in args]
+    """What construct receives in PYNATIVE_MODE: a mutable's Tensors in its structure, numpy scalars as
+    Python numbers."""
+    return [_walk(a, lambda t: t, rebuild_mutable) for a in args]
 
 
 def rebuild_mutable(m: Mutable):
-    it = iter(m.tensors)
-
-    def rebuild(value):
-        if isinstance(value, (tuple, list)):
-            return type(value)(rebuild(item) for item in value)
-        return next(it)
-    return rebuild(m.value)
+    return _rebuild(m.value, iter(m.tensors))
