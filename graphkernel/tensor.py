@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ir.dtypes import DType, as_dtype
-from ir.errors import DTypeError, GraphKernelError, ShapeError
+from ir.errors import GraphKernelError, ShapeError
 from ir.limits import ResourceLimitError, check_shape, format_bytes, tensor_bytes
 from ir.ops import OPS
 from graphkernel.context import max_device_memory
@@ -157,19 +157,32 @@ class TensorOps:
     # of each op row (ir/ops), with the parameters its `api.method_args` gives
     def __getattr__(self, name: str):
         op = _METHODS.get(name)
-        if op is None or name.startswith("_"):
-            near = difflib.get_close_matches(name, _METHODS, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}{hint}; its methods from the "
-                                 f"op table: {', '.join(sorted(_METHODS))}")
-        return _method(self, name, OPS[op])
+        if op is not None and not name.startswith("_"):
+            return _method(self, name, OPS[op])
+        if name in _FORMS:
+            return _form_method(self, *_FORMS[name])
+        known = sorted(set(_METHODS) | set(_FORMS))
+        near = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}{hint}; its methods from the "
+                             f"op table: {', '.join(known)}")
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(_METHODS))
+        return sorted(set(super().__dir__()) | set(_METHODS) | set(_FORMS))
 
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def data(self):
+        """MindSpore's `Tensor.data`: the tensor's value (this tensor; a Parameter's: its value now)."""
+        return self
+
+    def copy(self):
+        """MindSpore's `Tensor.copy()`: a tensor of the same values that owns its data (inside a traced
+        construct values are immutable: the value itself)."""
+        return self
 
     def transpose(self, *axes):
         """The axes permuted as `axes` (given apart or as one tuple); none: reversed."""
@@ -243,6 +256,20 @@ def _method(x, name: str, d):
     return method
 
 
+def _form_method(x, d, form):
+    """x.<form.name> bound: a row's "Tensor" form (ir/ops Form: x.multiply(y), x.view(2, 3), x.float())."""
+    P = primitives()
+    names = {a.name for a in d.attrs}
+
+    def method(*args, **kwargs):
+        tensors, attrs = form.bind(names, args, kwargs, first=(x,))
+        made = {k: v for k, v in attrs.items() if k not in d.api.call_attrs}
+        call = {k: v for k, v in attrs.items() if k in d.api.call_attrs}
+        return getattr(P, d.name)(**made)(*tensors, **call)
+    method.__name__ = form.name
+    return method
+
+
 def _bind_method(name: str, params: tuple[str, ...], args: list, kwargs: dict) -> dict:
     attrs = {}
     names = []
@@ -272,6 +299,8 @@ def _bind_method(name: str, params: tuple[str, ...], args: list, kwargs: dict) -
 
 
 _METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}
+# MindSpore's other Tensor methods of the op rows (x.multiply, x.view, x.float(), ...): name -> (row, form)
+_FORMS = {f.name: (d, f) for d in OPS.values() for f in d.api.forms if f.where == "Tensor" and f.name not in _METHODS}
 
 
 def is_python_scalar(x) -> bool:
@@ -286,6 +315,8 @@ def _operand(o) -> bool:
 
 class Tensor(TensorOps):
     """A concrete tensor: `Tensor(np.array(...))`, `Tensor([1.0, 2.0])`, `Tensor(x, mstype.float16)`."""
+
+    init = None   # the Initializer that filled it (graphkernel.common.initializer), as MindSpore's Tensor.init
 
     def __init__(self, data, dtype=None):
         if dtype is not None and isinstance(data, (Tensor, np.ndarray)) and np.dtype(data.dtype) != as_dtype(dtype).np:
@@ -306,6 +337,22 @@ class Tensor(TensorOps):
 
     def asnumpy(self) -> np.ndarray:
         return self._array
+
+    def copy(self) -> Tensor:
+        return Tensor._wrap(self._array.copy())
+
+    @property
+    def has_init(self) -> bool:
+        """False: an initializer fills its Tensor at once here (MindSpore fills it at init_data)."""
+        return False
+
+    def init_data(self, slice_index=None, shape=None, opt_shard_group=None) -> Tensor:
+        """MindSpore's `Tensor.init_data()` of a Tensor an initializer made: the Tensor (filled already).
+        Like MindSpore, a TypeError for a Tensor no initializer made."""
+        if self.init is None:
+            raise TypeError("init_data must be set Tensor.init, init can't be None (only a Tensor made by "
+                            "initializer() has one)")
+        return self
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -359,8 +406,9 @@ class Parameter(Tensor):
     """A named, mutable Tensor owned by a Cell; a graph input that the Cell feeds at each call.
 
     It owns its storage: a C-contiguous, writable copy of the data it was given (never the caller's
-    array). A training step and `set_data` write into that storage in place, so its address never
-    changes; `asnumpy()` returns a snapshot (a copy) that later steps do not change."""
+    array). A training step and `set_data` write into that storage in place, so its address does not
+    change (only a `set_data` of another shape gives it new storage); `asnumpy()` returns a snapshot (a
+    copy) that later steps do not change (MindSpore's shares the storage)."""
 
     def __init__(self, data, name: str | None = None, requires_grad: bool = True):
         super().__init__(data)
@@ -371,7 +419,20 @@ class Parameter(Tensor):
         except MemoryError as e:
             raise out_of_memory(what, self._array.shape, self._array.dtype, e) from None
         self.name = name
-        self._requires_grad = bool(requires_grad)
+        self._requires_grad = _bool_flag(requires_grad)
+
+    @property
+    def name(self) -> str | None:
+        """Its name (a Cell names an unnamed Parameter by its attribute path); a string or None, as in
+        MindSpore (which raises a ValueError for anything else)."""
+        return self._name
+
+    @name.setter
+    def name(self, value) -> None:
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"The type of the Parameter's name should be 'string' or 'None', but got "
+                             f"{type(value)}.")
+        self._name = value
 
     @classmethod
     def _adopt(cls, array: np.ndarray, name: str | None = None, requires_grad: bool = True) -> Parameter:
@@ -388,20 +449,46 @@ class Parameter(Tensor):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         """A change recompiles the graphs that read it (a frozen Parameter's gradient is zeros)."""
-        if bool(value) != self._requires_grad:
-            self._requires_grad = bool(value)
+        value = _bool_flag(value)
+        if value != self._requires_grad:
+            self._requires_grad = value
             PARAMETER_FLAGS_VERSION[0] += 1
 
     def asnumpy(self) -> np.ndarray:
         return self._array.copy()
 
-    def set_data(self, data) -> Parameter:
-        """Copy `data` (same shape and dtype) into this Parameter's storage."""
+    @property
+    def data(self) -> Tensor:
+        """MindSpore's `Parameter.data`: its value now, as a Tensor (in a traced construct, after the
+        assigns before it)."""
+        return self.value()
+
+    def copy(self) -> Parameter:
+        """A new Parameter of the same name, values and requires_grad, with storage of its own."""
+        return Parameter(self._array, name=self.name, requires_grad=self.requires_grad)
+
+    def init_data(self, layout=None, set_sliced=False) -> Parameter:
+        """MindSpore's `Parameter.init_data()`: the Parameter itself (its data is there already)."""
+        return self
+
+    def set_data(self, data, slice_shape: bool = False) -> Parameter:
+        """MindSpore's `Parameter.set_data`: `data` (a Tensor, a Python number, or a numpy array) becomes
+        the Parameter's value, cast to its dtype as MindSpore casts it (a float Tensor into an int
+        Parameter truncates; a Python float into an int or bool Parameter is a TypeError, as there). Of
+        its shape, it is written into the Parameter's own storage; of another shape (MindSpore allows it)
+        the Parameter gets new storage, and the Cells that read it compile anew."""
+        if isinstance(data, float) and not self.dtype.is_float:
+            raise TypeError(f"Parameter {self.name}: incoming Parameter dtype can not be converted to current "
+                            f"dtype implicitly. Current dtype is {self.dtype.value}, and incoming is a float")
         arr = _to_array(data, None)
-        if arr.shape != self.shape or as_dtype(arr.dtype) != self.dtype:
-            raise DTypeError(f"Parameter {self.name}: set_data with {arr.dtype}{list(arr.shape)}, "
-                             f"expected {self.dtype.value}{list(self.shape)}")
-        np.copyto(self._array, arr)
+        if as_dtype(arr.dtype) != self.dtype:
+            with np.errstate(over="ignore", invalid="ignore"):
+                arr = arr.astype(self.dtype.np)
+        if arr.shape != self.shape:
+            self._array = np.array(arr, order="C", copy=True)
+            PARAMETER_FLAGS_VERSION[0] += 1
+        else:
+            np.copyto(self._array, arr)
         return self
 
     def value(self):
@@ -412,7 +499,7 @@ class Parameter(Tensor):
         return Tensor._wrap(self._array.copy()) if traced is None else traced
 
     def data_ptr(self) -> int:
-        """The address of this Parameter's storage (unchanged for its whole life)."""
+        """The address of this Parameter's storage (unchanged unless set_data changes its shape)."""
         return self._array.ctypes.data
 
     def __bool__(self):
@@ -422,6 +509,12 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return f"Parameter(name={self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"
+
+
+def _bool_flag(value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"The argument `requires_grad` must be bool type, got {value!r}")
+    return bool(value)
 
 
 class ParameterTuple(tuple):

@@ -3,7 +3,6 @@ BLAS and graphkernel threads, MatMul included (OpenBLAS's float32 products chang
 the emulated device cuts GEMMs in fixed chunks, each on one BLAS thread, kernels/matmul.py; with
 deterministic on, the numpy reference runs its MatMuls on one BLAS thread). `ms.set_deterministic(bool)` sets it;
 the spellings accepted and refused are MindSpore 2.10's."""
-import hashlib
 import json
 import os
 import subprocess

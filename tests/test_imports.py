@@ -32,7 +32,7 @@ LAYERS = [
     ("observation", ["graphkernel.observation"]),
     ("values", ["graphkernel.tracing", "graphkernel.tensor"]),
     ("compile", ["graphkernel.compiler", "graphkernel.device"]),
-    ("api", ["graphkernel.ops", "graphkernel.nn", "graphkernel.train", "graphkernel.common", "graphkernel.cell",
+    ("api", ["graphkernel.ops", "graphkernel.mint", "graphkernel.nn", "graphkernel.train", "graphkernel.common", "graphkernel.cell",
              "graphkernel.gradients", "graphkernel.checkpoint", "graphkernel.assign", "graphkernel.bprop",
              "graphkernel.host"]),
     ("frontends", ["graphkernel.onnx"]),

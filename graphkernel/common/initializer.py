@@ -193,4 +193,6 @@ def initializer(init, shape=None, dtype=DType.float32) -> Tensor:
         init = init()
     if not isinstance(init, Initializer):
         raise InitializerError(f"initializer: {init!r} is not an Initializer, a name, a number or a tensor")
-    return Tensor(init(shape, dtype))
+    tensor = Tensor(init(shape, dtype))
+    tensor.init = init   # MindSpore's Tensor.init: init_data() returns the (already filled) Tensor
+    return tensor

@@ -1,5 +1,6 @@
-"""The functional forms, `ops.exp(x)`, `ops.add(x, y)`, `ops.cast(x, dtype)`: one per op row whose
-`api.functional` names one (ir/ops), each calling the op's primitive with its default attributes;
+"""The functional forms, `ops.exp(x)`, `ops.add(x, y)`, `ops.cast(x, dtype)`, `ops.sum(x, dim, keepdim)`:
+one per op row's `api.functional` and `api.forms` in "ops" (ir/ops), with MindSpore's parameter names
+(graphkernel/ops/forms.py), each calling the op's primitive;
 and MindSpore's `ops.functional` (`F`) forms that are not ops: `F.depend`, `F.assign`, `F.assign_add`,
 `F.partial`, and the trace-time values `F.shape`, `F.dtype`, `F.fill`, `F.tuple_to_array`,
 `F.make_range` (graphkernel/ops/static.py); `ops.one_hot` with Python on and off values.
@@ -9,39 +10,28 @@ and MindSpore's `ops.functional` (`F`) forms that are not ops: `F.depend`, `F.as
 """
 from __future__ import annotations
 
-from ir.ops import OPS, OpDef
 from graphkernel.assign import assign, assign_add, assign_sub, depend
 from graphkernel.ops import operations
+from graphkernel.ops.forms import namespace
 from graphkernel.ops.multitype import partial
 from graphkernel.ops.static import dtype, fill, make_range, rank, shape, size, tuple_to_array
 from graphkernel.tensor import Tensor, TensorOps
 
 
-def _functional(d: OpDef):
-    """ops.<name>(tensors..., [attributes...]): the tensors, then the call-time attributes and the
-    construction attributes, positionally or by name (`ops.softmax(x, axis=0)`)."""
-    cls = getattr(operations, d.name)
-    default = cls()
-    made = [a.name for a in d.attrs if a.name not in d.api.call_attrs]
-    arity = d.arity if d.arity is not None else None
-
-    def fn(*args, **kwargs):
-        tensors = list(args) if arity is None else list(args[:arity])
-        extra = [] if arity is None else list(args[arity:])
-        call = dict(zip(d.api.call_attrs, extra))
-        construct = dict(zip(made, extra[len(d.api.call_attrs):]))
-        for key, value in kwargs.items():
-            (construct if key in made else call)[key] = value
-        prim = cls(**construct) if construct else default
-        return prim(*tensors, **call)
-    fn.__name__ = fn.__qualname__ = d.api.functional
-    fn.__module__ = __name__
-    fn.__doc__ = f"ops.{d.api.functional}: P.{d.name} called on the arguments. {default.__doc__}"
-    return fn
-
-
-FUNCTIONS = {d.api.functional: _functional(d) for d in OPS.values() if d.api.functional}
+FUNCTIONS = namespace("ops")   # graphkernel/ops/forms.py: MindSpore's names and parameters
 globals().update(FUNCTIONS)
+
+
+def gelu(input, approximate="none"):
+    """MindSpore 2.x's `ops.gelu(input, approximate='none')`: "none" (its default) is erf's GELU,
+    x * (1 + erf(x / sqrt(2))) / 2, written with primitives; "tanh" is P.GeLU (the tanh approximation,
+    MindSpore's P.GeLU too)."""
+    if approximate == "tanh":
+        return operations.GeLU()(input)
+    if approximate != "none":
+        raise ValueError(f"ops.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    half = operations.Mul()(input, 0.5)
+    return operations.Mul()(half, operations.Add()(operations.Erf()(operations.Mul()(input, 0.7071067811865476)), 1.0))
 
 
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
@@ -51,5 +41,5 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     return operations.OneHot(axis=axis)(indices, depth, *values)
 
 
-__all__ = sorted(FUNCTIONS) + ["one_hot", "assign", "assign_add", "assign_sub", "depend", "dtype", "fill",
+__all__ = sorted(FUNCTIONS) + ["gelu", "one_hot", "assign", "assign_add", "assign_sub", "depend", "dtype", "fill",
                                "make_range", "partial", "rank", "shape", "size", "tuple_to_array"]

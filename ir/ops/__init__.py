@@ -9,7 +9,7 @@ their scalar emitters in `kernels/`; expanders live in `graphkernel/expanders/`.
     evaluate(node, arrays)                ->  the numpy reference results
 """
 from ir.ops.registry import (
-    Api, Attr, Cost, OpDef, Pattern, Precision, OPS, ALIASES, canonical_name, get, register, make_node, evaluate,
+    Api, Attr, Cost, Form, OpDef, Pattern, Precision, OPS, ALIASES, canonical_name, get, register, make_node, evaluate,
     pattern_of,
 )
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
@@ -31,6 +31,6 @@ from ir.ops.control import branches, map_branches
 from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
 
-__all__ = ["Api", "Attr", "Cost", "OpDef", "Pattern", "Precision", "OPS", "ALIASES", "canonical_name", "get", "register",
+__all__ = ["Api", "Attr", "Cost", "Form", "OpDef", "Pattern", "Precision", "OPS", "ALIASES", "canonical_name", "get", "register",
            "make_node", "evaluate", "pattern_of", "is_host", "placement", "assigned_inputs",
            "branches", "map_branches"]

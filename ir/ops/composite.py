@@ -9,7 +9,7 @@ from ir.graph import TensorType
 from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, normalize_axes, require, same_dtype
 from ir.ops.elementwise import maximum
 from ir.ops.reduce import REDUCE_ATTRS, canonical_axes, reduce_infer, reduced_shape
-from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, register
 
 GELU_COEF = 0.044715
 SQRT_2_OVER_PI = 0.7978845608028654
@@ -99,10 +99,12 @@ def _mean(a, attrs):
 
 composite("ReduceMean", 1, lambda t, a: reduce_infer(t, a, "float"), _mean, REDUCE_ATTRS, canonical_axes,
           why="a float16 mean accumulates in float32 and rounds once", cann=("ReduceMeanD",), grad=_mean_grad,
-          api=Api(call_attrs=("axis",), method="mean", method_args=("axis", "keep_dims")))
+          api=Api(call_attrs=("axis",), method="mean", method_args=("axis", "keep_dims"),
+                  forms=(Form("ops", "mean", ("x", "axis", "keep_dims")),
+                         Form("mint", "mean", ("input", "dim=axis", "keepdim=keep_dims")))))
 composite("Square", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:], lambda a, _: a[0] * a[0],
           grad=_square_grad,
-          api=Api(functional="square", method="square"))
+          api=Api(functional="square", method="square", forms=(Form("mint", "square", ("input",)),)))
 
 
 def _sigmoid(a, attrs):
@@ -112,11 +114,12 @@ def _sigmoid(a, attrs):
 
 
 composite("Sigmoid", 1, _same_float, _sigmoid, why="bounded result", onnx=("Sigmoid",), grad=_sigmoid_grad,
-          api=Api(functional="sigmoid", method="sigmoid"))
+          api=Api(functional="sigmoid", method="sigmoid", forms=(Form("mint", "sigmoid", ("input",)),
+                                                                 Form("mint.nn.functional", "sigmoid", ("input",)))))
 composite("ReLU", 1, lambda t, a: (require(t[0].dtype, "numeric"), t[0])[1:],
           lambda a, _: maximum(a[0], _c(a[0], 0)), why="elementwise, exact", cann=("Relu",), onnx=("Relu",),
           grad=_relu_grad,
-          api=Api(functional="relu", method="relu"))
+          api=Api(functional="relu", method="relu", forms=(Form("mint.nn.functional", "relu", ("input",)),)))
 
 
 def _gelu(a, attrs):
@@ -126,7 +129,7 @@ def _gelu(a, attrs):
 
 
 composite("GeLU", 1, _same_float, _gelu, doc="tanh form, as BERT", why="bounded by its input", cann=("Gelu",),
-          grad=_gelu_grad, api=Api(functional="gelu"))
+          grad=_gelu_grad, api=Api())   # ops.gelu's default is erf's GELU: graphkernel/ops/functional.py
 
 
 def bias_axis(rank: int, data_format: str) -> int:
@@ -183,9 +186,12 @@ def _log_softmax(a, attrs):
 
 
 composite("Softmax", 1, _same_float, _softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("SoftmaxV2",), grad=_softmax_grad("SoftmaxGrad"), api=Api(functional="softmax"), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
+          cann=("SoftmaxV2",), grad=_softmax_grad("SoftmaxGrad"), api=Api(functional="softmax", forms=(
+              Form("Tensor", "softmax", ("axis",)), Form("mint", "softmax", ("input", "dim=axis")),
+              Form("mint.nn.functional", "softmax", ("input", "dim=axis")))), precision=Precision("black", True, "exp and a long sum; its expansion stays float32"))
 composite("LogSoftmax", 1, _same_float, _log_softmax, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-          cann=("LogSoftmaxV2",), grad=_softmax_grad("LogSoftmaxGrad"), api=Api(functional="log_softmax"),
+          cann=("LogSoftmaxV2",), grad=_softmax_grad("LogSoftmaxGrad"), api=Api(functional="log_softmax", forms=(
+              Form("ops", "log_softmax", ("logits", "axis")), Form("mint.nn.functional", "log_softmax", ("input", "dim=axis")))),
           precision=Precision("black", True, "exp, log and a long sum; its expansion stays float32"))
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, is_dtype, require, same_dtype
-from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, no_gradient, register
+from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, no_gradient, register
 
 
 def _binary(name: str, fn, allowed: str = "numeric", result: DType | None = None, **facts):
@@ -31,8 +31,16 @@ def _unary(name: str, fn, allowed: str = "float", result: DType | None = None, *
     register(OpDef(name, Pattern.ELEMWISE, 1, infer, lambda a, attrs: fn(a[0]), **facts))
 
 
-def _api(functional: str, method: str | None = None) -> Api:
-    return Api(functional=functional, method=functional if method is None else method)
+def _api(functional: str, method: str | None = None, n: int = 1, *forms: Form, mint: bool = True) -> Api:
+    """ops.<functional> and Tensor.<method> (the functional's name unless given); with `mint`, also
+    mint.<functional> of the n tensors `input`, `other` (MindSpore 2.x's mint forms of elementwise ops)."""
+    more = (Form("mint", functional, ("input", "other")[:n]),) if mint else ()
+    return Api(functional=functional, method=functional if method is None else method, forms=more + forms)
+
+
+def _also(*names: str, params: tuple[str, ...] = ()) -> tuple[Form, ...]:
+    """Other Tensor method names of an op (MindSpore's aliases: x.multiply is x.mul)."""
+    return tuple(Form("Tensor", name, params) for name in names)
 
 
 ELEMENTWISE = Precision("gray", True, "elementwise")
@@ -188,39 +196,40 @@ def _log_grad(b, node, douts):
 
 
 _binary("Add", np.add, grad=_add_grad, basic_fusion=True, aliases=("TensorAdd",), cann=("AddV2",), onnx=("Add",),
-        precision=ELEMENTWISE, api=_api("add"))
-_binary("Sub", np.subtract, grad=_sub_grad, basic_fusion=True, onnx=("Sub",), precision=ELEMENTWISE, api=_api("sub"))
-_binary("Mul", np.multiply, grad=_mul_grad, basic_fusion=True, onnx=("Mul",), precision=ELEMENTWISE, api=_api("mul"))
+        precision=ELEMENTWISE, api=_api("add", None, 2))
+_binary("Sub", np.subtract, grad=_sub_grad, basic_fusion=True, onnx=("Sub",), precision=ELEMENTWISE, api=_api("sub", None, 2, *_also("subtract", params=("other",))))
+_binary("Mul", np.multiply, grad=_mul_grad, basic_fusion=True, onnx=("Mul",), precision=ELEMENTWISE, api=_api("mul", None, 2, *_also("multiply", params=("other",))))
 _binary("RealDiv", _div, "float", grad=_div_grad, basic_fusion=True, cost=Cost.DIVIDE, aliases=("Div",),
-        precision=ELEMENTWISE, api=_api("div"))
+        precision=ELEMENTWISE, api=_api("div", None, 2, *_also("divide", "true_divide", params=("other",))))
 _binary("Pow", _pow, "float", grad=_pow_grad, cost=Cost.TRANSCENDENTAL, cann=("Power",), domain="positive",
-        precision=Precision("black", True, "overflows float16 quickly"), api=_api("pow"))
-_binary("Maximum", maximum, grad=_extremum_grad("Less"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("maximum"))
-_binary("Minimum", minimum, grad=_extremum_grad("Greater"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("minimum"))
+        precision=Precision("black", True, "overflows float16 quickly"), api=_api("pow", None, 2, Form("ops", "pow", ("input", "exponent")),
+                                                                             Form("mint", "pow", ("input", "exponent")), mint=False))
+_binary("Maximum", maximum, grad=_extremum_grad("Less"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("maximum", None, 2))
+_binary("Minimum", minimum, grad=_extremum_grad("Greater"), basic_fusion=True, float16_exact=True, precision=EXACT, api=_api("minimum", None, 2))
 _binary("Greater", np.greater, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Greater",),
-        precision=COMPARISON, api=_api("greater", "gt"))
+        precision=COMPARISON, api=_api("greater", "gt", 2, *_also("greater", params=("other",)), Form("mint", "gt", ("input", "other")), mint=True))
 _binary("Less", np.less, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Less",),
-        precision=COMPARISON, api=_api("less", "lt"))
+        precision=COMPARISON, api=_api("less", "lt", 2, *_also("less", params=("other",)), Form("mint", "lt", ("input", "other")), mint=True))
 _binary("GreaterEqual", np.greater_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
-        onnx=("GreaterOrEqual",), precision=COMPARISON, api=_api("greater_equal", "ge"))
+        onnx=("GreaterOrEqual",), precision=COMPARISON, api=_api("greater_equal", "ge", 2, *_also("greater_equal", params=("other",)), Form("mint", "ge", ("input", "other")), mint=True))
 _binary("LessEqual", np.less_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
-        onnx=("LessOrEqual",), precision=COMPARISON, api=_api("less_equal", "le"))
+        onnx=("LessOrEqual",), precision=COMPARISON, api=_api("less_equal", "le", 2, *_also("less_equal", params=("other",)), Form("mint", "le", ("input", "other")), mint=True))
 _binary("Equal", np.equal, "any", DType.bool, basic_fusion=True, float16_exact=True, onnx=("Equal",),
-        precision=COMPARISON, api=_api("equal", "eq"))
+        precision=COMPARISON, api=_api("equal", "eq", 2, *_also("equal", params=("other",)), Form("mint", "eq", ("input", "other")), mint=False))
 _binary("NotEqual", np.not_equal, "any", DType.bool, basic_fusion=True, float16_exact=True,
-        precision=COMPARISON, api=_api("not_equal", "ne"))
+        precision=COMPARISON, api=_api("not_equal", "ne", 2, *_also("not_equal", params=("other",)), Form("mint", "ne", ("input", "other")), mint=True))
 
 _unary("Neg", np.negative, "numeric", grad=_neg_grad, basic_fusion=True, float16_exact=True, onnx=("Neg",), precision=EXACT,
-       api=_api("neg"))
+       api=_api("neg", None, 1, *_also("negative"), Form("mint", "negative", ("input",))))
 _unary("Abs", np.abs, "numeric", grad=_unary_grad(lambda b, x, y: b.op("Sign", x)), basic_fusion=True, float16_exact=True, onnx=("Abs",), precision=EXACT,
-       api=_api("abs"))
+       api=_api("abs", None, 1, *_also("absolute")))
 _unary("Exp", _quiet(np.exp), grad=_unary_grad(lambda b, x, y: y), cost=Cost.TRANSCENDENTAL, onnx=("Exp",),
        precision=Precision("black", True, "overflows float16 above 11.1"), api=_api("exp"))
 _unary("Log", _quiet(np.log), grad=_log_grad, cost=Cost.TRANSCENDENTAL, onnx=("Log",), domain="positive",
        precision=Precision("black", True, "loses relative precision near 1 and underflows for small inputs"),
        api=_api("log"))
 _unary("Sqrt", _quiet(np.sqrt), grad=_sqrt_grad, cost=Cost.DIVIDE, onnx=("Sqrt",), domain="positive",
-       precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("sqrt"))
+       precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("sqrt", None, 1, Form("ops", "sqrt", ("x",))))
 _unary("Rsqrt", _quiet(_rsqrt), grad=_unary_grad(_rsqrt_local), cost=Cost.DIVIDE, domain="positive",
        precision=Precision("gray", True, "elementwise, well conditioned"), api=_api("rsqrt"))
 _unary("Tanh", np.tanh, grad=_unary_grad(_tanh_local), cost=Cost.TRANSCENDENTAL, onnx=("Tanh",), precision=Precision("gray", True, "bounded result"),
@@ -232,10 +241,10 @@ _unary("Sin", np.sin, grad=_unary_grad(lambda b, x, y: b.op("Cos", x)), cost=Cos
 _unary("Cos", np.cos, grad=_unary_grad(lambda b, x, y: b.op("Neg", b.op("Sin", x))), cost=Cost.TRANSCENDENTAL, onnx=("Cos",), precision=Precision("gray", True, "bounded result"),
        api=_api("cos"))
 _unary("Atan", np.arctan, grad=_unary_grad(_atan_local), cost=Cost.TRANSCENDENTAL, onnx=("Atan",),
-       precision=Precision("gray", True, "bounded result"), api=_api("atan"))
+       precision=Precision("gray", True, "bounded result"), api=_api("atan", None, 1, *_also("arctan"), Form("mint", "arctan", ("input",))))
 _unary("Softplus", _wide(lambda x: np.logaddexp(np.zeros((), x.dtype), x)), grad=_unary_grad(_softplus_local), cost=Cost.TRANSCENDENTAL,
        onnx=("Softplus",), precision=Precision("gray", True, "bounded below by its input"),
-       doc="log(1 + exp(x)), computed without overflow", api=_api("softplus", ""))
+       doc="log(1 + exp(x)), computed without overflow", api=_api("softplus", "", mint=False))
 _unary("Floor", np.floor, grad=no_gradient, float16_exact=True, onnx=("Floor",), precision=EXACT, api=_api("floor"))
 _unary("Ceil", np.ceil, grad=no_gradient, float16_exact=True, onnx=("Ceil",), precision=EXACT, api=_api("ceil"))
 _unary("Round", np.rint, grad=no_gradient, float16_exact=True, onnx=("Round",), precision=EXACT, doc="half to even",
@@ -243,16 +252,16 @@ _unary("Round", np.rint, grad=no_gradient, float16_exact=True, onnx=("Round",), 
 _unary("Sign", _sign, "numeric", grad=no_gradient, float16_exact=True, onnx=("Sign",), precision=EXACT, api=_api("sign"))
 _unary("Reciprocal", _quiet(lambda x: np.ones((), x.dtype) / x), grad=_unary_grad(_reciprocal_local), cost=Cost.DIVIDE, onnx=("Reciprocal",),
        precision=ELEMENTWISE, api=_api("reciprocal"))
-_unary("IsNan", np.isnan, result=DType.bool, onnx=("IsNaN",), precision=COMPARISON, api=_api("isnan"))
+_unary("IsNan", np.isnan, result=DType.bool, onnx=("IsNaN",), precision=COMPARISON, api=_api("isnan", None, 1, Form("mint", "isnan", ("tensor",)), mint=False))
 _unary("IsInf", np.isinf, result=DType.bool, precision=COMPARISON, api=_api("isinf"))
 _unary("IsFinite", np.isfinite, "numeric", result=DType.bool, precision=COMPARISON, api=_api("isfinite"),
        doc="neither inf nor NaN (an integer always is)")
 _unary("LogicalNot", np.logical_not, "bool", domain="bool", onnx=("Not",), precision=COMPARISON,
        api=_api("logical_not"))
 _binary("LogicalAnd", np.logical_and, "bool", domain="bool", onnx=("And",), precision=COMPARISON,
-        api=_api("logical_and"))
+        api=_api("logical_and", None, 2))
 _binary("LogicalOr", np.logical_or, "bool", domain="bool", onnx=("Or",), precision=COMPARISON,
-        api=_api("logical_or"))
+        api=_api("logical_or", None, 2))
 
 
 def _select_infer(types, attrs):
@@ -271,7 +280,8 @@ def _select_grad(b, node, douts):
 register(OpDef("Select", Pattern.BROADCAST, 3, _select_infer, lambda a, attrs: np.where(a[0], a[1], a[2]),
                grad=_select_grad,
                basic_fusion=True, float16_exact=True, cann=("SelectV2",), precision=Precision("gray", True, "moves data"),
-               api=Api(functional="select", inputs=("cond", "x", "y"))))
+               api=Api(functional="select", inputs=("cond", "x", "y"),
+                       forms=(Form("ops", "select", ("condition", "input", "other", )),))))
 
 
 def _cast_infer(types, attrs):
@@ -291,4 +301,8 @@ def _cast_grad(b, node, douts):
 register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),), grad=_cast_grad,
                basic_fusion=True, domain="any", storage_dtypes=True,
                precision=Precision("gray", True, "its result dtype is its attribute and never changes"),
-               api=Api(call_attrs=("dtype",), functional="cast", method="astype", method_args=("dtype",))))
+               api=Api(call_attrs=("dtype",), functional="cast", method="astype", method_args=("dtype",),
+                       forms=tuple(Form("Tensor", name, fixed=(("dtype", dtype),)) for name, dtype in (
+                           ("float", DType.float32), ("half", DType.float16), ("double", DType.float64),
+                           ("int", DType.int32), ("long", DType.int64), ("short", DType.int16),
+                           ("byte", DType.uint8), ("bool", DType.bool), ("bfloat16", DType.bfloat16))))))

@@ -25,7 +25,7 @@ from ir.errors import ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_float, is_int, is_int_tuple, is_str, require, same_dtype
 from ir.ops.composite import GELU_COEF, SQRT_2_OVER_PI, _softmax_canon, bias_axis
-from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, register
 
 GRAD_API = Api(primitive=False)   # MindSpore's scripts reach them through ops.operations._grad_ops
 
@@ -226,6 +226,7 @@ register(OpDef("UnsortedSegmentSum", Pattern.OPAQUE, 2, _segment_infer,
                doc="out[s] = sum of x[i] with segment_ids[i] == s; ids outside [0, num_segments) are dropped",
                precision=Precision("gray", True, "a sum: float16 accumulates in float32"),
                api=Api(call_attrs=("num_segments",), functional="unsorted_segment_sum",
-                       inputs=("x", "segment_ids"))))
+                       inputs=("x", "segment_ids"),
+                       forms=(Form("ops", "unsorted_segment_sum", ("input_x", "segment_ids", "num_segments")),))))
 
 __all__ = ["gelu_derivative", "layer_norm_grad", "unsorted_segment_sum"]

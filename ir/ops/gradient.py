@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ir.errors import IRError, ShapeError
 from ir.ops.checks import fmt, is_bool, is_int
-from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, no_gradient, register
+from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, no_gradient, register
 
 
 def split_gradient_inputs(inputs, attrs):
@@ -58,7 +58,7 @@ register(OpDef("Gradient", Pattern.OPAQUE, None, _gradient_infer, _no_reference,
 register(OpDef("StopGradient", Pattern.OPAQUE, 1, lambda types, attrs: (types[0],),
                lambda a, attrs: a[0].copy(), doc="its input; no gradient flows through it", domain="any",
                precision=Precision("gray", True, "removed by the autodiff stage"),
-               grad=no_gradient, api=Api(functional="stop_gradient")))
+               grad=no_gradient, api=Api(functional="stop_gradient", forms=(Form("ops", "stop_gradient", ("value",)),))))
 
 
 class BpropGraph:

@@ -21,7 +21,7 @@ import numpy as np
 from ir.errors import IRError, ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple, require, same_dtype
-from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, register
 
 
 def _axis(axis: int, rank: int) -> int:
@@ -236,4 +236,5 @@ register(OpDef("Gather", Pattern.OPAQUE, 2, _gather_infer, _gather, (Attr("axis"
                                                                    Attr("batch_dims", 0, is_int)),
                _gather_canon, grad=_gather_grad, doc="numpy take along axis, indices in [-n, n), per batch element when batch_dims > 0", domain="any",
                cann=("GatherV2",), precision=Precision("gray", True, "moves data"),
-               api=Api(call_attrs=("axis",), functional="gather", inputs=("params", "indices"))))
+               api=Api(call_attrs=("axis",), functional="gather", inputs=("params", "indices"), forms=(
+                   Form("ops", "gather", ("input_params", "input_indices", "axis", "batch_dims")),))))

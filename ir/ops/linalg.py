@@ -6,7 +6,7 @@ import numpy as np
 from ir.errors import ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, fmt, is_bool, require, same_dtype
-from ir.ops.registry import Api, Attr, Precision, OpDef, Pattern, register
+from ir.ops.registry import Api, Attr, Form, Precision, OpDef, Pattern, register
 
 MATMUL_ATTRS = (Attr("transpose_a", False, is_bool), Attr("transpose_b", False, is_bool))
 
@@ -66,8 +66,12 @@ def _matmul_grad(b, node, douts):
 
 register(OpDef("MatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, False), _matmul,
                MATMUL_ATTRS, grad=_matmul_grad, cann=("Matmul", "MatMulV2", "MatMulV3"),
-               api=Api(inputs=("a", "b"), functional="matmul"),
+               api=Api(inputs=("a", "b"), functional="matmul", forms=(
+                   Form("ops", "matmul", ("input", "other")), Form("Tensor", "matmul", ("tensor2",)),
+                   Form("Tensor", "mm", ("mat2",)))),
                precision=Precision("white", False, "the emulated Cube unit multiplies float16 (as Ascend 910's "
                                    "Cube does); float16 halves the bytes moved"))),
 register(OpDef("BatchMatMul", Pattern.OPAQUE, 2, lambda t, a: _matmul_infer(t, a, True), _matmul,
-               MATMUL_ATTRS, grad=_matmul_grad, cann=("BatchMatMulV2", "BatchMatMulV3"), api=Api(inputs=("a", "b")), precision=Precision("white", False, "as MatMul")))
+               MATMUL_ATTRS, grad=_matmul_grad, cann=("BatchMatMulV2", "BatchMatMulV3"), api=Api(inputs=("a", "b"), forms=(
+                   Form("ops", "bmm", ("input_x", "mat2")), Form("mint", "bmm", ("input", "mat2")),
+                   Form("Tensor", "bmm", ("mat2",)))), precision=Precision("white", False, "as MatMul")))

@@ -24,7 +24,7 @@ from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, fmt, is_bool, is_int, require, same_dtype
 from ir.ops.composite import composite
-from ir.ops.registry import Api, Attr, Precision, no_gradient
+from ir.ops.registry import Api, Attr, Form, Precision, no_gradient
 
 
 def _wide(x: np.ndarray) -> np.ndarray:
@@ -108,13 +108,13 @@ def _equal_count_infer(types, attrs):
 
 
 composite("Erfc", 1, _same_float, _erfc, why="bounded result", grad=_erfc_grad,
-          doc="1 - erf(x)", api=Api(functional="erfc", method="erfc"))
+          doc="1 - erf(x)", api=Api(functional="erfc", method="erfc", forms=(Form("mint", "erfc", ("input",)),)))
 composite("Softsign", 1, _same_float, _softsign, why="bounded result", grad=_softsign_grad,
-          doc="x / (1 + |x|)", api=Api(functional="softsign"))
+          doc="x / (1 + |x|)", api=Api(functional="softsign", forms=(Form("ops", "softsign", ("x",)),)))
 composite("SquaredDifference", 2, _squared_difference_infer, _squared_difference, grad=_squared_difference_grad,
-          doc="(x - y)^2 with numpy broadcasting", api=Api(functional="squared_difference"))
+          doc="(x - y)^2 with numpy broadcasting", api=Api())   # no ops.squared_difference in MindSpore 2.10
 composite("OnesLike", 1, _ones_like_infer, lambda a, attrs: np.ones_like(a[0]), grad=no_gradient,
-          why="a constant", doc="ones of x's shape and dtype", api=Api(functional="ones_like"))
+          why="a constant", doc="ones of x's shape and dtype", api=Api(functional="ones_like", forms=(Form("mint", "ones_like", ("input",)),)))
 composite("SquareSumAll", 2, _square_sum_all_infer, _square_sum_all, grad=_square_sum_all_grad,
           precision=Precision("black", True, "two long sums"),
           doc="(sum(x * x), sum(y * y)) as 0-d tensors")
@@ -181,6 +181,7 @@ def _argmax_grad(b, node, douts):
 composite("ArgMaxWithValue", 1, _argmax_infer, _argmax, (Attr("axis", 0, is_int), Attr("keep_dims", False, is_bool)),
           _argmax_canon, grad=_argmax_grad, why="selects an element, exact",
           doc="(the first index of the maximum along axis, int64; the maximum)")
+# (MindSpore 2.10's Tensor.argmax_with_value returns (value, index): not this row's order, so no form)
 
 
 def _add_n_infer(types, attrs):
@@ -200,4 +201,4 @@ def _add_n(a, attrs):
 
 composite("AddN", None, _add_n_infer, _add_n, grad=lambda b, node, douts: (douts[0],) * len(node.inputs),
           doc="x0 + x1 + ... from the left, inputs of one shape and dtype",
-          api=Api(functional="addn", packed=True, inputs=("x0", "x1")))
+          api=Api(functional="addn", packed=True, inputs=("x0", "x1"), forms=(Form("ops", "addn", ("x",)),)))

@@ -21,7 +21,7 @@ from ir.errors import ShapeError
 from ir.ops.checks import broadcast, fmt, is_int_tuple, normalize_axes, require, same_dtype
 from ir.ops.composite import composite
 from ir.ops.grad_ops import GRAD_API
-from ir.ops.registry import Api, Attr, Precision
+from ir.ops.registry import Api, Attr, Form, Precision
 
 FAST_GELU_COEF = 1.702
 
@@ -39,7 +39,7 @@ def _same_float(types, attrs):
 
 composite("Identity", 1, lambda types, attrs: (types[0],), lambda a, attrs: a[0].copy(),
           grad=lambda b, node, douts: (douts[0],), why="moves data", domain="any", storage_dtypes=True,
-          doc="x itself", api=Api(functional="identity"))
+          doc="x itself", api=Api(functional="identity", forms=(Form("ops", "identity", ("x",)),)))
 
 
 # --- FastGeLU -----------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def _fast_gelu_grad_infer(types, attrs):
 
 composite("FastGeLU", 1, _same_float, _fast_gelu, why="bounded by its input", cann=("FastGelu",),
           grad=lambda b, node, douts: (b.op("FastGeLUGrad", douts[0], node.inputs[0]),),
-          doc="x * sigmoid(1.702 x), written without overflow", api=Api(functional="fast_gelu"))
+          doc="x * sigmoid(1.702 x), written without overflow", api=Api(functional="fast_gelu", forms=(Form("ops", "fast_gelu", ("x",)),)))
 composite("FastGeLUGrad", 2, _fast_gelu_grad_infer, _fast_gelu_grad, why="bounded by its inputs",
           cann=("FastGeluGrad",), api=Api(primitive=False, inputs=("dy", "x")), doc="FastGeLU's gradient from the cotangent dy and FastGeLU's input x")
 

@@ -7,7 +7,7 @@ from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.errors import ShapeError
 from ir.ops.checks import fmt, is_bool, is_int_tuple, normalize_axes, require
-from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, register
 
 REDUCE_ATTRS = (Attr("axis", (), is_int_tuple), Attr("keep_dims", False, is_bool))
 
@@ -69,17 +69,24 @@ def _extremum_grad(b, node, douts):
     return (b.op("Mul", chosen, spread(b, node, b.op("RealDiv", douts[0], count))),)
 
 
-def _api(method: str, keep_dims: str = "keepdims=keep_dims") -> Api:
-    return Api(call_attrs=("axis",), method=method, method_args=("axis", keep_dims))
+def _api(method: str, *forms: Form) -> Api:
+    return Api(call_attrs=("axis",), method=method, method_args=("axis", "keepdims=keep_dims"), forms=forms)
+
+
+def _dim_forms(where: tuple[str, ...], name: str, tensor: str = "input") -> tuple[Form, ...]:
+    """MindSpore 2.x's (input, dim, keepdim) reductions: ops.sum, mint.sum, mint.amax, ..."""
+    return tuple(Form(w, name, (tensor, "dim=axis", "keepdim=keep_dims")) for w in where)
 
 
 register(OpDef("ReduceSum", Pattern.REDUCE, 1, reduce_infer, _sum, REDUCE_ATTRS, canonical_axes, grad=_sum_grad,
                cann=("ReduceSumD",),
                precision=Precision("gray", True, "follows its input, as in the float16 ReduceSum case (a "
-                                   "float16 ReduceSum runs with block_dim 1; black-list it to keep it float32)"), api=_api("sum")))
+                                   "float16 ReduceSum runs with block_dim 1; black-list it to keep it float32)"), api=_api("sum", *_dim_forms(("ops", "mint"), "sum"))))
 register(OpDef("ReduceMax", Pattern.REDUCE, 1, reduce_infer, _extremum(np.max), REDUCE_ATTRS, extremum_axes,
                grad=_extremum_grad, cann=("ReduceMaxD",), precision=Precision("gray", True, "exact in any float dtype"),
-               api=_api("max")))
+               api=_api("max", *_dim_forms(("mint",), "amax"), Form("ops", "amax", ("input", "axis", "keepdims=keep_dims")),
+                        Form("Tensor", "amax", ("axis", "keepdims=keep_dims")))))
 register(OpDef("ReduceMin", Pattern.REDUCE, 1, reduce_infer, _extremum(np.min), REDUCE_ATTRS, extremum_axes,
                grad=_extremum_grad, cann=("ReduceMinD",), precision=Precision("gray", True, "exact in any float dtype"),
-               api=_api("min")))
+               api=_api("min", *_dim_forms(("mint",), "amin"), Form("ops", "amin", ("input", "axis", "keepdims=keep_dims")),
+                        Form("Tensor", "amin", ("axis", "keepdims=keep_dims")))))

@@ -39,6 +39,57 @@ class Precision:
 
 
 @dataclass(frozen=True)
+class Form:
+    """Another spelling MindSpore 2.x scripts call the op by, generated into its namespace: `where` is
+    "Tensor" (a method: `x.multiply(y)`, `x.float()`), "ops" (`ops.sum(x, dim, keepdim)`), "mint" (also
+    `ops.extend`, 2.3-2.6's name for those forms) or "mint.nn.functional".
+
+    `params` are MindSpore's parameters in its order (a method's after self): a name among the op's
+    attributes is that attribute, "dim=axis" is MindSpore's `dim` for the attribute `axis`, "*shape"
+    gathers the remaining positional arguments (`x.view(2, 3)` or `x.view((2, 3))`); any other name is a
+    tensor input, in the op's order. An attribute parameter defaults to None, which stands for the
+    attribute's default (MindSpore's). `fixed` gives attributes the form sets itself (`x.float()`: dtype
+    float32)."""
+    where: str
+    name: str
+    params: tuple[str, ...] = ()
+    fixed: tuple[tuple[str, Any], ...] = ()
+
+    def bind(self, attr_names, args: tuple, kwargs: dict, first=()) -> tuple[list, dict]:
+        """(tensors, attributes) of a call `name(*args, **kwargs)`; `first` are tensors given before
+        (a method's self). A None attribute is left out (its default applies)."""
+        args, kwargs = list(args), dict(kwargs)
+        tensors, attrs, names = list(first), dict(self.fixed), []
+        for param in self.params:
+            star = param.startswith("*")
+            pname, _, attr = param.lstrip("*").partition("=")
+            attr = attr or pname
+            names.append(pname)
+            if star and args:
+                value = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+                args = []
+            elif args:
+                value = args.pop(0)
+            elif pname in kwargs:
+                value = kwargs.pop(pname)
+            elif attr in attr_names or star:
+                continue
+            else:
+                raise TypeError(f"{self.where}.{self.name}() missing the argument {pname!r}")
+            if attr not in attr_names:
+                tensors.append(value)
+            elif value is not None:
+                attrs[attr] = value
+        if args:
+            raise TypeError(f"{self.where}.{self.name}() takes at most {len(self.params)} argument(s) "
+                            f"({', '.join(names)}), got {len(self.params) + len(args)}")
+        if kwargs:
+            raise TypeError(f"{self.where}.{self.name}() got an unexpected keyword argument "
+                            f"{next(iter(kwargs))!r}; it takes {', '.join(names) or 'none'}")
+        return tensors, attrs
+
+
+@dataclass(frozen=True)
 class Api:
     """How users call the op. `P.<name>()` (MindSpore's primitive) takes the attributes at construction
     and the tensors, then `call_attrs`, at the call; `ops.<functional>(x, ...)` and the Tensor method
@@ -60,6 +111,7 @@ class Api:
     order: tuple[str, ...] = ()           # the call's arguments in MindSpore's order when the tensors do
                                           # not all come first: names from `inputs` and `call_attrs`
                                           # (P.OneHot()(indices, depth, on_value, off_value))
+    forms: tuple[Form, ...] = ()          # MindSpore 2.x's other spellings: methods, ops., mint. (Form)
 
 
 REQUIRED = object()

@@ -7,7 +7,7 @@ from ir.dtypes import as_dtype
 from ir.errors import ShapeError
 from ir.graph import Literal, TensorType
 from ir.ops.checks import fmt, is_int_tuple
-from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, register
+from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, register
 
 
 def _reshape_canon(types, attrs):
@@ -47,7 +47,8 @@ register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                (Attr("shape", check=is_int_tuple),), _reshape_canon, grad=_reshape_grad, cost=Cost.FREE, onnx=(), domain="any",
                storage_dtypes=True,
                precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape", method="reshape",
-                                                                 method_args=("*shape",))))
+                                                                 method_args=("*shape",),
+                                                                 forms=(Form("Tensor", "view", ("*shape",)),))))
 
 
 def _transpose_canon(types, attrs):
@@ -65,7 +66,9 @@ register(OpDef("Transpose", Pattern.INJECTIVE, 1,
                lambda a, attrs: np.transpose(a[0], attrs["perm"]).copy(),  # C order, 0-d stays 0-d
                (Attr("perm", check=is_int_tuple),), _transpose_canon, grad=_transpose_grad, domain="any", cann=("TransposeD",),
                precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("perm",), functional="transpose", method="transpose",
-                                                                 method_args=("*perm",))))
+                                                                 method_args=("*perm",), forms=(
+                   Form("ops", "transpose", ("input", "dims=perm")), Form("ops", "permute", ("input", "axis=perm")),
+                   Form("mint", "permute", ("input", "dims=perm")), Form("Tensor", "permute", ("*dims=perm",))))))
 
 
 def _broadcast_canon(types, attrs):
@@ -92,7 +95,9 @@ register(OpDef("BroadcastTo", Pattern.BROADCAST, 1,
                lambda a, attrs: np.broadcast_to(a[0], attrs["shape"]).copy(),
                (Attr("shape", check=is_int_tuple),), _broadcast_canon, grad=_broadcast_grad, cost=Cost.FREE,
                float16_exact=True,
-               domain="any", cann=("BroadcastToD",), precision=Precision("gray", True, "moves data")))
+               domain="any", cann=("BroadcastToD",), precision=Precision("gray", True, "moves data"),
+               api=Api(forms=(Form("ops", "broadcast_to", ("input", "shape")), Form("mint", "broadcast_to", ("input", "shape")),
+                              Form("Tensor", "broadcast_to", ("shape",))))))
 
 
 def _literal(v) -> Literal:

@@ -18,7 +18,7 @@ from ir.errors import ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple, require
 from ir.ops.composite import composite
-from ir.ops.registry import Api, Attr, Precision, no_gradient
+from ir.ops.registry import Api, Attr, Form, Precision, no_gradient
 
 MOVES = Precision("gray", True, "moves data")
 
@@ -45,7 +45,8 @@ composite("Squeeze", 1, lambda types, attrs: (TensorType(squeezed(types[0].shape
           lambda a, attrs: a[0].reshape(squeezed(a[0].shape, attrs["axis"])),
           (Attr("axis", (), is_int_tuple),), _squeeze_canon, grad=_reshape_grad, domain="any", precision=MOVES,
           doc="drops the size-1 axes named (every one for ()); a named axis of another size stays",
-          api=Api(functional="squeeze", method="squeeze", method_args=("axis",), inputs=("input_x",)))
+          api=Api(functional="squeeze", method="squeeze", method_args=("axis",), inputs=("input_x",),
+                  forms=(Form("ops", "squeeze", ("input", "axis")),)))
 
 
 def _expand_canon(types, attrs):
@@ -63,7 +64,9 @@ composite("ExpandDims", 1, lambda types, attrs: (TensorType(_expanded(types[0].s
           lambda a, attrs: a[0].reshape(_expanded(a[0].shape, attrs["axis"])),
           (Attr("axis", check=is_int),), _expand_canon, grad=_reshape_grad, domain="any", precision=MOVES,
           doc="a size-1 axis inserted at axis",
-          api=Api(call_attrs=("axis",), functional="expand_dims", method="expand_dims", inputs=("input_x",)))
+          api=Api(call_attrs=("axis",), functional="expand_dims", method="expand_dims", inputs=("input_x",), forms=(
+              Form("ops", "unsqueeze", ("input", "dim=axis")), Form("mint", "unsqueeze", ("input", "dim=axis")),
+              Form("Tensor", "unsqueeze", ("dim=axis",)))))
 
 
 def tile_plan(shape, multiples) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -101,8 +104,9 @@ composite("Tile", 1, lambda types, attrs: (TensorType(_tiled(types[0].shape, att
           lambda a, attrs: np.tile(a[0], attrs["multiples"]),
           (Attr("multiples", check=is_int_tuple),), _tile_canon, grad=_tile_grad, domain="any", precision=MOVES,
           doc="numpy's tile: x repeated multiples[i] times along axis i",
-          api=Api(call_attrs=("multiples",), functional="tile", method="tile", inputs=("input_x",)))
+          api=Api(call_attrs=("multiples",), functional="tile", method="tile", inputs=("input_x",), forms=(
+              Form("ops", "tile", ("input", "dims=multiples")), Form("mint", "tile", ("input", "dims=multiples")))))
 
 composite("ZerosLike", 1, lambda types, attrs: (types[0],), lambda a, attrs: np.zeros_like(a[0]), grad=no_gradient,
           domain="any", precision=Precision("gray", True, "a constant"), doc="zeros of x's shape and dtype",
-          api=Api(functional="zeros_like"))
+          api=Api(functional="zeros_like", forms=(Form("mint", "zeros_like", ("input",)),)))
