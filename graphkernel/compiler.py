@@ -320,6 +320,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     if opts.flags.dump_as_text and save:
         lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in passes.log]) + "\n")
+        dumper.write_clusters(final)
     program = None
     if opts.device_target == "Ascend":
         program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
