@@ -70,3 +70,66 @@ def test_boolean_values_parse_as_mindspore(raw, value):
     assert parse_flags("--dump_as_text", read_env=False).dump_as_text is True
     with pytest.raises(GraphKernelError, match="--dump_as_text=yes: expected true or false"):
         parse_flags("--dump_as_text=yes", read_env=False)
+
+
+class SliceSoftmax(Cell):
+    def construct(self, x):
+        y = P.StridedSlice()(x * 2.0, (0, 1), (4, 7), (1, 2))
+        return P.Softmax()(y + 1.0)
+
+
+def ops_after_expand(compiled):
+    return {n.op for n in compiled.stages["expand"].nodes}
+
+
+def test_composite_ops_in_the_cluster_flags_have_mindspores_meaning(setting):
+    """MindSpore clusters an op the cluster flags enable into fused kernels and keeps one they disable out
+    of them; a composite op fuses here through its expansion, so enabled it is expanded, disabled it stays
+    one op of its own, outside every composite."""
+    x = Tensor(np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8))
+    context.set_context(device_target="CPU")
+    want = SliceSoftmax()(x).asnumpy()
+    context.set_context(mode=setting[0], device_target=setting[1], enable_graph_kernel=setting[2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # accepted without a warning
+        context.set_context(graph_kernel_flags="--enable_cluster_ops=StridedSlice,Softmax")
+    np.testing.assert_allclose(SliceSoftmax()(x).asnumpy(), want, rtol=1e-6)
+    if setting[0] == context.GRAPH_MODE:
+        assert not {"StridedSlice", "Softmax"} & ops_after_expand(SliceSoftmax().compile(x))
+    context.set_context(graph_kernel_flags="--disable_cluster_ops=StridedSlice,Softmax")
+    np.testing.assert_allclose(SliceSoftmax()(x).asnumpy(), want, rtol=1e-6)
+    if setting[0] == context.GRAPH_MODE:
+        compiled = SliceSoftmax().compile(x)
+        assert {"StridedSlice", "Softmax"} <= ops_after_expand(compiled)
+        fused = [n for n in compiled.graph.nodes if n.subgraph is not None]
+        assert not any(m.op in ("StridedSlice", "Softmax") for n in fused for m in n.subgraph.nodes)
+
+
+def test_enable_cluster_ops_expands_a_composite_not_expanded_by_default(cpu):
+    class Norm(Cell):
+        def __init__(self):
+            super().__init__()
+            self.bn = P.BatchNorm(is_training=True)
+
+        def construct(self, x, s, b, m, v):
+            return self.bn(x, s, b, m, v)[0]
+
+    args = [Tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))] + \
+        [Tensor(np.ones(3, np.float32)), Tensor(np.zeros(3, np.float32)), Tensor(np.zeros(3, np.float32)),
+         Tensor(np.ones(3, np.float32))]
+    context.set_context(enable_graph_kernel=True)
+    want = Norm()(*args).asnumpy()
+    assert "BatchNorm" in ops_after_expand(Norm().compile(*args))
+    context.set_context(graph_kernel_flags="--enable_cluster_ops_only=BatchNorm,Mul,Sub,Add,RealDiv,ReduceSum,Rsqrt")
+    compiled = Norm().compile(*args)
+    assert "BatchNorm" not in ops_after_expand(compiled)
+    np.testing.assert_allclose(Norm()(*args).asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("flags, named", [
+    ("--enable_cluster_ops=Softmax --disable_expand_ops=Softmax", "--enable_cluster_ops=Softmax with --disable_expand"),
+    ("--disable_cluster_ops=GeLU --enable_expand_ops=GeLU", "--disable_cluster_ops=GeLU with --enable_expand"),
+])
+def test_a_cluster_flag_an_expand_flag_contradicts_warns(flags, named):
+    with pytest.warns(FlagWarning, match=named):
+        context.set_context(graph_kernel_flags=flags)

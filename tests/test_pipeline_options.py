@@ -163,8 +163,6 @@ def test_enable_pass_opens_a_pass_below_its_opt_level(cpu, x):
     ("--disable_pass=composite.composite_fusoin", r"--disable_pass=composite.composite_fusoin: not a stage.pass "
                                                   r"of the pipeline \(did you mean composite.composite_fusion\?\)"),
     ("--enable_pass=recompute", r"--enable_pass=recompute: not a stage.pass .*composite.recompute"),
-    ("--enable_cluster_ops_only=Softmax,Mul", r"--enable_cluster_ops_only=Softmax: Softmax is a composite op "
-                                              r"\(fusion takes the primitives it expands into\)"),
 ])
 def test_list_flags_name_only_ops_and_passes_that_exist(flags, message):
     with pytest.raises(GraphKernelError, match=r"set_context\(graph_kernel_flags=...\): graph_kernel_flags: "

@@ -109,9 +109,9 @@ def check_flag_names(source: str, key: str, names: frozenset) -> frozenset:
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise FlagError(f"{source}: --{key}={name}: not {what}{hint}; accepted: {', '.join(known)}")
         op = OPS.get(name)
-        if key.startswith("enable_cluster") and op.expandable:
-            raise FlagError(f"{source}: --{key}={name}: {name} is a composite op (fusion takes the primitives "
-                            "it expands into)")
+        if op is not None and op.expandable:   # a composite op: the flag decides its expansion (options.py)
+            kept.add(name)
+            continue
         if key.startswith("enable_cluster") and op.pattern >= Pattern.INJECTIVE:
             no_effect(source, f"--{key}={name} ({name} is {op.pattern.name}, never fused here)")
             continue

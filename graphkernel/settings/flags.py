@@ -137,4 +137,11 @@ def parse_flags(text: str, *, read_env: bool = True, check_names=None) -> GraphK
             values[key] = _value(key, raw if eq else None)
             if key in _LIST and check_names is not None:
                 values[key] = check_names(source, key, values[key])
-    return GraphKernelFlags(**values)
+    flags = GraphKernelFlags(**values)
+    for name in sorted(flags.enable_cluster_ops & flags.disable_expand_ops):
+        no_effect("graph_kernel_flags", f"--enable_cluster_ops={name} with --disable_expand_ops={name} (a composite "
+                  "op joins fused kernels here through its expansion)")
+    for name in sorted(flags.disable_cluster_ops & flags.enable_expand_ops):
+        no_effect("graph_kernel_flags", f"--disable_cluster_ops={name} with --enable_expand_ops={name} (expanded, "
+                  "its primitives fuse, as MindSpore fuses an expanded op)")
+    return flags

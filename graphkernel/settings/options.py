@@ -56,13 +56,24 @@ class CompileOptions:
         return self.pass_enabled("composite.stitch_fusion", 3)
 
     def expand_enabled(self, op: str, default: bool = True) -> bool:
-        """Whether the expander of `op` runs, per the *_expand_ops flags."""
+        """Whether the expander of composite op `op` runs, per the *_expand_ops flags, then the
+        *_cluster_ops flags naming it. MindSpore clusters a composite op it did not expand as one op of a
+        fused kernel; here a composite op joins fused kernels through its expansion, so naming it in
+        --enable_cluster_ops (or --enable_cluster_ops_only) expands it (BatchNorm too), and naming it in
+        --disable_cluster_ops keeps it unexpanded, one kernel of its own, out of every fused kernel. An
+        expand flag naming it as well wins (settings/flags.py warns)."""
         f = self.flags
         if f.enable_expand_ops_only is not None:
             return op in f.enable_expand_ops_only
         if op in f.disable_expand_ops:
             return False
-        return default or op in f.enable_expand_ops
+        if op in f.enable_expand_ops:
+            return True
+        if op in f.disable_cluster_ops:
+            return False
+        if op in f.enable_cluster_ops or (f.enable_cluster_ops_only is not None and op in f.enable_cluster_ops_only):
+            return True
+        return default
 
     def cluster_enabled(self, op: str, default: bool = True) -> bool:
         """Whether fusion may put `op` into a composite, per the *_cluster_ops flags."""
