@@ -61,6 +61,8 @@ class Primitive:
                                          # call_attrs), when the tensors do not all come first
     updates: tuple = ()                  # (result k, input i): result k is written into input i, a Parameter
     inputs: tuple[str, ...] = ()         # the tensor inputs' names, for errors
+    casts: tuple = ()                    # MindSpore's conversion of mixed float widths (ir/ops Api.casts)
+    result_casts: tuple = ()
 
     def __init__(self, *args, **attrs):
         opdef = get(self.op)
@@ -171,8 +173,14 @@ class Primitive:
         d = get(self.op)
         if d.pattern == Pattern.BROADCAST and d.arity == 2 and values[0].dtype != values[1].dtype:
             values = _promoted(trace, values)
+        given = [v.dtype for v in values]
+        if self.casts:   # a float input to the dtype of the input named (MindSpore's gradient primitives)
+            values = [_cast(trace, v, given[src]) if src is not None and v.dtype.is_float and given[src].is_float
+                      else v for v, src in zip(values, self.casts)]
         node = trace.add(make_node(self.op, values, attrs, name=trace.scope_name(self.op)))
-        outs = tuple(SymbolicTensor(v) for v in node.outputs)
+        results = [v if src is None or not v.dtype.is_float or not given[src].is_float else _cast(trace, v, given[src])
+                   for v, src in zip(node.outputs, self.result_casts + (None,) * len(node.outputs))]
+        outs = tuple(SymbolicTensor(v) for v in results)
         return outs[0] if len(outs) == 1 else outs
 
 
@@ -207,6 +215,12 @@ def _in_cell_dtype(trace: Trace, value: Value) -> Value:
     the Parameters a mixed-precision cell reads, as it casts its inputs)."""
     dtype = getattr(trace.cells[-1], "_float_dtype", None) if trace.cells else None
     if dtype is None or not value.dtype.is_float or value.dtype == dtype:
+        return value
+    return trace.add(make_node("Cast", (value,), {"dtype": dtype}, name=trace.scope_name("Cast"))).out
+
+
+def _cast(trace: Trace, value: Value, dtype: DType) -> Value:
+    if value.dtype == dtype:
         return value
     return trace.add(make_node("Cast", (value,), {"dtype": dtype}, name=trace.scope_name("Cast"))).out
 

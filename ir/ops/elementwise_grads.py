@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.errors import ShapeError
+from ir.dtypes import DType
+from ir.errors import DTypeError, ShapeError
 from ir.ops.checks import broadcast, fmt, is_bool, require, same_dtype
 from ir.ops.grad_ops import _grad_op, _like, _wide
 from ir.ops.registry import Attr, Precision
@@ -55,19 +56,20 @@ def _dropout_grad(a, attrs):
     return (dy * mask * np.float32(1 / attrs["keep_prob"]).astype(dy.dtype)).astype(a[0].dtype)
 
 
-_grad_op("TanhGrad", 2, _like(0), _tanh_grad, doc="Tanh's gradient from its result y and the cotangent dy")
-_grad_op("SqrtGrad", 2, _like(0), _sqrt_grad, precision=Precision("gray", True, "a divide"),
+_grad_op("TanhGrad", 2, _like(0), _tanh_grad, casts=(None, 0), doc="Tanh's gradient from its result y and the cotangent dy")
+_grad_op("SqrtGrad", 2, _like(0), _sqrt_grad, casts=(None, 0), precision=Precision("gray", True, "a divide"),
          doc="Sqrt's gradient from its result y and the cotangent dy")
 _grad_op("SigmoidCrossEntropyWithLogitsGrad", 3, _like(0), _sigmoid_ce_grad,
          doc="SigmoidCrossEntropyWithLogits' gradient in the logits x, from x, the labels and the cotangent")
-_grad_op("DropoutGrad", 2, _like(0), _dropout_grad, (Attr("keep_prob", 0.5, _check_keep_prob),),
+_grad_op("DropoutGrad", 2, _like(0), _dropout_grad, (Attr("keep_prob", 0.5, _check_keep_prob),), casts=(None, 0),
          doc="Dropout's gradient: dy * mask / keep_prob, mask x-shaped (1 kept, 0 dropped)")
 
 
 def _extremum_grad_infer(types, attrs):
     x1, x2, grads = types
     dtype = same_dtype(types)
-    require(dtype, "float")
+    if not (dtype.is_float or dtype in (DType.int32, DType.int64)):   # as MindSpore 2.10
+        raise DTypeError(f"dtype {dtype} not supported (needs a float dtype, int32 or int64)")
     if broadcast(x1.shape, x2.shape) != grads.shape:
         raise ShapeError(f"grads {fmt(grads.shape)} must have the broadcast shape of x1 {fmt(x1.shape)} and x2 "
                          f"{fmt(x2.shape)}")
@@ -93,8 +95,10 @@ def _extremum_grad(first_wins):
 
 _EXTREMUM_ATTRS = (Attr("grad_x", True, is_bool), Attr("grad_y", True, is_bool))
 _grad_op("MaximumGrad", 3, _extremum_grad_infer, _extremum_grad(np.greater_equal), _EXTREMUM_ATTRS,
+         casts=(None, 0, 0), result_casts=(None, 1),
          precision=Precision("gray", True, "a select and a sum down to the inputs' shapes"),
          doc="Maximum's gradients (dx1, dx2) from x1, x2 and the cotangent grads; ties go to x1")
 _grad_op("MinimumGrad", 3, _extremum_grad_infer, _extremum_grad(np.less_equal), _EXTREMUM_ATTRS,
+         casts=(None, None, 0),
          precision=Precision("gray", True, "a select and a sum down to the inputs' shapes"),
          doc="Minimum's gradients (dx1, dx2) from x1, x2 and the cotangent grads; ties go to x1")

@@ -35,17 +35,22 @@ def _wide(*arrays):
     return [a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays]
 
 
-def _grad_op(name, arity, infer, reference, attrs=(), canonicalize=None, why="elementwise", **facts):
+def _grad_op(name, arity, infer, reference, attrs=(), canonicalize=None, why="elementwise", casts=(),
+             result_casts=(), **facts):
+    """A gradient primitive's row; `casts` and `result_casts` are MindSpore 2.10's conversion of mixed
+    float widths (Api.casts: each float input to the dtype of the input named, results back)."""
     facts.setdefault("precision", Precision("gray", True, why))
+    api = Api(primitive=False, casts=casts, result_casts=result_casts)
     register(OpDef(name, Pattern.OPAQUE, arity, infer, reference, attrs, canonicalize, expandable=True,
-                   api=GRAD_API, **facts))
+                   api=api, **facts))
 
 
-def _like(index: int):
-    """Inference: the inputs share a float dtype and a shape; the result is input `index`'s type."""
+def _like(index: int, allowed: str = "float"):
+    """Inference: the inputs share a dtype (a float one, or `allowed`) and a shape; the result is input
+    `index`'s type."""
     def infer(types, attrs):
         dtype = same_dtype(types)
-        require(dtype, "float")
+        require(dtype, allowed)
         if any(t.shape != types[0].shape for t in types):
             raise ShapeError(f"inputs must have one shape, got {', '.join(fmt(t.shape) for t in types)}")
         return (types[index],)
@@ -68,10 +73,10 @@ def _log_softmax_grad(a, attrs):
 
 
 _grad_op("SoftmaxGrad", 2, _like(1), _softmax_grad, (Attr("axis", (-1,), is_int_tuple),), _softmax_canon,
-         precision=Precision("black", True, "a sum over the row; its expansion stays float32"),
+         casts=(None, 0), precision=Precision("black", True, "a sum over the row; its expansion stays float32"),
          doc="Softmax's gradient from its result y and the result's cotangent dy")
 _grad_op("LogSoftmaxGrad", 2, _like(1), _log_softmax_grad, (Attr("axis", (-1,), is_int_tuple),),
-         _softmax_canon, precision=Precision("black", True, "exp and a sum over the row"),
+         _softmax_canon, casts=(None, 0), precision=Precision("black", True, "exp and a sum over the row"),
          doc="LogSoftmax's gradient from its result y and the result's cotangent dy")
 
 
@@ -99,16 +104,17 @@ def _relu_grad(a, attrs):
     return np.where(x > 0, dy, np.zeros((), dy.dtype))
 
 
-_grad_op("GeLUGrad", 3, _like(0), _gelu_grad, why="bounded by its inputs",
+_grad_op("GeLUGrad", 3, _like(0), _gelu_grad, why="bounded by its inputs", casts=(None, 0, 0),
          doc="GeLU's gradient (tanh form) from the cotangent dy, GeLU's input x and its result y")
-_grad_op("SigmoidGrad", 2, _like(0), _sigmoid_grad, doc="Sigmoid's gradient from its result y and dy")
+_grad_op("SigmoidGrad", 2, _like(0), _sigmoid_grad, casts=(None, 0), doc="Sigmoid's gradient from its result y and dy")
 def _relu_grad_grad(b, node, douts):
     """ReluGrad is linear in dy (a mask by x > 0); in x its derivative is 0 almost everywhere."""
     return b.op("ReluGrad", douts[0], node.inputs[1]), None
 
 
-_grad_op("ReluGrad", 2, _like(0), _relu_grad, why="elementwise, exact", grad=_relu_grad_grad,
-         doc="ReLU's gradient: dy where x > 0, else 0")
+_grad_op("ReluGrad", 2, _like(0, "any"), _relu_grad, why="elementwise, exact", grad=_relu_grad_grad,
+         casts=(None, 0), domain="any", doc="ReLU's gradient: dy where x > 0, else 0 (any dtype, bool too, as "
+                                            "MindSpore 2.10)")
 
 
 # --- BiasAdd ----------------------------------------------------------------------------------------
@@ -178,7 +184,8 @@ def _layer_norm_grad(a, attrs):
 
 _grad_op("LayerNormGrad", 5, _layer_norm_grad_infer, _layer_norm_grad,
          (Attr("begin_norm_axis", 1, is_int), Attr("begin_params_axis", 1, is_int),
-          Attr("epsilon", 1e-12, is_float)), _layer_norm_grad_canon,
+          Attr("epsilon", 1e-12, is_float)), _layer_norm_grad_canon, casts=(None, 0, 0, 0, 0),
+         result_casts=(None, 4, 4),
          precision=Precision("black", True, "sums over rows and columns; its expansion stays float32"),
          doc="LayerNorm's gradients (dx, dgamma, dbeta) from x, the cotangent dy, the forward's variance and "
              "mean, and gamma")

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.errors import ShapeError
+from ir.dtypes import DType
+from ir.errors import DTypeError, ShapeError
 from ir.ops.checks import broadcast, fmt, is_int_tuple, normalize_axes, require, same_dtype
 from ir.ops.composite import composite
 from ir.ops.grad_ops import GRAD_API
@@ -67,7 +68,8 @@ def _fast_gelu_grad(a, attrs):
 
 def _fast_gelu_grad_infer(types, attrs):
     dtype = same_dtype(types)
-    require(dtype, "float")
+    if dtype not in (DType.float16, DType.float32):   # MindSpore 2.10 refuses float64 too
+        raise DTypeError(f"dy is {dtype}: FastGeLUGrad's input type should be float16 or float32")
     if types[0].shape != types[1].shape:
         raise ShapeError(f"dy {fmt(types[0].shape)} and x {fmt(types[1].shape)} must have one shape")
     return (types[0],)
@@ -77,7 +79,7 @@ composite("FastGeLU", 1, _same_float, _fast_gelu, why="bounded by its input", ca
           grad=lambda b, node, douts: (b.op("FastGeLUGrad", douts[0], node.inputs[0]),),
           doc="x * sigmoid(1.702 x), written without overflow", api=Api(functional="fast_gelu", forms=(Form("ops", "fast_gelu", ("x",)),)))
 composite("FastGeLUGrad", 2, _fast_gelu_grad_infer, _fast_gelu_grad, why="bounded by its inputs",
-          cann=("FastGeluGrad",), api=Api(primitive=False, inputs=("dy", "x")), doc="FastGeLU's gradient from the cotangent dy and FastGeLU's input x")
+          cann=("FastGeluGrad",), api=Api(primitive=False, inputs=("dy", "x"), casts=(None, 0)), doc="FastGeLU's gradient from the cotangent dy and FastGeLU's input x")
 
 
 # --- SoftmaxGradExt -----------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ def _primitive(d: OpDef, module: str = __name__) -> type:
     return type(d.name, (Primitive,), {"op": d.name, "num_tensors": d.arity, "call_attrs": d.api.call_attrs,
                                        "call_defaults": defaults, "packed": d.api.packed, "order": d.api.order,
                                        "updates": d.api.updates, "inputs": d.api.inputs,
+                                       "casts": d.api.casts, "result_casts": d.api.result_casts,
                                        "__doc__": _doc(d), "__module__": module})
 
 
