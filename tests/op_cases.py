@@ -101,6 +101,26 @@ CASES += [
     OpCase("AdamWeightDecay", [_W.astype(np.float16), _M.astype(np.float16), _V.astype(np.float16),
                                *[h.reshape(1) for h in _HYPER], _G.astype(np.float16)], {},
            lambda *a: tuple(r.astype(np.float16) for r in _adam(*a))),
+    # MindSpore's in-place optimizer primitives (ir/ops/optimizer_updates.py; MindSpore 2.10's values in
+    # tests/test_optimizer_primitives.py)
+    OpCase("ApplyMomentum", [_W, _M, np.array(0.1, F), _G, np.array(0.9, F)], {},
+           lambda w, a, lr, g, mom: (w - lr * (a * mom + g), a * mom + g)),
+    OpCase("ApplyMomentum", [_W, _M, np.array(0.1, F), _G, np.array(0.9, F)], {"use_nesterov": True, "gradient_scale": 0.5},
+           lambda w, a, lr, g, mom: (w - lr * (g / 2 + (a * mom + g / 2) * mom), a * mom + g / 2)),
+    OpCase("Adam", [_W, _M, _V, np.array(0.9 ** 2, F), np.array(0.999 ** 2, F), *_HYPER[:4], _G], {},
+           lambda w, m, v, p1, p2, lr, b1, b2, eps, g: (
+               w - lr * np.sqrt(1 - p2) / (1 - p1) * (b1 * m + (1 - b1) * g) / (np.sqrt(b2 * v + (1 - b2) * g * g) + eps),
+               b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g)),
+    OpCase("FusedCastAdamWeightDecay", [_W, _M, _V, *_HYPER, _G.astype(np.float16), np.array(2.0, F)], {},
+           lambda w, m, v, lr, b1, b2, eps, decay, g, n: _adam(w, m, v, lr, b1, b2, eps, decay, g.astype(F) / n)),
+    OpCase("LambApplyOptimizerAssign", [_G, _V, _M, _W, *(np.array([x], F) for x in (0.9, 0.1, 0.999, 0.001, 1e-6, 3.0, 1.0, 0.01))],
+           {}, lambda g, v, m, w, b1, s1, b2, s2, eps, t, use, wd: (
+               (m * b1 + g * s1) / (1 - b1 ** t) / (np.sqrt((v * b2 + g * g * s2) / (1 - b2 ** t)) + eps) + w * wd * use,
+               v * b2 + g * g * s2, m * b1 + g * s1)),
+    OpCase("LambApplyWeightAssign", [np.array([2.0], F), np.array([0.5], F), np.array([0.01], F), _G, _W], {},
+           lambda wn, gn, lr, u, w: w - lr * (wn / gn) * u),
+    OpCase("LambApplyWeightAssign", [np.array([2.0], F), np.array([0.0], F), np.array([0.01], F), _G, _W], {},
+           lambda wn, gn, lr, u, w: w - lr * u),
     OpCase("ScatterAdd", [np.zeros((4, 2), F), np.array([[0, 2], [2, 3]], np.int32),
                           np.arange(8, dtype=F).reshape(2, 2, 2)], {},
            lambda x, i, u: np.array([[0, 1], [0, 0], [6, 8], [6, 7]], F)),   # MindSpore 2.10's

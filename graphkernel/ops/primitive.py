@@ -62,6 +62,7 @@ class Primitive:
     updates: tuple = ()                  # (result k, input i): result k is written into input i, a Parameter
     inputs: tuple[str, ...] = ()         # the tensor inputs' names, for errors
     casts: tuple = ()                    # MindSpore's conversion of mixed float widths (ir/ops Api.casts)
+    returned: int | None = None          # results the call returns (the rest only update Parameters)
     result_casts: tuple = ()
 
     def __init__(self, *args, **attrs):
@@ -165,6 +166,8 @@ class Primitive:
         results = result if isinstance(result, tuple) else (result,)
         for k, i in self.updates:   # in program order: later reads in construct see the new values
             assign(operands[i], results[k])
+        if self.returned is not None:
+            return results[0] if self.returned == 1 else results[:self.returned]
         return result
 
     def _emit(self, trace: Trace, operands, attrs):

@@ -18,6 +18,7 @@ from ir.ops import strided_slice  # noqa: F401  (StridedSlice over Slice and Res
 from ir.ops import shape_composites  # noqa: F401  (Squeeze, ExpandDims, Tile, ZerosLike)
 from ir.ops import selection  # noqa: F401  (Argmax, OneHot)
 from ir.ops import updates  # noqa: F401  (AdamWeightDecay, ScatterAdd: results written into Parameters)
+from ir.ops import optimizer_updates  # noqa: F401  (ApplyMomentum, Adam, FusedCastAdamWeightDecay, Lamb*)
 from ir.ops import float_status  # noqa: F401  (FloatStatus, NPUAllocFloatStatus, NPUClear/GetFloatStatus[V2])
 from ir.ops import gradient, grad_ops  # noqa: F401  (Gradient, StopGradient, Bprop; LayerNormGrad, ...)
 from ir.ops import elementwise_grads  # noqa: F401  (TanhGrad, SqrtGrad, MaximumGrad, DropoutGrad, ...)

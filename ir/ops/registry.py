@@ -112,6 +112,8 @@ class Api:
                                           # not all come first: names from `inputs` and `call_attrs`
                                           # (P.OneHot()(indices, depth, on_value, off_value))
     forms: tuple[Form, ...] = ()          # MindSpore 2.x's other spellings: methods, ops., mint. (Form)
+    returned: int | None = None           # the call returns its first `returned` results only, the others
+                                          # are written into Parameters (P.ApplyMomentum returns variable)
     # MindSpore's implicit conversion of mixed float widths (its gradient primitives take them): float
     # input i is cast to the dtype of input casts[i] (None: kept) before the op, and float result k to
     # the dtype input result_casts[k] was given in (None: kept), as MindSpore 2.10 returns them

@@ -48,6 +48,7 @@ def _primitive(d: OpDef, module: str = __name__) -> type:
                                        "call_defaults": defaults, "packed": d.api.packed, "order": d.api.order,
                                        "updates": d.api.updates, "inputs": d.api.inputs,
                                        "casts": d.api.casts, "result_casts": d.api.result_casts,
+                                       "returned": d.api.returned,
                                        "__doc__": _doc(d), "__module__": module})
 
 
