@@ -118,6 +118,8 @@ def test_every_expandable_op_has_an_expander():
     assert {c[0] for c in CASES} | {c[0] for c in GRAD_OP_CASES} | {
         "SparseSoftmaxCrossEntropyWithLogits", "OneHot",   # int inputs: their own tests below
         "AdamWeightDecay",   # float32 scalars with float16 tensors: tests/op_cases.py
+        # MindSpore's in-place optimizer primitives: tests/op_cases.py, tests/test_optimizer_primitives.py
+        "ApplyMomentum", "Adam", "FusedCastAdamWeightDecay", "LambApplyOptimizerAssign", "LambApplyWeightAssign",
         *STATUS_OPS, "FloatStatus"} == set(EXPANDERS)   # statuses of fixed dtypes: tests/op_cases.py
 
 

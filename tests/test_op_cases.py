@@ -56,7 +56,7 @@ def test_device_unfused_and_fused_equal_the_reference(case, consumer):
         compiled = compile_graph(graph, opts, eager=True)
         for got, ref in zip(compiled.run_arrays(case.arrays), want):
             assert got.shape == ref.shape
-            assert_close(got, ref, bitwise=True, err_msg=case.id)
+            assert_close(got, ref, bitwise=case.bitwise, err_msg=case.id)
 
 
 @pytest.mark.parametrize("bad", BAD, ids=[f"{b.op}-{i}" for i, b in enumerate(BAD)])
