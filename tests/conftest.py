@@ -185,6 +185,16 @@ def setting(request):
     return request.param
 
 
+@pytest.fixture(params=[(0, "Ascend", True), (1, "CPU", False)], ids=["graph-Ascend-fused", "pynative-CPU"])
+def two_settings(request):
+    """The two ends of `setting`: a fused graph on the device and op-by-op on the reference (for tests
+    whose other settings another test covers already)."""
+    from graphkernel import context
+    mode, target, fuse = request.param
+    context.set_context(mode=mode, device_target=target, enable_graph_kernel=fuse)
+    return request.param
+
+
 @pytest.fixture
 def cpu():
     """The numpy reference target."""

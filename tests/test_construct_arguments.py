@@ -92,7 +92,7 @@ class Mixed(Cell):
         return act(P.Cast()(y, dtype) + array) * obj.v
 
 
-def test_tensors_in_containers_are_run_time_inputs(setting):
+def test_tensors_in_containers_are_run_time_inputs(two_settings):
     net, act = Mixed(), ReLU()   # a Cell argument is keyed by its identity: the same one each call
     for k in range(3):
         scale, shift = np.full((3,), k + 1, np.float32), np.float32(k)
@@ -101,7 +101,7 @@ def test_tensors_in_containers_are_run_time_inputs(setting):
         out = net(Tensor(X), d, pair, ms.float32, SLICE, np.float32(-3.0) * np.ones(3, np.float32), act, OBJ)
         want = np.maximum(X[SLICE] * scale + shift - 3, 0) * 2
         np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
-    assert net.trace_count == (1 if setting[0] == ms.GRAPH_MODE else 0)
+    assert net.trace_count == (1 if two_settings[0] == ms.GRAPH_MODE else 0)
 
 
 def test_constants_are_part_of_the_key(cpu):

@@ -72,37 +72,37 @@ def test_boolean_values_parse_as_mindspore(raw, value):
         parse_flags("--dump_as_text=yes", read_env=False)
 
 
-class SliceSoftmax(Cell):
+class SliceSquare(Cell):
     def construct(self, x):
         y = P.StridedSlice()(x * 2.0, (0, 1), (4, 7), (1, 2))
-        return P.Softmax()(y + 1.0)
+        return P.Square()(y + 1.0)
 
 
 def ops_after_expand(compiled):
     return {n.op for n in compiled.stages["expand"].nodes}
 
 
-def test_composite_ops_in_the_cluster_flags_have_mindspores_meaning(setting):
+def test_composite_ops_in_the_cluster_flags_have_mindspores_meaning(two_settings):
     """MindSpore clusters an op the cluster flags enable into fused kernels and keeps one they disable out
     of them; a composite op fuses here through its expansion, so enabled it is expanded, disabled it stays
     one op of its own, outside every composite."""
     x = Tensor(np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8))
     context.set_context(device_target="CPU")
-    want = SliceSoftmax()(x).asnumpy()
-    context.set_context(mode=setting[0], device_target=setting[1], enable_graph_kernel=setting[2])
+    want = SliceSquare()(x).asnumpy()
+    context.set_context(mode=two_settings[0], device_target=two_settings[1], enable_graph_kernel=two_settings[2])
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # accepted without a warning
-        context.set_context(graph_kernel_flags="--enable_cluster_ops=StridedSlice,Softmax")
-    np.testing.assert_allclose(SliceSoftmax()(x).asnumpy(), want, rtol=1e-6)
-    if setting[0] == context.GRAPH_MODE:
-        assert not {"StridedSlice", "Softmax"} & ops_after_expand(SliceSoftmax().compile(x))
-    context.set_context(graph_kernel_flags="--disable_cluster_ops=StridedSlice,Softmax")
-    np.testing.assert_allclose(SliceSoftmax()(x).asnumpy(), want, rtol=1e-6)
-    if setting[0] == context.GRAPH_MODE:
-        compiled = SliceSoftmax().compile(x)
-        assert {"StridedSlice", "Softmax"} <= ops_after_expand(compiled)
+        context.set_context(graph_kernel_flags="--enable_cluster_ops=StridedSlice,Square")
+    np.testing.assert_allclose(SliceSquare()(x).asnumpy(), want, rtol=1e-6)
+    if two_settings[0] == context.GRAPH_MODE:
+        assert not {"StridedSlice", "Square"} & ops_after_expand(SliceSquare().compile(x))
+    context.set_context(graph_kernel_flags="--disable_cluster_ops=StridedSlice,Square")
+    np.testing.assert_allclose(SliceSquare()(x).asnumpy(), want, rtol=1e-6)
+    if two_settings[0] == context.GRAPH_MODE:
+        compiled = SliceSquare().compile(x)
+        assert {"StridedSlice", "Square"} <= ops_after_expand(compiled)
         fused = [n for n in compiled.graph.nodes if n.subgraph is not None]
-        assert not any(m.op in ("StridedSlice", "Softmax") for n in fused for m in n.subgraph.nodes)
+        assert not any(m.op in ("StridedSlice", "Square") for n in fused for m in n.subgraph.nodes)
 
 
 def test_enable_cluster_ops_expands_a_composite_not_expanded_by_default(cpu):

@@ -44,7 +44,7 @@ def run(prim, params, extra):
     return out, {n: getattr(step, n).asnumpy() for n in step.names}
 
 
-def test_apply_momentum_as_mindspore(setting):
+def test_apply_momentum_as_mindspore(two_settings):
     out, params = run(P.ApplyMomentum(), [("w", W), ("a", M)], [(2, F(0.1)), (3, G), (4, F(0.9))])
     want = DATA["ApplyMomentum"]
     assert isinstance(out, Tensor)   # MindSpore returns the variable alone
@@ -54,7 +54,7 @@ def test_apply_momentum_as_mindspore(setting):
 
 
 @pytest.mark.parametrize("nesterov", [False, True])
-def test_adam_as_mindspore(setting, nesterov):
+def test_adam_as_mindspore(two_settings, nesterov):
     scalars = [(3, F(0.9 ** 3)), (4, F(0.999 ** 3)), (5, F(0.01)), (6, F(0.9)), (7, F(0.999)), (8, F(1e-8)), (9, G)]
     out, params = run(P.Adam(use_nesterov=nesterov), [("w", W), ("m", M), ("v", V)], scalars)
     want = DATA["Adam-nesterov" if nesterov else "Adam"]
@@ -65,7 +65,7 @@ def test_adam_as_mindspore(setting, nesterov):
 
 
 @pytest.mark.parametrize("var_dtype", [np.float32, np.float16])
-def test_fused_cast_adam_weight_decay_as_mindspore(setting, var_dtype):
+def test_fused_cast_adam_weight_decay_as_mindspore(two_settings, var_dtype):
     scalars = [(3, F(0.01)), (4, F(0.9)), (5, F(0.999)), (6, F(1e-8)), (7, F(0.1)), (8, G.astype(np.float16)), (9, F(2.0))]
     _, params = run(P.FusedCastAdamWeightDecay(), [("w", W.astype(var_dtype)), ("m", M), ("v", V)], scalars)
     want = DATA["FusedCastAdamWeightDecay-" + ("f32" if var_dtype == np.float32 else "f16")]
@@ -75,7 +75,7 @@ def test_fused_cast_adam_weight_decay_as_mindspore(setting, var_dtype):
     assert_close(params["v"], np.array(want["v"], F))
 
 
-def test_lamb_pair_updates_its_parameters(setting):
+def test_lamb_pair_updates_its_parameters(two_settings):
     f = [F(x) for x in (0.9, 0.1, 0.999, 0.001, 1e-6, 3.0, 1.0, 0.01)]
     out, params = run(P.LambApplyOptimizerAssign(), [("v", V), ("m", M), ("w", W)], [(0, G)] + [(4 + i, x) for i, x in enumerate(f)])
     update, v_new, m_new = (o.asnumpy() for o in out)

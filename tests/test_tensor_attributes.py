@@ -106,7 +106,7 @@ def test_name_and_requires_grad_checked_as_mindspore():
         Tensor(X).name                                              # MindSpore: Tensor has no name
 
 
-def test_data_inside_construct_is_the_value_there(setting):
+def test_data_inside_construct_is_the_value_there(two_settings):
     class Net(Cell):
         def __init__(self):
             super().__init__()
