@@ -258,7 +258,7 @@ def _method(x, name: str, d):
 
 def _form_method(x, d, form):
     """x.<form.name> bound: a row's "Tensor" form (ir/ops Form: x.multiply(y), x.view(2, 3), x.float())."""
-    P = primitives()
+    P = operations()
     names = {a.name for a in d.attrs}
 
     def method(*args, **kwargs):
