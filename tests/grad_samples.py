@@ -53,6 +53,7 @@ without_rule = {
     "FastGeLUGrad": "a gradient op: second derivatives of FastGeLU are not supported yet",
     "SoftmaxGradExt": "a gradient op: second derivatives of Softmax are not supported yet",
     "BatchNormGrad": "a gradient op: second derivatives of BatchNorm are not supported yet",
+    "MaxPoolGrad": "a gradient op: second derivatives of MaxPool are not supported yet",
 }
 
 # rules that are, on purpose, not the derivative of the op's reference (tested on their own)
@@ -178,6 +179,29 @@ def _attribute_cases(rng) -> list[GradCase]:
         for training in (True, False):
             cases.append(GradCase("BatchNorm", [x, f(c), f(c), f(c), positive(c)],
                                   {"is_training": training, "data_format": fmt, "epsilon": 0.01}))
+    conv = dict(out_channel=4, kernel_size=3)
+    cases += [
+        GradCase("Conv2D", [f(2, 3, 5, 6), f(4, 3, 3, 3)], conv),
+        GradCase("Conv2D", [f(1, 4, 6, 5), f(4, 2, 2, 3)], dict(out_channel=4, kernel_size=(2, 3), pad_mode="same",
+                                                                stride=2, group=2)),
+        GradCase("Conv2D", [f(1, 2, 7, 7), f(4, 2, 3, 3)], dict(conv, pad_mode="pad", pad=(1, 0, 2, 1), dilation=2,
+                                                                stride=(3, 1))),
+        GradCase("Conv2D", [f(1, 3, 5, 5), f(3, 1, 3, 3)], dict(out_channel=3, kernel_size=3, pad_mode="same",
+                                                                group=3)),
+        GradCase("Conv2DBackpropInput", [f(1, 4, 3, 3), f(4, 3, 3, 3)], dict(conv, pad_mode="same", stride=2,
+                                                                           input_size=(1, 3, 5, 6))),
+        GradCase("Conv2DBackpropFilter", [f(1, 4, 3, 3), f(1, 3, 5, 6)], dict(conv, pad_mode="same", stride=2,
+                                                                            filter_size=(4, 3, 3, 3))),
+        GradCase("MaxPool", [f(2, 2, 5, 6)], dict(kernel_size=3, strides=2, pad_mode="same")),
+        GradCase("MaxPool", [f(1, 2, 5, 5)], dict(kernel_size=2, strides=3)),
+        GradCase("AvgPool", [f(2, 2, 5, 6)], dict(kernel_size=3, strides=2, pad_mode="same")),
+        GradCase("AvgPool", [f(1, 2, 6, 5)], dict(kernel_size=(2, 1), strides=(1, 2))),
+        GradCase("AvgPoolGrad", [f(1, 2, 5, 6), f(1, 2, 3, 3), f(1, 2, 3, 3)], dict(kernel_size=3, strides=2,
+                                                                                    pad_mode="same")),
+        GradCase("AdaptiveAvgPool2D", [f(2, 3, 5, 4)], dict(output_size=(2, 3))),
+        GradCase("Flatten", [f(2, 3, 4)], {}),
+        GradCase("Pad", [f(2, 3, 4)], dict(paddings=((1, 0), (0, 0), (2, 3)))),
+    ]
     return cases
 
 

@@ -87,6 +87,7 @@ SAMPLES = {
     "If": ([tt(BOOL), tt(F32, 2, 3)], _branches()),
     "AllReduceStart": ([tt(F32, 2, 3), tt(F16, 3)], {"bucket": "r0b1", "op": "sum"}),
     "AllReduceWait": ([tt(I32)], {"bucket": "r0b1", "shapes": ((2, 3), (3,)), "dtypes": (F32, F32)}),
+    "AdaptiveAvgPool2D": ([tt(F32, 2, 3, 5, 4)], {"output_size": (2, None)}),
 }
 
 # Ops whose printed text cannot be parsed back: a PyFunc's fn is a Python function, a Bprop's bprop a

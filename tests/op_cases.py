@@ -24,8 +24,9 @@ class OpCase:
     attrs: dict = field(default_factory=dict)
     numpy: Callable | None = None    # arrays -> the expected result(s)
     id: str = ""
-    # False where the expansion computes exp or log: the device's approximations (kernels/mathfn.py)
-    # are within the dtype's tolerance of numpy's, not bitwise
+    # False: the device's result is within the dtype's tolerance of the reference, not bitwise: an
+    # expansion computing exp or log (kernels/mathfn.py's approximations), or a float sum whose order the
+    # kernel chooses (convolutions, average pooling)
     bitwise: bool = True
 
 
@@ -170,6 +171,126 @@ CASES += [
     OpCase("Barrier", [np.zeros(1, np.int32)], {}, lambda t: t),
 ]
 
+
+def _conv_loops(x, w, stride=(1, 1), dilation=(1, 1), pad=(0, 0, 0, 0), group=1):
+    """Conv2D as the loops of its definition, in float64 (the independent expression of ir/ops/conv.py)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    t, b, l, r = pad
+    xp = np.zeros((n, c, h + t + b, wd + l + r))
+    xp[:, :, t:t + h, l:l + wd] = x
+    oh = (h + t + b - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (wd + l + r - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // group
+    for oc in range(o):
+        cs = slice(oc // og * cg, oc // og * cg + cg)
+        for y in range(oh):
+            for xx in range(ow):
+                for i in range(kh):
+                    for j in range(kw):
+                        out[:, oc, y, xx] += (xp[:, cs, y * stride[0] + i * dilation[0], xx * stride[1] + j * dilation[1]]
+                                              * w[oc, :, i, j]).sum(axis=1)
+    return out
+
+
+def _pool_loops(x, k, s, pad, reduce):
+    n, c, h, wd = x.shape
+    t, b, l, r = pad
+    oh, ow = (h + t + b - k[0]) // s[0] + 1, (wd + l + r - k[1]) // s[1] + 1
+    out = np.zeros((n, c, oh, ow), x.dtype)
+    for y in range(oh):
+        for xx in range(ow):
+            y0, x0 = y * s[0] - t, xx * s[1] - l
+            out[:, :, y, xx] = reduce(x[:, :, max(y0, 0):y0 + k[0], max(x0, 0):x0 + k[1]], axis=(2, 3))
+    return out
+
+
+_rng2 = np.random.default_rng(3)
+_X = _rng2.standard_normal((2, 4, 7, 6)).astype(F)
+_K3 = _rng2.standard_normal((6, 4, 3, 3)).astype(F)
+_KG = _rng2.standard_normal((6, 2, 2, 3)).astype(F)
+_KD = _rng2.standard_normal((4, 1, 3, 3)).astype(F)
+_conv = dict(out_channel=6, kernel_size=3)
+CASES += [
+    OpCase("Conv2D", [_X, _K3], _conv, lambda x, w: _conv_loops(x, w), bitwise=False),
+    OpCase("Conv2D", [_X, _K3], dict(_conv, pad_mode="same", stride=2),
+           lambda x, w: _conv_loops(x, w, (2, 2), pad=(1, 1, 0, 1)), bitwise=False),
+    OpCase("Conv2D", [_X, _KG], dict(out_channel=6, kernel_size=(2, 3), pad_mode="same", group=2),   # even kernel
+           lambda x, w: _conv_loops(x, w, pad=(0, 1, 1, 1), group=2), bitwise=False),
+    OpCase("Conv2D", [_X, _K3], dict(_conv, pad_mode="pad", pad=(2, 0, 1, 3), dilation=2, stride=(1, 3)),
+           lambda x, w: _conv_loops(x, w, (1, 3), (2, 2), (2, 0, 1, 3)), bitwise=False),
+    OpCase("Conv2D", [_X, _KD], dict(out_channel=4, kernel_size=3, pad_mode="same", group=4),       # depthwise
+           lambda x, w: _conv_loops(x, w, pad=(1, 1, 1, 1), group=4), bitwise=False),
+    OpCase("Conv2D", [_X.astype(np.float16), _K3.astype(np.float16)], dict(_conv, stride=4),        # stride > kernel
+           lambda x, w: _conv_loops(x.astype(F), w.astype(F), (4, 4)), bitwise=False),
+    OpCase("Conv2DBackpropInput", [_conv_loops(_X, _K3, (2, 2), pad=(1, 1, 0, 1)).astype(F), _K3],
+           dict(_conv, pad_mode="same", stride=2, input_size=(2, 4, 7, 6)),
+           lambda d, w: _conv_input_grad_loops(d, w, (2, 4, 7, 6), (2, 2), (1, 1, 0, 1)), bitwise=False),
+    OpCase("Conv2DBackpropFilter", [_conv_loops(_X, _KG, pad=(0, 1, 1, 1), group=2).astype(F), _X],
+           dict(out_channel=6, kernel_size=(2, 3), pad_mode="same", group=2, filter_size=(6, 2, 2, 3)),
+           lambda d, x: _conv_filter_grad_loops(d, x, (6, 2, 2, 3), pad=(0, 1, 1, 1), group=2), bitwise=False),
+    OpCase("MaxPool", [_X], dict(kernel_size=3, strides=2, pad_mode="same"),
+           lambda x: _pool_loops(x, (3, 3), (2, 2), (1, 1, 0, 1), np.max)),
+    OpCase("MaxPool", [_X.astype(np.float16)], dict(kernel_size=(1, 2), strides=(3, 2)),
+           lambda x: _pool_loops(x, (1, 2), (3, 2), (0, 0, 0, 0), np.max)),
+    OpCase("AvgPool", [_X], dict(kernel_size=3, strides=2, pad_mode="same"),
+           lambda x: _pool_loops(x, (3, 3), (2, 2), (1, 1, 0, 1), np.mean), bitwise=False),
+    OpCase("AvgPool", [_X], dict(kernel_size=2, strides=3, pad_mode="valid"),
+           lambda x: _pool_loops(x, (2, 2), (3, 3), (0, 0, 0, 0), np.mean), bitwise=False),
+    OpCase("MaxPoolGrad", [_X, _pool_loops(_X, (2, 2), (2, 2), (0, 1, 0, 0), np.max), np.ones((2, 4, 4, 3), F)],
+           dict(kernel_size=2, strides=2, pad_mode="same"),
+           lambda x, y, d: (x == np.repeat(np.repeat(y, 2, 2), 2, 3)[:, :, :7]).astype(F)),
+    OpCase("AvgPoolGrad", [_X, _pool_loops(_X, (2, 2), (2, 2), (0, 1, 0, 0), np.mean), np.ones((2, 4, 4, 3), F)],
+           dict(kernel_size=2, strides=2, pad_mode="same"),
+           lambda x, y, d: np.concatenate([np.full((2, 4, 6, 6), 0.25, F), np.full((2, 4, 1, 6), 0.5, F)], 2)),
+    OpCase("Pad", [_X[:1, :2]], dict(paddings=((0, 0), (1, 0), (2, 1), (0, 3))),
+           lambda x: np.pad(x, ((0, 0), (1, 0), (2, 1), (0, 3)))),
+    OpCase("Pad", [_x(2, 3, dtype=np.int32)], dict(paddings=((1, 1), (0, 0))), lambda x: np.pad(x, ((1, 1), (0, 0)))),
+]
+
+
+def _conv_input_grad_loops(d, w, size, stride, pad, group=1, dilation=(1, 1)):
+    """Conv2D's input gradient by its definition: each output pixel's dout times the weight, added where
+    that pixel read its input (float64 loops)."""
+    n, c, h, wd = size
+    o, cg, kh, kw = w.shape
+    t, b, l, r = pad
+    grad = np.zeros((n, c, h + t + b, wd + l + r))
+    og = o // group
+    for oc in range(o):
+        cs = slice(oc // og * cg, oc // og * cg + cg)
+        for y in range(d.shape[2]):
+            for xx in range(d.shape[3]):
+                for i in range(kh):
+                    for j in range(kw):
+                        grad[:, cs, y * stride[0] + i * dilation[0], xx * stride[1] + j * dilation[1]] += \
+                            d[:, oc, y, xx, None] * w[oc, :, i, j]
+    return grad[:, :, t:t + h, l:l + wd]
+
+
+def _conv_filter_grad_loops(d, x, size, stride=(1, 1), pad=(0, 0, 0, 0), group=1, dilation=(1, 1)):
+    """Conv2D's weight gradient by its definition: each tap the sum of dout times the input it read."""
+    o, cg, kh, kw = size
+    t, b, l, r = pad
+    xp = np.zeros((x.shape[0], x.shape[1], x.shape[2] + t + b, x.shape[3] + l + r))
+    xp[:, :, t:t + x.shape[2], l:l + x.shape[3]] = x
+    grad = np.zeros(size)
+    og = o // group
+    for oc in range(o):
+        cs = slice(oc // og * cg, oc // og * cg + cg)
+        for y in range(d.shape[2]):
+            for xx in range(d.shape[3]):
+                for i in range(kh):
+                    for j in range(kw):
+                        grad[oc, :, i, j] += (d[:, oc, y, xx, None]
+                                              * xp[:, cs, y * stride[0] + i * dilation[0],
+                                                   xx * stride[1] + j * dilation[1]]).sum(axis=0)
+    return grad
+
+
+_I = np.ones((1, 2, 5, 5), F)
+_WC = np.ones((3, 2, 3, 3), F)
 BAD = [
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), begin_mask=-1), r"begin_mask=-1: must be >= 0"),
     BadCase("StridedSlice", [_x(2, 3)], _ss((0,), (1,), (1,), shrink_axis_mask=-4),
@@ -212,6 +333,39 @@ BAD += [
     BadCase("AllReduce", [np.zeros(2, bool)], {}, r"reduces numbers"),
     BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
             r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
+]
+
+_C = dict(out_channel=3, kernel_size=3)
+BAD += [
+    BadCase("Conv2D", [_I, _WC], dict(_C, stride=0), r"stride=0: every entry of stride must be >= 1"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, dilation=(1, 2, 3)), r"dilation=\(1, 2, 3\): dilation must be an int or a tuple"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, pad_mode="pad", pad=-1), r"pad=-1: every entry must be >= 0"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, pad=(1, 2)), r"pad=\(1, 2\): must be an int or a tuple of 4 ints"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, pad_mode="same", pad=1), r"pad must be 0 when pad_mode is not 'pad'"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, pad_mode="full"), r"pad_mode='full': must be one of 'valid', 'same', 'pad'"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, group=0), r"group=0: must be >= 1"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, group=2), r"group=2: x's 2 channels and out_channel=3 must divide"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, mode=2), r"mode=2: must be 1"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, data_format="NHWC"), r"data_format='NHWC': only 'NCHW' is supported"),
+    BadCase("Conv2D", [_I, _WC], dict(out_channel=4, kernel_size=3), r"weight \(3, 2, 3, 3\) has 3 output channels, "
+                                                                    r"out_channel=4"),
+    BadCase("Conv2D", [_I, _WC], dict(out_channel=3, kernel_size=(3, 2)), r"has a 3x3 kernel, kernel_size=\(3, 2\)"),
+    BadCase("Conv2D", [_I, _WC], dict(_C, dilation=3), r"smaller than the dilated kernel \(7, 7\)"),
+    BadCase("Conv2D", [_I, _WC.astype(np.float16)], _C, r"different dtypes"),
+    BadCase("Conv2DBackpropInput", [np.ones((1, 3, 2, 2), F), _WC], dict(_C, input_size=(1, 2, 5, 5)),
+            r"dout \(1, 3, 2, 2\) must be Conv2D's output \(1, 3, 3, 3\)"),
+    BadCase("Conv2DBackpropFilter", [np.ones((1, 3, 3, 3), F), _I], dict(_C, filter_size=(3, 2, 3)),
+            r"filter_size=\(3, 2, 3\): filter_size must be 4 sizes"),
+    BadCase("MaxPool", [_I], dict(kernel_size=0), r"kernel_size=0: every entry of kernel_size must be >= 1"),
+    BadCase("MaxPool", [_I], dict(kernel_size=2, pad_mode="pad"), r"pad_mode='pad': must be 'valid' or 'same'"),
+    BadCase("AvgPool", [_I], dict(kernel_size=6), r"x \(1, 2, 5, 5\) is smaller than the \(6, 6\) window"),
+    BadCase("AvgPool", [_I[0]], dict(kernel_size=2), r"x \(2, 5, 5\) must have rank 4"),
+    BadCase("MaxPoolGrad", [_I, _I, _I], dict(kernel_size=2), r"out \(1, 2, 5, 5\) must be the pooled shape "
+                                                               r"\(1, 2, 4, 4\)"),
+    BadCase("Pad", [_I], dict(paddings=((0, 0), (1, 1))), r"paddings has 2 pairs, x \(1, 2, 5, 5\) has 4 axes"),
+    BadCase("Pad", [_I], dict(paddings=((0, 0), (0, 0), (0, -1), (0, 0))), r"paddings=.*every entry must be a "
+                                                                            r"\(before, after\) pair of ints >= 0"),
+    BadCase("AdaptiveAvgPool2D", [_I], dict(output_size=(2, 0)), r"output_size=\(2, 0\): every size must be >= 1"),
 ]
 
 # rows without a case above, and where they are tested

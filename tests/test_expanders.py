@@ -80,6 +80,11 @@ CASES = [
     ("BatchNorm", [(4, 3), (3,), (3,), (3,), (3,)], dict(is_training=True)),
     ("BatchNorm", [(2, 3, 4, 5), (3,), (3,), (3,), (3,)], dict(is_training=True, momentum=0.5)),
     ("BatchNorm", [(2, 4, 5, 3), (3,), (3,), (3,), (3,)], dict(is_training=True, data_format="NHWC")),
+    ("Flatten", [(2, 3, 4, 5)], {}),
+    ("Flatten", [(3,)], {}),
+    ("AdaptiveAvgPool2D", [(2, 3, 6, 4)], dict(output_size=1)),          # global: a ReduceMean
+    ("AdaptiveAvgPool2D", [(2, 3, 6, 4)], dict(output_size=(3, 2))),     # even bins: windows of a Reshape
+    ("AdaptiveAvgPool2D", [(3, 7, 5)], dict(output_size=(3, None))),     # uneven bins: bin matrices
 ]
 # every composite op expanded, those off by default (BatchNorm) too
 EXPAND_ALL = CompileOptions(flags=parse_flags("--enable_expand_ops=" + ",".join(

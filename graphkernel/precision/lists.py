@@ -1,7 +1,7 @@
 """The default black/white/gray lists and the CANN alias table, read from the op table (each op's
 `precision` and `cann` facts, ir/ops).
 
-    resolve("ReduceSumD") -> "ReduceSum"   resolve("Conv2D") -> None (neither ours nor a known alias)
+    resolve("ReduceSumD") -> "ReduceSum"   resolve("Conv3D") -> None (neither ours nor a known alias)
     unknown_name("Mull") -> "'Mull' is neither a graphkernel op nor a known CANN alias (did you mean 'Mul'?)"
     default_list("Exp") -> "black"         lacks_fp32("MatMul") -> True (allow_fp32_to_fp16 lowers it)
     render_table()  -> the table of per-op defaults in docs/precision.md, generated from the op table

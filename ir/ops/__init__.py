@@ -28,6 +28,7 @@ from ir.ops import mindspore_composites, batch_norm  # noqa: F401  (Identity, Fa
 from ir.ops import state, random  # noqa: F401  (Assign; Dropout)
 from ir.ops import control  # noqa: F401  (If)
 from ir.ops import collective  # noqa: F401  (AllReduce, AllGather, ReduceScatter, Broadcast, Barrier, buckets)
+from ir.ops import conv, pool  # noqa: F401  (Conv2D and its gradients; MaxPool, AvgPool, Flatten, Pad, ...)
 from ir.ops.control import branches, map_branches
 from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)

@@ -13,9 +13,10 @@ from ir.ops import OPS
 from graphkernel.ops.operations import _primitive
 
 # MindSpore 2.10's _grad_ops names graphkernel has a row for, and SoftmaxGradExt
-GRAD_PRIMITIVES = ("BatchNormGrad", "BiasAddGrad", "DropoutGrad", "FastGeLUGrad", "GeLUGrad", "LayerNormGrad",
-                   "LogSoftmaxGrad", "MaximumGrad", "MinimumGrad", "ReluGrad", "SigmoidCrossEntropyWithLogitsGrad",
-                   "SigmoidGrad", "SoftmaxGrad", "SqrtGrad", "TanhGrad",
+GRAD_PRIMITIVES = ("AvgPoolGrad", "BatchNormGrad", "BiasAddGrad", "Conv2DBackpropFilter", "DropoutGrad",
+                   "FastGeLUGrad", "GeLUGrad", "LayerNormGrad", "LogSoftmaxGrad", "MaxPoolGrad", "MaximumGrad",
+                   "MinimumGrad", "ReluGrad", "SigmoidCrossEntropyWithLogitsGrad", "SigmoidGrad", "SoftmaxGrad",
+                   "SqrtGrad", "TanhGrad",
                    "SoftmaxGradExt")   # the last: MindSpore's graph-kernel composite, no 2.10 primitive
 
 for _name in GRAD_PRIMITIVES:
