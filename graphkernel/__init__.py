@@ -99,7 +99,7 @@ from graphkernel.checkpoint import (CheckpointError, load_checkpoint, load_param
                                     save_checkpoint)
 from graphkernel import mint, nn, ops  # noqa: E402
 from graphkernel import train  # noqa: E402
-from graphkernel.train import Model  # noqa: E402
+from graphkernel.train import DynamicLossScaleManager, FixedLossScaleManager, Model  # noqa: E402
 from graphkernel.settings.seed import get_seed, set_seed  # noqa: E402
 from graphkernel.context import (GRAPH_MODE, PYNATIVE_MODE, get_context, set_context, set_deterministic,  # noqa: E402
                                  set_device)
@@ -115,7 +115,7 @@ from ir.errors import GraphKernelError  # noqa: E402
 __version__ = "0.1.0"
 __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
            "value_and_grad", "jit", "save_checkpoint", "load_checkpoint", "load_param_into_net",
-           "CheckpointError", "mint", "nn", "ops", "train", "Model", "set_seed", "get_seed", "set_context", "get_context",
+           "CheckpointError", "mint", "nn", "ops", "train", "Model", "FixedLossScaleManager", "DynamicLossScaleManager", "set_seed", "get_seed", "set_context", "get_context",
            "set_device", "set_deterministic", "JitConfig", "mutable", "ParallelMode", "set_auto_parallel_context",
            "get_auto_parallel_context", "reset_auto_parallel_context", "communication",
            "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int8", "int16", "int32", "int64",

@@ -15,6 +15,7 @@ from graphkernel.nn.layers import (GELU, BatchNorm1d, BatchNorm2d, ClipByNorm, D
                                    LayerNorm, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, get_activation)
 from graphkernel.nn.loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LossBase, LossError, MSELoss,
                                  SoftmaxCrossEntropyWithLogits, WithLossCell)
+from graphkernel.nn.spatial import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Flatten, MaxPool2d, Pad
 from graphkernel.nn.lr_checks import LearningRateError, LearningRateTypeError, LearningRateValueError
 from graphkernel.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Lamb, Momentum, Optimizer, OptimizerError
 from graphkernel.nn.wrap import (DistributedGradReducer, DynamicLossScaleUpdateCell, FixedLossScaleUpdateCell,
@@ -27,7 +28,7 @@ __all__ = ["Cell", "CellList", "SequentialCell", "Dense", "Dropout", "Embedding"
            "BCEWithLogitsLoss", "WithLossCell", "Optimizer", "OptimizerError", "SGD", "Momentum", "Adam",
            "AdamWeightDecay", "AdamW", "Lamb", "TrainOneStepCell", "TrainOneStepWithLossScaleCell",
            "DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell", "TrainCellError", "DistributedGradReducer",
-           "ClipByNorm",
+           "ClipByNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "Pad",
            "LearningRateSchedule", "PolynomialDecayLR", "WarmUpLR",
            "CosineDecayLR", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR", "LearningRateError",
            "LearningRateTypeError", "LearningRateValueError", "piecewise_constant_lr", "exponential_decay_lr",
