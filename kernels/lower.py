@@ -10,6 +10,8 @@
                                 composite, so fusion on and off compute the same bits
     MatMul, BatchMatMul         numpy's BLAS, large products split over the threads (kernels/matmul.py)
     Transpose                   a numpy copy
+    Conv2D and its gradients,   im2col + BLAS GEMM, and strided numpy passes per window tap
+    pooling and theirs          (kernels/conv.py, kernels/pool.py)
     UnsortedSegmentSum          a numba scatter-add loop (kernels/scatter.py)
     Dropout                     a numba loop regenerating its mask from counters (kernels/random.py)
     CopyToHost, CopyToDevice    a real copy into the destination buffer (target "copy")
@@ -40,6 +42,7 @@ from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
 from kernels.compile import multi_tensor_signature, signature
+from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.in_place import plan_in_place
@@ -156,6 +159,8 @@ class _Builder:
             self.numpy_step(node, gemm_fn(node), "numpy")
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
+        elif (spatial := spatial_kernel(node)) is not None:   # convolutions, pooling: kernels/conv.py
+            self.numpy_step(node, *spatial)
         elif node.op == "Cast" and _storage_only(node):   # to or from bfloat16: ml_dtypes' conversion
             self.numpy_step(node, _reference_fn(node), "numpy")
         elif node.op == "UnsortedSegmentSum":

@@ -1,0 +1,168 @@
+"""Convolution kernels: Conv2D and its two gradients as im2col + one GEMM through numpy's BLAS.
+
+    columns   cols [K = C/g * kh * kw, N * oh * ow]: row (c, i, j) holds, for every output pixel, the input
+              pixel tap (i, j) of channel c reads (zero in the padding); built by kh * kw strided copies
+    forward   out^T [O, N * P] = W [O, K] @ cols            one GEMM per group, then [O, N, P] -> [N, O, P]
+    dx        dcols [K, N * P] = W^T @ dout^T                then col2im: kh * kw strided adds into the
+                                                             padded input, the padding cut off
+    dw        dW [O, K] = dout^T [O, N * P] @ cols^T         one GEMM per group (BLAS reads cols^T in place)
+
+A 1x1 convolution with stride 1 and no padding needs no columns: the input is already [N, C, H * W], and
+the forward and dx are batched products with the weight (N GEMMs of [O, C] x [C, HW]), dw one GEMM after
+moving dout and x to [C, N * HW].
+
+Why this and not a direct loop: a direct loop nest in numba over (o, c, i, j, y, x) at ResNet's shapes ran
+many times slower than BLAS's blocked GEMM on the same product (see docs/kernels.md); the columns cost
+kh * kw copies of the input, memory-bound work BLAS then amortises over O output channels.
+
+float16 operands are widened to float32, computed in float32 and rounded once (MatMul's semantics). Each
+kernel writes its flat output buffer, as every numpy step of kernels/lower.py does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.graph import Node
+from ir.ops.conv import out_hw, pads
+from kernels.pool import POOL_OPS, pool_kernel
+
+CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+
+
+class Geometry:
+    """What a convolution kernel needs to know of its node, computed once when it is lowered."""
+
+    def __init__(self, x_shape: tuple, w_shape: tuple, attrs: dict):
+        self.n, self.c, self.h, self.w = x_shape
+        self.o, self.cg, self.kh, self.kw = w_shape
+        self.g = attrs["group"]
+        self.og = self.o // self.g
+        self.sh, self.sw = attrs["stride"]
+        self.dh, self.dw = attrs["dilation"]
+        self.pads = pads(attrs, self.h, self.w)
+        self.oh, self.ow = out_hw(attrs, self.h, self.w)
+        self.p = self.oh * self.ow
+        self.k = self.cg * self.kh * self.kw
+        self.pointwise = (self.kh, self.kw, self.sh, self.sw) == (1, 1, 1, 1) and not any(self.pads)
+
+    @property
+    def padded_hw(self) -> tuple[int, int]:
+        t, b, l, r = self.pads
+        return self.h + t + b, self.w + l + r
+
+    def tap(self, a: np.ndarray, i: int, j: int) -> np.ndarray:
+        """The view [.., oh, ow] of padded a that kernel tap (i, j) reads for every output pixel."""
+        y0, x0 = i * self.dh, j * self.dw
+        return a[..., y0:y0 + (self.oh - 1) * self.sh + 1:self.sh, x0:x0 + (self.ow - 1) * self.sw + 1:self.sw]
+
+    def padded(self, x: np.ndarray) -> np.ndarray:
+        if not any(self.pads):
+            return x
+        t, b, l, r = self.pads
+        hp, wp = self.padded_hw
+        out = np.zeros((self.n, self.c, hp, wp), x.dtype)
+        out[:, :, t:t + self.h, l:l + self.w] = x
+        return out
+
+    def columns(self, x: np.ndarray, group: int) -> np.ndarray:
+        """cols [K, N * P] of one group's input channels."""
+        xg = x[:, group * self.cg:(group + 1) * self.cg]
+        cols = np.empty((self.cg, self.kh, self.kw, self.n, self.oh, self.ow), x.dtype)
+        xt = xg.transpose(1, 0, 2, 3)    # [C, N, Hp, Wp], a view
+        for i in range(self.kh):
+            for j in range(self.kw):
+                cols[:, i, j] = self.tap(xt, i, j)
+        return cols.reshape(self.k, self.n * self.p)
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _store(out: np.ndarray, value: np.ndarray) -> None:
+    np.copyto(out.reshape(value.shape), value, casting="unsafe")
+
+
+def _forward(geo: Geometry, x_shape, w_shape):
+    def conv2d(x, w, out):
+        x, w = _wide(x).reshape(x_shape), _wide(w).reshape(w_shape)
+        w2 = w.reshape(geo.o, geo.k)
+        if geo.pointwise and geo.g == 1:
+            _store(out, np.matmul(w2, x.reshape(geo.n, geo.c, geo.p)))
+            return
+        xp = geo.padded(x)
+        result = np.empty((geo.o, geo.n * geo.p), x.dtype)
+        for k in range(geo.g):
+            rows = slice(k * geo.og, (k + 1) * geo.og)
+            np.matmul(w2[rows], geo.columns(xp, k), out=result[rows])
+        _store(out, result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2))
+    return conv2d
+
+
+def _input_grad(geo: Geometry, d_shape, w_shape):
+    t, _, l, _ = geo.pads
+
+    def conv2d_backprop_input(dout, w, out):
+        d, w = _wide(dout).reshape(d_shape), _wide(w).reshape(w_shape)
+        w2 = w.reshape(geo.o, geo.k)
+        if geo.pointwise and geo.g == 1:
+            _store(out, np.matmul(w2.T, d.reshape(geo.n, geo.o, geo.p)))
+            return
+        dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
+        hp, wp = geo.padded_hw
+        grad = np.zeros((geo.c, geo.n, hp, wp), d.dtype)
+        for k in range(geo.g):
+            rows = slice(k * geo.og, (k + 1) * geo.og)
+            dcols = np.matmul(w2[rows].T, dt[rows]).reshape(geo.cg, geo.kh, geo.kw, geo.n, geo.oh, geo.ow)
+            gk = grad[k * geo.cg:(k + 1) * geo.cg]
+            for i in range(geo.kh):
+                for j in range(geo.kw):
+                    geo.tap(gk, i, j)[...] += dcols[:, i, j]
+        _store(out, grad[:, :, t:t + geo.h, l:l + geo.w].transpose(1, 0, 2, 3))
+    return conv2d_backprop_input
+
+
+def _filter_grad(geo: Geometry, d_shape, x_shape):
+    def conv2d_backprop_filter(dout, x, out):
+        d, x = _wide(dout).reshape(d_shape), _wide(x).reshape(x_shape)
+        dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
+        if geo.pointwise and geo.g == 1:
+            xt = x.reshape(geo.n, geo.c, geo.p).transpose(1, 0, 2).reshape(geo.c, geo.n * geo.p)
+            _store(out, np.matmul(dt, xt.T))
+            return
+        xp = geo.padded(x)
+        result = np.empty((geo.o, geo.k), d.dtype)
+        for k in range(geo.g):
+            rows = slice(k * geo.og, (k + 1) * geo.og)
+            np.matmul(dt[rows], geo.columns(xp, k).T, out=result[rows])
+        _store(out, result)
+    return conv2d_backprop_filter
+
+
+def conv_kernel(node: Node):
+    """The step function (inputs..., output) computing a Conv2D, Conv2DBackpropInput or
+    Conv2DBackpropFilter node on flat buffers."""
+    attrs = node.attr_dict
+    a, b = (v.shape for v in node.inputs)
+    if node.op == "Conv2D":
+        fn = _forward(Geometry(a, b, attrs), a, b)
+    elif node.op == "Conv2DBackpropInput":
+        fn = _input_grad(Geometry(attrs["input_size"], b, attrs), a, b)
+    else:
+        fn = _filter_grad(Geometry(b, attrs["filter_size"], attrs), a, b)
+
+    def kernel(*arrays):
+        with np.errstate(over="ignore", invalid="ignore"):   # inf and NaN propagate, as in every kernel
+            fn(*arrays)
+    kernel.__name__ = fn.__name__
+    return kernel
+
+
+def spatial_kernel(node: Node):
+    """(step function, variant) of a convolution ("conv") or pooling ("pool") node; None for any other op.
+    kernels/lower.py launches it as a numpy step of its own, named after its node."""
+    if node.op in CONV_OPS:
+        return conv_kernel(node), "conv"
+    if node.op in POOL_OPS:
+        return pool_kernel(node), "pool"
+    return None

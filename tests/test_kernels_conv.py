@@ -1,0 +1,70 @@
+"""The convolution and pooling kernels (kernels/conv.py, kernels/pool.py) against the numpy reference, swept
+over what they distinguish: the pointwise path (1x1, stride 1, no padding) and the im2col path, padding
+modes, strides larger than the kernel, dilation, groups (depthwise), odd sizes, float16; and that they
+launch as kernels of their own, named after their nodes."""
+import numpy as np
+import pytest
+
+from graphkernel.compiler import compile_graph
+from graphkernel.settings.options import CompileOptions
+from ir import GraphBuilder
+from ir.dtypes import DType
+from ir.graph import TensorType
+from ir.interpret import interpret
+from tolerance import assert_close
+
+GEOMETRIES = [   # x shape, weight shape, attributes
+    ((2, 8, 5, 7), (6, 8, 1, 1), {}),                                              # pointwise
+    ((2, 8, 6, 6), (6, 8, 1, 1), dict(stride=2, pad_mode="same")),                 # strided 1x1
+    ((1, 3, 9, 8), (4, 3, 3, 3), dict(pad_mode="same")),
+    ((2, 3, 9, 8), (4, 3, 2, 4), dict(pad_mode="same", stride=2)),                 # even kernel, odd pad
+    ((1, 4, 7, 7), (4, 4, 3, 3), dict(pad_mode="pad", pad=(2, 1, 0, 3), dilation=(2, 1))),
+    ((1, 2, 11, 10), (3, 2, 2, 2), dict(stride=4)),                                # stride > kernel
+    ((2, 6, 5, 5), (6, 2, 3, 3), dict(pad_mode="same", group=3)),
+    ((1, 4, 6, 5), (4, 1, 3, 3), dict(pad_mode="same", group=4, stride=2)),        # depthwise
+    ((1, 3, 12, 12), (5, 3, 7, 7), dict(pad_mode="same", stride=2)),               # a ResNet stem
+]
+POOLS = [((2, 3, 7, 8), dict(kernel_size=3, strides=2, pad_mode="same")),
+         ((1, 2, 9, 6), dict(kernel_size=2, strides=3)),
+         ((1, 2, 5, 5), dict(kernel_size=(1, 3), strides=(2, 1), pad_mode="same"))]
+
+
+def _device_and_reference(op, arrays, attrs):
+    b = GraphBuilder(*[TensorType(a.shape, DType(a.dtype.name)) for a in arrays])
+    graph = b.graph(b.op(op, *b.inputs, name=f"Default/net/{op}-op0", **attrs))
+    compiled = compile_graph(graph, CompileOptions(), eager=True)
+    (info,) = compiled.kernels
+    assert info.op_types == (op,) and info.name == f"Default/net/{op}-op0"
+    return compiled.run_arrays(arrays)[0], interpret(graph, arrays)[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("x_shape, w_shape, kw", GEOMETRIES, ids=[str(i) for i in range(len(GEOMETRIES))])
+def test_convolution_kernels_equal_the_reference(x_shape, w_shape, kw, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    attrs = dict(out_channel=w_shape[0], kernel_size=w_shape[2:], **kw)
+    y, want = _device_and_reference("Conv2D", [x, w], attrs)
+    assert_close(y, want)
+    d = rng.standard_normal(y.shape).astype(dtype)
+    dx, want = _device_and_reference("Conv2DBackpropInput", [d, w], dict(attrs, input_size=x_shape))
+    assert_close(dx, want)
+    dw, want = _device_and_reference("Conv2DBackpropFilter", [d, x], dict(attrs, filter_size=w_shape))
+    assert_close(dw, want, rtol_scale=4 if dtype == np.float16 else 1)   # sums of N * oh * ow products
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("shape, attrs", POOLS, ids=[str(i) for i in range(len(POOLS))])
+def test_pooling_kernels_equal_the_reference(shape, attrs, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(dtype)
+    y, want = _device_and_reference("MaxPool", [x], attrs)
+    assert_close(y, want, bitwise=True)
+    a, want = _device_and_reference("AvgPool", [x], attrs)
+    assert_close(a, want)
+    d = rng.standard_normal(y.shape).astype(dtype)
+    g, want = _device_and_reference("MaxPoolGrad", [x, y, d], attrs)
+    assert_close(g, want, bitwise=True)
+    g, want = _device_and_reference("AvgPoolGrad", [x, a, d], attrs)
+    assert_close(g, want)
