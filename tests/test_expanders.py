@@ -86,7 +86,7 @@ CASES = [
     ("AdaptiveAvgPool2D", [(2, 3, 6, 4)], dict(output_size=(3, 2))),     # even bins: windows of a Reshape
     ("AdaptiveAvgPool2D", [(3, 7, 5)], dict(output_size=(3, None))),     # uneven bins: bin matrices
 ]
-# every composite op expanded, those off by default (BatchNorm) too
+# every composite op expanded, those off by default too
 EXPAND_ALL = CompileOptions(flags=parse_flags("--enable_expand_ops=" + ",".join(
     name for name, d in OPS.items() if d.expandable and not d.expand_by_default), read_env=False))
 
@@ -354,11 +354,11 @@ def test_one_hot_expansion(dtype, axis):
     assert_close(got, want, bitwise=True)
 
 
-def test_batch_norm_is_expanded_only_when_asked():
+def test_batch_norm_is_expanded_unless_disabled():
     graph = single_op_graph("BatchNorm", [(2, 3, 4, 4), (3,), (3,), (3,), (3,)], dict(is_training=True), F32)
-    assert ops(expand(graph, CompileOptions())) == ["BatchNorm"]
-    opts = CompileOptions(flags=parse_flags("--enable_expand_ops=BatchNorm", read_env=False))
-    expanded = verify(expand(graph, opts))
+    opts = CompileOptions(flags=parse_flags("--disable_expand_ops=BatchNorm", read_env=False))
+    assert ops(expand(graph, opts)) == ["BatchNorm"]
+    expanded = verify(expand(graph, CompileOptions()))
     assert "BatchNorm" not in ops(expanded)
     reductions = [n for n in expanded.nodes if n.op == "ReduceSum"]
     assert len(reductions) == 2 and all(n.attr("axis") == (0, 2, 3) and n.attr("keep_dims") for n in reductions)

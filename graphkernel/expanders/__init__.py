@@ -13,7 +13,7 @@ An expander registers itself where it is written, `@expands("Square")` above its
 
 Every expansion is checked: its result types must equal the types the op inferred, else an IRError names
 the expander. Disabled ops (`--disable_expand_ops=Softmax`) stay as opaque single-op kernels, and so do the ops whose row
-says `expand_by_default=False` (BatchNorm) unless `--enable_expand_ops` names them.
+says `expand_by_default=False` unless `--enable_expand_ops` names them.
 """
 from __future__ import annotations
 

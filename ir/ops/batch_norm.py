@@ -1,6 +1,9 @@
 """Batch normalization as MindSpore's BatchNorm and BatchNormGrad have it, composite ops (an expander each,
-graphkernel/expanders/), not expanded unless `--enable_expand_ops=BatchNorm` (or BatchNormGrad) asks:
-until then each runs as one op of its own, as on MindSpore's Ascend backend.
+graphkernel/expanders/), expanded by default into reductions and elementwise ops that fuse with the
+convolution's ReLU and residual Add around them, as MindSpore's graph-kernel expanders do (measured on
+[8, 64, 28, 28], BatchNorm + Add + ReLU in training on a loaded machine: forward 0.7 ms expanded and fused
+against 16 ms as one op of its own; forward and backward 0.9 ms against 77 ms).
+`--disable_expand_ops=BatchNorm` (or BatchNormGrad) keeps one as an op of its own, on the numpy reference.
 
     BatchNorm(x, scale, bias, mean, variance) {is_training=False, epsilon=1e-5, momentum=0.1, data_format}
         -> (y, batch_mean, batch_variance, reserve_space_1, reserve_space_2)
@@ -171,7 +174,7 @@ def _batch_norm_grad_rule(b, node, douts):
 
 
 composite("BatchNorm", 5, _batch_norm_infer, _batch_norm, ATTRS, grad=_batch_norm_grad_rule,
-          expand_by_default=False, cann=("BNTrainingReduce", "BNTrainingUpdate", "BNInfer"),
+          cann=("BNTrainingReduce", "BNTrainingUpdate", "BNInfer"),
           precision=Precision("black", True, "a mean and a variance per channel lose precision in float16"),
           doc="(y, batch_mean, batch_variance, reserve_space_1, reserve_space_2); training normalizes by the "
               "batch's statistics, inference by the given mean and variance",
@@ -210,7 +213,7 @@ def _batch_norm_grad(a, attrs):
     return dx.astype(x.dtype), dscale.astype(scale.dtype), dbias.astype(scale.dtype)
 
 
-composite("BatchNormGrad", 6, _batch_norm_grad_infer, _batch_norm_grad, GRAD_ATTRS, expand_by_default=False,
+composite("BatchNormGrad", 6, _batch_norm_grad_infer, _batch_norm_grad, GRAD_ATTRS,
           cann=("BNTrainingReduceGrad", "BNTrainingUpdateGrad", "BNInferGrad"),
           api=Api(primitive=False, inputs=("dy", "x", "scale", "saved_mean", "saved_variance", "reserve")),
           precision=Precision("black", True, "sums per channel; its expansion stays float32"),
