@@ -24,6 +24,7 @@ import numpy as np
 
 from ir.graph import Node
 from ir.ops.conv import out_hw, pads
+from kernels.matmul import matmul, matmul_into
 from kernels.pool import POOL_OPS, pool_kernel
 
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
@@ -88,13 +89,13 @@ def _forward(geo: Geometry, x_shape, w_shape):
         x, w = _wide(x).reshape(x_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            _store(out, np.matmul(w2, x.reshape(geo.n, geo.c, geo.p)))
+            _store(out, matmul(w2, x.reshape(geo.n, geo.c, geo.p)))
             return
         xp = geo.padded(x)
         result = np.empty((geo.o, geo.n * geo.p), x.dtype)
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
-            np.matmul(w2[rows], geo.columns(xp, k), out=result[rows])
+            matmul_into(w2[rows], geo.columns(xp, k), result[rows])
         _store(out, result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2))
     return conv2d
 
@@ -106,14 +107,14 @@ def _input_grad(geo: Geometry, d_shape, w_shape):
         d, w = _wide(dout).reshape(d_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            _store(out, np.matmul(w2.T, d.reshape(geo.n, geo.o, geo.p)))
+            _store(out, matmul(w2.T, d.reshape(geo.n, geo.o, geo.p)))
             return
         dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
         hp, wp = geo.padded_hw
         grad = np.zeros((geo.c, geo.n, hp, wp), d.dtype)
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
-            dcols = np.matmul(w2[rows].T, dt[rows]).reshape(geo.cg, geo.kh, geo.kw, geo.n, geo.oh, geo.ow)
+            dcols = matmul(w2[rows].T, dt[rows]).reshape(geo.cg, geo.kh, geo.kw, geo.n, geo.oh, geo.ow)
             gk = grad[k * geo.cg:(k + 1) * geo.cg]
             for i in range(geo.kh):
                 for j in range(geo.kw):
@@ -128,13 +129,13 @@ def _filter_grad(geo: Geometry, d_shape, x_shape):
         dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
         if geo.pointwise and geo.g == 1:
             xt = x.reshape(geo.n, geo.c, geo.p).transpose(1, 0, 2).reshape(geo.c, geo.n * geo.p)
-            _store(out, np.matmul(dt, xt.T))
+            _store(out, matmul(dt, xt.T))
             return
         xp = geo.padded(x)
         result = np.empty((geo.o, geo.k), d.dtype)
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
-            np.matmul(dt[rows], geo.columns(xp, k).T, out=result[rows])
+            matmul_into(dt[rows], geo.columns(xp, k).T, result[rows])
         _store(out, result)
     return conv2d_backprop_filter
 

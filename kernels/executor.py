@@ -85,6 +85,7 @@ class Step:
                                 # and takes no argument for it (kernels/in_place.py)
     scratch: tuple[int, ...] = ()   # temps the launch uses while it runs, passed after the outputs
                                     # (a split reduction's partials)
+    blas: bool = False          # it calls BLAS (MatMul, convolutions: kernels/matmul.py's chunks)
 
     def call_outs(self) -> tuple[int, ...]:
         """The output storages passed to fn: those not stored through an input."""
@@ -218,7 +219,7 @@ class Program:
         self._local = threading.local()
         # a program computing GEMMs holds BLAS at one thread while it runs: kernels/matmul.py splits the
         # large ones over the pool (kernels/threads.py), and BLAS's own threads would compete with it
-        self.uses_blas = any(s.info.op_types[0] in ("MatMul", "BatchMatMul") for s in self.launch_list)
+        self.uses_blas = any(s.blas for s in self.launch_list)
         self._runner = self._make_runner(observed=False)
         self._observed_runner = None    # generated on the first observed call
 

@@ -156,11 +156,12 @@ class _Builder:
         elif (sub := self.kernel_graph(node)) is not None:
             self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
         elif node.op in ("MatMul", "BatchMatMul"):
-            self.numpy_step(node, gemm_fn(node), "numpy")
+            self.numpy_step(node, gemm_fn(node), "numpy", blas=True)
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn(node), "numpy")
         elif (spatial := spatial_kernel(node)) is not None:   # convolutions, pooling: kernels/conv.py
-            self.numpy_step(node, *spatial)
+            fn, variant = spatial
+            self.numpy_step(node, fn, variant, blas=variant == "conv")
         elif node.op == "Cast" and _storage_only(node):   # to or from bfloat16: ml_dtypes' conversion
             self.numpy_step(node, _reference_fn(node), "numpy")
         elif node.op == "UnsortedSegmentSum":
@@ -192,13 +193,13 @@ class _Builder:
             self.where[v] = self.where[ref] if ref is not None else self.storage("temp", v.type)
         return tuple(self.where[v] for v in node.outputs)
 
-    def numpy_step(self, node: Node, fn, variant: str) -> None:
+    def numpy_step(self, node: Node, fn, variant: str, blas: bool = False) -> None:
         target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, target, None, variant, phase=phase_of(node, self.updates_only))
         ins = tuple(self.where[v] for v in node.inputs)
         self.steps.append(Step(info, fn, ins, self.outputs_of(node), values_in=node.inputs,
-                               values_out=node.outputs))
+                               values_out=node.outputs, blas=blas))
 
     def generated(self, node: Node, sub: Graph, ext: tuple[Value, ...], label: str) -> None:
         # a node writing a Parameter in place must compute all its results before writing any: the

@@ -64,36 +64,56 @@ def gemm_fn(node: Node):
         batch_shape = out_shape[:-2]
         return np.broadcast_to(x, batch_shape + x.shape[-2:]), np.broadcast_to(y, batch_shape + y.shape[-2:])
 
-    def product(x, y, out) -> None:
-        """out = x @ y, over the chunks of the plan."""
-        if axis == "none":
-            np.matmul(x, y, out=out)
-            return
-        if axis == "batch":
-            xs, ys, outs = (v.reshape((batch,) + v.shape[-2:]) for v in (x, y, out))
-
-            def task(c):
-                part = slice(*bounds[c])
-                np.matmul(xs[part], ys[part], out=outs[part])
-        elif axis == "n":
-            def task(c):
-                part = slice(*bounds[c])
-                np.matmul(x, y[..., part], out=out[..., part])
-        else:
-            def task(c):
-                part = slice(*bounds[c])
-                np.matmul(x[..., part, :], y, out=out[..., part, :])
-        threads.pool().run(task, len(bounds))
-
     def matmul(a, b, out):
         x, y = operands(a, b)
         # inf and NaN propagate as IEEE says, silently, as in every kernel (a loss scale's overflow steps)
         with np.errstate(over="ignore", invalid="ignore"):
             if half:
                 wide = np.empty(out_shape, np.float32)
-                product(x, y, wide)
+                run_chunks(x, y, wide, batch, axis, bounds)
                 np.copyto(out.reshape(out_shape), wide, casting="unsafe")
             else:
-                product(x, y, out.reshape(out_shape))
+                run_chunks(x, y, out.reshape(out_shape), batch, axis, bounds)
     matmul.chunks = len(bounds)
     return matmul
+
+
+def run_chunks(x: np.ndarray, y: np.ndarray, out: np.ndarray, batch: int, axis: str, bounds: list) -> None:
+    """out = x @ y (x, y broadcast to out's batch shape), over the chunks of a plan_chunks plan."""
+    if axis == "none":
+        np.matmul(x, y, out=out)
+        return
+    if axis == "batch":
+        xs, ys, outs = (v.reshape((batch,) + v.shape[-2:]) for v in (x, y, out))
+
+        def task(c):
+            part = slice(*bounds[c])
+            np.matmul(xs[part], ys[part], out=outs[part])
+    elif axis == "n":
+        def task(c):
+            part = slice(*bounds[c])
+            np.matmul(x, y[..., part], out=out[..., part])
+    else:
+        def task(c):
+            part = slice(*bounds[c])
+            np.matmul(x[..., part, :], y, out=out[..., part, :])
+    threads.pool().run(task, len(bounds))
+
+
+def matmul_into(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """out = x @ y for 2-D or batched operands of one batch shape (views are fine), chunked over the pool
+    as gemm_fn's products are; for the other BLAS kernels (kernels/conv.py)."""
+    batch = math.prod(out.shape[:-2])
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    axis, bounds = plan_chunks(batch, m, n, k)
+    if axis == "batch":
+        x, y = np.broadcast_to(x, out.shape[:-2] + x.shape[-2:]), np.broadcast_to(y, out.shape[:-2] + y.shape[-2:])
+    run_chunks(x, y, out, batch, axis, bounds)
+
+
+def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x @ y into a new array (matmul_into)."""
+    out = np.empty(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]) + (x.shape[-2], y.shape[-1]),
+                   np.result_type(x, y))
+    matmul_into(x, y, out)
+    return out
