@@ -92,10 +92,11 @@ class Cell:
 
     def to_float(self, dst_type) -> "Cell":
         """MindSpore's `to_float`: this cell and every cell below it cast their float inputs to dst_type
-        (float16 or float32) when called; returns the cell."""
+        (float16, float32 or bfloat16, as MindSpore 2.x's) when called; returns the cell."""
         dtype = as_dtype(dst_type)
-        if dtype not in (DType.float16, DType.float32):
-            raise CellCallError(f"{type(self).__name__}.to_float: dst_type must be float16 or float32, got {dtype}")
+        if dtype not in (DType.float16, DType.float32, DType.bfloat16):
+            raise CellCallError(f"{type(self).__name__}.to_float: dst_type must be float16, float32 or bfloat16, "
+                                f"got {dtype}")
         for _, cell in self.cells_and_names():
             object.__setattr__(cell, "_float_dtype", dtype)
         _structure_version[0] += 1

@@ -57,7 +57,7 @@ import numpy as np
 import safetensors
 from safetensors import safe_open
 
-from ir.dtypes import as_dtype
+from ir.dtypes import DType, as_dtype
 from ir.errors import DTypeError, GraphKernelError
 from graphkernel.cell import Cell
 from graphkernel.tensor import Parameter, Tensor
@@ -68,6 +68,9 @@ MINDSPORE_FORMAT = "ms"   # the metadata of MindSpore 2.x's save_checkpoint(...,
 
 _SAFETENSORS_DTYPES = frozenset({"F16", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "BOOL"})   # graphkernel's
 _SUPPORTED = "float16, float32, float64, int8, int16, int32, int64, uint8, bool (bfloat16: cast it to float32)"
+# the dtypes of _SAFETENSORS_DTYPES: safetensors' numpy side has no bfloat16
+_CHECKPOINT_DTYPES = frozenset({DType.float16, DType.float32, DType.float64, DType.int8, DType.int16, DType.int32,
+                                DType.int64, DType.uint8, DType.bool})
 
 
 class CheckpointError(GraphKernelError, ValueError):
@@ -156,7 +159,7 @@ def _entry_array(name: str, value, shown: str) -> np.ndarray:
                                   "Parameters, arrays or (in append_dict) int, float, bool")
     arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("="), order="C")   # keeps 0-d
     try:
-        if not as_dtype(arr.dtype).computes:   # safetensors' numpy side has no bfloat16
+        if as_dtype(arr.dtype) not in _CHECKPOINT_DTYPES:
             raise DTypeError(str(arr.dtype))
     except DTypeError:
         raise CheckpointError(f"{shown}: entry {name!r} has dtype {arr.dtype}; a checkpoint holds "

@@ -14,7 +14,10 @@ int64 = DType.int64
 int8 = DType.int8
 int16 = DType.int16
 uint8 = DType.uint8
-bfloat16 = DType.bfloat16   # a storage dtype: held and cast, computed in float32 (ir/dtypes.py)
+uint16 = DType.uint16
+uint32 = DType.uint32
+uint64 = DType.uint64
+bfloat16 = DType.bfloat16   # computed in float32 and rounded to bfloat16 after every op (ir/dtypes.py)
 bool_ = DType.bool
 
 # MindSpore's shorter aliases
@@ -37,7 +40,6 @@ class UnsupportedDType:
         return f"mstype.{self.name} (not supported)"
 
 
-uint16, uint32, uint64 = (UnsupportedDType(n) for n in ("uint16", "uint32", "uint64"))
 complex64, complex128 = (UnsupportedDType(n) for n in ("complex64", "complex128"))
 
 __all__ = ["DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "bool_",

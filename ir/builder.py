@@ -150,8 +150,8 @@ class GraphBuilder:
         return x if x.dtype == dtype else self.op("Cast", x, dtype=dtype)
 
     def wide(self, *xs: Value) -> list[Value]:
-        """The values in float32 where they are float16 (computed wide, rounded once by the caller)."""
-        return [self.cast(x, DType.float32) if x.dtype == DType.float16 else x for x in xs]
+        """The values in float32 where they are half floats (computed wide, rounded once by the caller)."""
+        return [self.cast(x, DType.float32) if x.dtype.is_half else x for x in xs]
 
     # -- reductions -----------------------------------------------------------------------------------
     def reduce(self, op: str, x: Value, axes, keep_dims: bool = True, name: str | None = None) -> Value:
@@ -162,13 +162,13 @@ class GraphBuilder:
 
     def mean(self, x: Value, axes) -> Value:
         """The mean over `axes` (() is every axis), keep_dims=True, rounded as the registry's ReduceMean: a
-        float16 input is summed and divided in float32 and rounded to float16 once (as numpy's mean does)."""
+        half-float input is summed and divided in float32 and rounded to its dtype once (as numpy's mean does)."""
         try:
             axes = normalize_axes(axes, x.type.rank)
         except ShapeError as e:
             raise ShapeError(f"mean of {x.type}: {e}") from None
         count = prod(x.shape[a] for a in axes)
-        acc = self.op("Cast", x, dtype=DType.float32) if x.dtype == DType.float16 else x
+        acc = self.op("Cast", x, dtype=DType.float32) if x.dtype.is_half else x
         total = self.reduce("ReduceSum", acc, axes)
         mean = self.op("RealDiv", total, self.scalar(count, total))
         return mean if mean.dtype == x.dtype else self.op("Cast", mean, dtype=x.dtype)

@@ -1,11 +1,12 @@
 """The tensor element types of the IR.
 
-Ten dtypes, each knowing its numpy dtype and the short name the text form uses (`f32[4,4]`).
+Thirteen dtypes, each knowing its numpy dtype and the short name the text form uses (`f32[4,4]`).
 `as_dtype` turns whatever a user may write (a DType, a numpy dtype or type, a name) into a DType.
 
-bfloat16 (numpy's dtype from ml_dtypes) is a storage dtype: tensors and Parameters hold it and Cast
-converts to and from it, but no op computes in it (`computes` is False; ops other than those that move
-or convert data refuse it with a DTypeError saying to Cast it first).
+float16 and bfloat16 (numpy's dtype from ml_dtypes) are the half floats (`is_half`): an op on them
+computes in float32 and rounds its result once to the half dtype, as MindSpore's kernels do; sums and
+matrix products accumulate in float32 (`wide_np`). numpy sees bfloat16 as a void kind ('V'), not a
+float: ask `is_float_array`, never `dtype.kind == "f"`.
 """
 from enum import Enum
 
@@ -25,6 +26,9 @@ class DType(Enum):
     int32 = "int32"
     int64 = "int64"
     uint8 = "uint8"
+    uint16 = "uint16"
+    uint32 = "uint32"
+    uint64 = "uint64"
     bool = "bool"
 
     @property
@@ -37,16 +41,20 @@ class DType(Enum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.float16, DType.float32, DType.float64)
+        return self in _FLOATS
+
+    @property
+    def is_half(self) -> bool:
+        """float16 or bfloat16: computed in float32, rounded to the dtype after every op."""
+        return self in (DType.float16, DType.bfloat16)
 
     @property
     def is_int(self) -> bool:
         return self in _INTS
 
     @property
-    def computes(self) -> bool:
-        """False for a storage dtype (bfloat16): held and converted, never computed in."""
-        return self is not DType.bfloat16
+    def is_unsigned(self) -> bool:
+        return self in (DType.uint8, DType.uint16, DType.uint32, DType.uint64)
 
     @property
     def itemsize(self) -> int:
@@ -61,15 +69,36 @@ class DType(Enum):
         return self.value
 
 
-_INTS = frozenset({DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8})
+_INTS = frozenset({DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint16, DType.uint32,
+                   DType.uint64})
+_FLOATS = frozenset({DType.float16, DType.bfloat16, DType.float32, DType.float64})
 _SHORT = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64", DType.bfloat16: "bf16",
           DType.int8: "i8", DType.int16: "i16", DType.int32: "i32", DType.int64: "i64", DType.uint8: "u8",
-          DType.bool: "bool"}
+          DType.uint16: "u16", DType.uint32: "u32", DType.uint64: "u64", DType.bool: "bool"}
 _BY_SHORT = {short: dt for dt, short in _SHORT.items()}
 # looked up, not made, on every use: passes ask often
 _NP = {dt: np.dtype(ml_dtypes.bfloat16) if dt is DType.bfloat16 else np.dtype(dt.value) for dt in DType}
 _ITEMSIZE = {dt: npd.itemsize for dt, npd in _NP.items()}
 _BY_NP = {npd: dt for dt, npd in _NP.items()}
+BFLOAT16_NP = _NP[DType.bfloat16]
+HALF_NP = frozenset({np.dtype(np.float16), BFLOAT16_NP})   # held as uint16 bits by the kernels
+
+
+def wide_np(npd) -> np.dtype:
+    """The numpy dtype an array of `npd` computes in: float32 for the half floats, else its own."""
+    npd = np.dtype(npd)
+    return np.dtype(np.float32) if npd in HALF_NP else npd
+
+
+def widened(a: np.ndarray) -> np.ndarray:
+    """`a` as float32 when it holds a half float (exact), else `a` itself."""
+    return a.astype(np.float32) if a.dtype in HALF_NP else a
+
+
+def is_float_array(a) -> bool:
+    """Whether a numpy array (or dtype) holds floats, bfloat16 included (numpy calls it kind 'V')."""
+    npd = np.dtype(getattr(a, "dtype", a))
+    return npd.kind == "f" or npd == BFLOAT16_NP
 
 
 def as_dtype(x) -> DType:

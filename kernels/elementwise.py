@@ -12,6 +12,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ir.dtypes import DType
+from kernels import emitters
 from kernels.emitters import Operands, const_literal, emit
 from kernels.layout import KernelSpec
 from kernels.names import Names
@@ -148,16 +149,16 @@ class KernelTemplate:
         return emit(node.op, Operands(args, node.in_dtypes, node.dtypes, dict(node.attrs),
                                       self.operand_consts(node)))
 
-    # --- memory: float16 buffers hold uint16 bits, converted exactly on load and store ----------
+    # --- memory: half-float buffers hold uint16 bits, converted exactly on load and store -------
     def dtype_of(self, buf: tuple) -> DType:
         kind, index = buf
         return (self.spec.inputs if kind == "in" else self.spec.outputs)[index][0]
 
     def load(self, buf: tuple, element: str) -> str:
-        return f"f16_bits_to_f32({element})" if self.dtype_of(buf) == DType.float16 else element
+        return emitters.load(self.dtype_of(buf), element)
 
     def store(self, buf: tuple, value: str) -> str:
-        return f"f32_to_f16_bits({value})" if self.dtype_of(buf) == DType.float16 else value
+        return emitters.store(self.dtype_of(buf), value)
 
     def unit_level(self, ref) -> bool:
         """A value computed once per unit (reduced, after a reduction), not per element."""

@@ -10,6 +10,11 @@ expressions keep: float32 stays float32 (numba widens to float64 on a Python flo
 np.float32 values); int32 arithmetic is wrapped back to int32 (numba computes it in int64);
 transcendental float32 functions come from kernels.mathfn when it provides them (vectorizable),
 otherwise from math (libm). REDUCERS give a reduction's identity, its combine and accumulator dtype.
+
+The half floats (float16, bfloat16) live in memory as their uint16 bits and in a kernel as float32
+values: `load`/`store` convert exactly (round to nearest even), and `emit` rounds every primitive's
+float32 result to the half dtype, so a fused chain gives the unfused chain's bits. HALF names the
+conversion functions of each; reductions of a half float accumulate in float32 and round once.
 """
 from __future__ import annotations
 
@@ -22,31 +27,53 @@ from ir.dtypes import DType
 from ir.ops import OPS, Pattern, get
 from kernels import lanes, mathfn
 
-NP_NAME = {DType.float16: "np.float32", DType.float32: "np.float32", DType.float64: "np.float64",
-           DType.int8: "np.int8", DType.int16: "np.int16", DType.int32: "np.int32", DType.int64: "np.int64",
-           DType.uint8: "np.uint8", DType.bool: "np.bool_"}   # bfloat16: no kernel computes it (ir/dtypes.py)
+NP_NAME = {DType.float16: "np.float32", DType.bfloat16: "np.float32", DType.float32: "np.float32",
+           DType.float64: "np.float64", DType.int8: "np.int8", DType.int16: "np.int16", DType.int32: "np.int32",
+           DType.int64: "np.int64", DType.uint8: "np.uint8", DType.uint16: "np.uint16", DType.uint32: "np.uint32",
+           DType.uint64: "np.uint64", DType.bool: "np.bool_"}
+
+# a half float: (bits -> float32, float32 -> bits), the kernels.mathfn functions converting it exactly
+HALF = {DType.float16: ("f16_bits_to_f32", "f32_to_f16_bits"),
+        DType.bfloat16: ("bf16_bits_to_f32", "f32_to_bf16_bits")}
 
 
 def compute_dtype(dtype: DType) -> DType:
-    """The dtype a kernel holds a value of `dtype` in (NP_NAME): float16 is computed in float32."""
-    return DType.float32 if dtype == DType.float16 else dtype
+    """The dtype a kernel holds a value of `dtype` in (NP_NAME): a half float is computed in float32."""
+    return DType.float32 if dtype in HALF else dtype
 
 
 def float16_supported() -> bool:
-    """float16 kernels need kernels.mathfn's exact float16 <-> float32 conversions."""
+    """Half-float kernels need kernels.mathfn's exact conversions of both half floats."""
     names = math_functions()
-    return "f16_bits_to_f32" in names and "f32_to_f16_bits" in names
+    return all(fn in names for pair in HALF.values() for fn in pair)
+
+
+def half_round(expr: str, dtype: DType) -> str:
+    """A float32 expression rounded to the nearest value of the half float `dtype` (kept as float32)."""
+    to_f32, to_bits = HALF[dtype]
+    return f"{to_f32}({to_bits}({expr}))"
 
 
 def f16_round(expr: str) -> str:
     """A float32 expression rounded to the nearest float16 (kept as float32)."""
-    return f"f16_bits_to_f32(f32_to_f16_bits({expr}))"
+    return half_round(expr, DType.float16)
+
+
+def load(dtype: DType, element: str) -> str:
+    """An element read from a buffer of `dtype`: a half float's bits converted to float32."""
+    return f"{HALF[dtype][0]}({element})" if dtype in HALF else element
+
+
+def store(dtype: DType, value: str) -> str:
+    """A float32 value written to a buffer of `dtype`: a half float as its bits."""
+    return f"{HALF[dtype][1]}({value})" if dtype in HALF else value
 
 
 # the modules whose functions generated kernels import, and those functions
 HELPERS = {
     "kernels.mathfn": {fn: getattr(mathfn, fn) for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32",
-                                                          "f16_bits_to_f32", "f32_to_f16_bits")},
+                                                          "f16_bits_to_f32", "f32_to_f16_bits",
+                                                          "bf16_bits_to_f32", "f32_to_bf16_bits")},
     "kernels.lanes": dict(lanes.FUNCTIONS),
 }
 
@@ -106,7 +133,7 @@ def _minimum(o: Operands) -> str:
 
 def _float_fn(mathfn_name: str | None, libm: str) -> Callable[[Operands], str]:
     def emit(o: Operands) -> str:
-        if o.dtype in (DType.float32, DType.float16) and mathfn_name and mathfn_name in math_functions():
+        if o.dtype in (DType.float32, DType.float16, DType.bfloat16) and mathfn_name and mathfn_name in math_functions():
             return f"{mathfn_name}({o.args[0]})"
         return f"{NP_NAME[o.dtype]}(math.{libm}({o.args[0]}))"
     return emit
@@ -222,22 +249,35 @@ def _extremum(emit):
     return lambda acc, x, dtype: emit(Operands([acc, x], (dtype, dtype), (dtype,), {}, (None, None)))
 
 
+def _sum_dtype(dtype: DType) -> DType:
+    """Where a sum of `dtype` accumulates: narrower integers in int64 (uint64 in itself), the half floats
+    in float32, float32 and float64 in themselves."""
+    if dtype.is_int:
+        return DType.uint64 if dtype == DType.uint64 else DType.int64
+    return DType.float32 if dtype.is_half else dtype
+
+
 REDUCERS: dict[str, Reducer] = {
     # narrower integer sums accumulate in int64 and wrap once at the end: the bits of wrap-around
     "ReduceSum": Reducer(lambda d: const_literal(0, d), lambda acc, x, d: f"({acc} + {x})",
-                         lambda d: DType.int64 if d.is_int else {DType.float16: DType.float32}.get(d, d)),
+                         _sum_dtype),
     "ReduceMax": Reducer(_lowest, _extremum(_maximum), lambda d: d),
     "ReduceMin": Reducer(_highest, _extremum(_minimum), lambda d: d),
 }
 
 
 def emit(op: str, operands: Operands) -> str:
-    """The result expression, rounded to float16 when the result is float16 (every
-    primitive's float16 result is rounded, so results match numpy's float16 op by op)."""
+    """The result expression, rounded to its half float when the result is one (every primitive's
+    float16 or bfloat16 result is rounded, so results match the reference op by op). An op that gives
+    a value of its operand's half dtype already (`float16_exact`: a max, a negation, a select) needs no
+    rounding when its operands are of the result's dtype."""
     expr = EMITTERS[op](operands)
-    if operands.dtypes[0] == DType.float16 and not get(op).float16_exact and not (
-            op == "Cast" and operands.in_dtypes[0] == DType.float16):
-        expr = f16_round(expr)
+    out = operands.dtypes[0]
+    if out in HALF:
+        same = all(d == out for d in operands.in_dtypes if d.is_float)
+        exact = get(op).float16_exact and same
+        if not exact and not (op == "Cast" and operands.in_dtypes[0] == out):
+            expr = half_round(expr, out)
     return expr
 
 

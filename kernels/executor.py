@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ir.dtypes import HALF_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
@@ -279,8 +280,8 @@ class Program:
             env[f"info{k}"] = step.info
             passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
-            if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
-                call_args = [f"{a}.view(U16)" if self.storages[s].dtype == np.float16 else a
+            if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
+                call_args = [f"{a}.view(U16)" if self.storages[s].dtype in HALF_NP else a
                              for a, s in zip(call_args, passed)]
             call_args += [repr(x) for x in step.extra]
             if isinstance(step.fn, Conditional):   # its branch's launches are observed one by one
@@ -376,8 +377,8 @@ class Program:
         flat_ins = flat
         flat = flat + [o.reshape(-1) for k, o in enumerate(outs) if k not in aliased]
         flat += [np.empty(self.storages[s].size, self.storages[s].dtype) for s in step.scratch]
-        if step.info.variant in GENERATED:  # generated kernels see float16 as its uint16 bits
-            flat = [a.view(np.uint16) if a.dtype == np.float16 else a for a in flat]
+        if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
+            flat = [a.view(np.uint16) if a.dtype in HALF_NP else a for a in flat]
         with blas_single_threaded() if self.uses_blas else nullcontext():
             step.fn(*flat, *step.extra)
         for k, i in aliased.items():   # stored through the copy of its input

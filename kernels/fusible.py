@@ -75,8 +75,6 @@ def _analyze(graph: Graph) -> KernelShape:
             raise Unsupported(f"{node.op} ({d.pattern.name}) cannot be part of a fused kernel")
         if node.op != "Const" and node.op not in EMITTERS and node.op not in REDUCERS:
             raise Unsupported(f"{node.op} has no kernel emitter")
-        if any(not t.dtype.computes for t in node.types + tuple(v.type for v in node.inputs)):
-            raise Unsupported(f"{node.op} touches a storage dtype (bfloat16): numpy converts it, no kernel")
         if node.op == "Const" and node.out.type.size != 1:
             raise Unsupported(f"a Const of shape {node.out.shape} must be a kernel input, not inlined")
         if d.pattern == Pattern.REDUCE:

@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ir.dtypes import DType
 from ir.autodiff import phase_of, update_nodes
 from ir.graph import Graph, Node, Value
 from ir.interpret import interpret
@@ -101,12 +100,7 @@ def _one_node_graph(node: Node) -> Graph:
 def _kernel_op(node: Node) -> bool:
     d = get(node.op)
     return d.pattern <= Pattern.REDUCE and d.pattern != Pattern.INJECTIVE and (
-        node.op in EMITTERS or node.op in REDUCERS) and not _storage_only(node)
-
-
-def _storage_only(node: Node) -> bool:
-    """The node reads or writes a storage dtype (bfloat16): a numpy conversion, never a kernel."""
-    return any(not t.dtype.computes for t in node.types + tuple(v.type for v in node.inputs))
+        node.op in EMITTERS or node.op in REDUCERS)
 
 
 class _Builder:
@@ -162,8 +156,6 @@ class _Builder:
         elif (spatial := spatial_kernel(node)) is not None:   # convolutions, pooling: kernels/conv.py
             fn, variant = spatial
             self.numpy_step(node, fn, variant, blas=variant == "conv")
-        elif node.op == "Cast" and _storage_only(node):   # to or from bfloat16: ml_dtypes' conversion
-            self.numpy_step(node, _reference_fn(node), "numpy")
         elif node.op == "UnsortedSegmentSum":
             x, ids = node.inputs
             self.numpy_step(node, segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np),
@@ -365,8 +357,8 @@ class _Builder:
 
 
 def _touches_float16(sub: Graph) -> bool:
-    return any(v.dtype == DType.float16 for v in sub.inputs) or any(
-        t.dtype == DType.float16 for n in sub.nodes for t in n.types)
+    """Whether a kernel holds a half float (float16 or bfloat16)."""
+    return any(v.dtype.is_half for v in sub.inputs) or any(t.dtype.is_half for n in sub.nodes for t in n.types)
 
 
 def _ops_text(ops: list[str], shown: int = 8) -> str:

@@ -1,4 +1,5 @@
-"""Vectorizable float32 exp, log, tanh, erf and exact float16 <-> float32 conversions for numba kernels.
+"""Vectorizable float32 exp, log, tanh, erf and exact float16 and bfloat16 <-> float32 conversions for
+numba kernels.
 
 libm's expf/tanhf/erff are scalar calls that stop LLVM from vectorizing a kernel loop. These are
 straight-line float32 code (selects, no branches, no calls) that inlines into the loop and vectorizes:
@@ -27,6 +28,8 @@ the sum is not reachable without copying numpy's algorithm; no result differs in
 
 float16: f16_bits_to_f32, f32_to_f16_bits and f32_round_to_f16 equal numpy's conversions bit for bit
 (RNE, subnormals, overflow to inf; nan stays nan), checked over all 2**16 halves and all 2**32 floats.
+bfloat16: bf16_bits_to_f32 and f32_to_bf16_bits equal ml_dtypes' conversions bit for bit (RNE, subnormals,
+overflow to inf, a nan to the quiet nan of its sign), checked as float16's are (tests/test_mathfn.py).
 
 Speed (bench/mathfn_bench.py, 16M elements, one thread, ns per element; a copy is 0.49):
   exp 0.80 (libm 5.1, numpy 2.8)   log 0.90 (libm 5.9, numpy 2.7)   tanh 1.31 (libm 28, numpy 3.4)
@@ -300,3 +303,24 @@ def f32_round_to_f16(x):
     c = bits_f32(exponent + (13 << 23))
     y = (a + c) - c
     return copysign_f32(_INF if a >= _F16_OVERFLOW else y, x)
+
+
+# ---------------------------------------------------------------- bfloat16 <-> float32, exact
+
+_BF16_QUIET_NAN = np.int32(0x7FC0)
+
+
+@njit(inline="always")
+def bf16_bits_to_f32(u):
+    """The float32 of the bfloat16 whose bits are `u` (uint16): its bits are float32's top half."""
+    return bits_f32(np.int32(u) << 16)
+
+
+@njit(inline="always")
+def f32_to_bf16_bits(x):
+    """The bits (uint16) of the bfloat16 nearest to float32 `x`, ties to even (subnormals too; overflow
+    to inf); a nan becomes the quiet nan 0x7FC0 with x's sign, as ml_dtypes' conversion gives."""
+    bits = f32_bits(x)
+    rounded = np.int32((np.int32(bits + np.int32(0x7FFF) + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+    nan = np.int32(_BF16_QUIET_NAN | ((bits >> 16) & 0x8000))
+    return np.uint16(nan if (bits & 0x7FFFFFFF) > _F32_INF_BITS else rounded)

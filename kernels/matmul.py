@@ -10,8 +10,8 @@ Each chunk is one np.matmul call into its slice of the output (BLAS takes stride
 are), run on kernels.threads' pool, while the program holds BLAS at one thread
 (threads.blas_single_threaded): every chunk is computed by one BLAS thread, the same way whichever
 thread of the pool takes it, so the product's bits do not depend on how many threads there are.
-float16 operands are widened to float32 (float32 accumulation, one rounding at the end: the
-reference's semantics).
+float16 and bfloat16 operands are widened to float32 (float32 accumulation, one rounding at the end:
+the reference's semantics).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ir.dtypes import HALF_NP
 from ir.graph import Node
 from kernels import threads
 
@@ -54,7 +55,7 @@ def gemm_fn(node: Node):
     n = shape_b[-2] if tb else shape_b[-1]
     batch = math.prod(out_shape[:-2])
     axis, bounds = plan_chunks(batch, m, n, k)
-    half = node.out.dtype.np == np.float16
+    half = node.out.dtype.np in HALF_NP
 
     def operands(a, b):
         x, y = a.reshape(shape_a), b.reshape(shape_b)

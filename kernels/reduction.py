@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ir.dtypes import DType
 from ir.ops import Cost, Pattern, get
-from kernels.emitters import NP_NAME, REDUCERS, compute_dtype, f16_round
+from kernels.emitters import NP_NAME, REDUCERS, compute_dtype, half_round
 from kernels.lanes import LANES
 from kernels.layout import KernelSpec
 from kernels.elementwise import KernelTemplate, product
@@ -72,7 +72,7 @@ class Reduction(KernelTemplate):
         if ref[0] == "in":
             buf = ("in", ref[1])
             if (self.pres[buf][self.inner] and self.stride(buf, self.inner) == "1" and self.dtype_of(buf) == acc
-                    and self.load(buf, "x") == "x"):   # float16 rows hold bits, converted as they load
+                    and self.load(buf, "x") == "x"):   # half-float rows hold bits, converted as they load
                 return buf
         elif ref in self.stash and NP_NAME[self.spec.nodes[ref[1]].dtypes[0]] == NP_NAME[acc]:
             return ("keep", ref[1])
@@ -86,8 +86,8 @@ class Reduction(KernelTemplate):
 
     def cast_result(self, n: int, expr: str) -> str:
         node = self.spec.nodes[n]
-        if node.dtypes[0] == DType.float16:  # float16 accumulates in float32 and rounds once
-            return f16_round(expr)
+        if node.dtypes[0].is_half:  # a half float accumulates in float32 and rounds once
+            return half_round(expr, node.dtypes[0])
         return f"{NP_NAME[node.dtypes[0]]}({expr})" if self.acc_dtype(n) != node.dtypes[0] else expr
 
     def ensure_unit(self, ref) -> str:

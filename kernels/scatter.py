@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ir.dtypes import wide_np
+
 
 @numba.njit(cache=True, nogil=True)
 def _segment_sum(x, ids, acc):
@@ -26,7 +28,7 @@ def segment_sum_fn(x_shape: tuple[int, ...], ids_shape: tuple[int, ...], num_seg
     """The step function (x, ids, out) of one UnsortedSegmentSum launch, on flat buffers."""
     rows = int(np.prod(ids_shape, dtype=np.int64))
     width = int(np.prod(x_shape[len(ids_shape):], dtype=np.int64))
-    wide = np.float32 if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+    wide = wide_np(dtype)   # a half float sums in float32
 
     def segment_sum(x, ids, out):
         acc = np.zeros((num_segments, width), wide)

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
 F = np.float32
+BF16 = ml_dtypes.bfloat16   # every case with a float16 input has a bfloat16 twin
 
 
 @dataclass
@@ -79,6 +81,8 @@ CASES += [
            lambda i, on, off: np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]], F)),
     OpCase("OneHot", [np.array([[0, 2], [1, 5]], np.int64), np.array(2, np.float16), np.array(-1, np.float16)],
            {"depth": 3, "axis": 1}, lambda i, on, off: np.where(i[:, None, :] == np.arange(3)[None, :, None], 2, -1)),
+    OpCase("OneHot", [np.array([[0, 2], [1, 5]], np.int64), np.array(2.5, BF16), np.array(-1, BF16)],
+           {"depth": 3, "axis": 1}, lambda i, on, off: np.where(i[:, None, :] == np.arange(3)[None, :, None], 2.5, -1)),
     OpCase("OneHot", [np.array([1, 0], np.int32), np.array([5], np.int32), np.array([7], np.int32)],
            {"depth": 2, "axis": 0}, lambda i, on, off: np.array([[7, 5], [5, 7]], np.int32)),
     OpCase("OneHot", [np.array([1, 0], np.int32), np.array(1, F), np.array(0, F)], {"depth": 0},
@@ -126,6 +130,9 @@ CASES += [
            lambda wn, gn, lr, u, w: w - lr * (wn / gn) * u),
     OpCase("LambApplyWeightAssign", [np.array([2.0], F), np.array([0.0], F), np.array([0.01], F), _G, _W], {},
            lambda wn, gn, lr, u, w: w - lr * u),
+    OpCase("AdamWeightDecay", [_W.astype(BF16), _M.astype(BF16), _V.astype(BF16),
+                               *[h.reshape(1) for h in _HYPER], _G.astype(BF16)], {},
+           lambda *a: tuple(r.astype(BF16) for r in _adam(*a))),
     OpCase("ScatterAdd", [np.zeros((4, 2), F), np.array([[0, 2], [2, 3]], np.int32),
                           np.arange(8, dtype=F).reshape(2, 2, 2)], {},
            lambda x, i, u: np.array([[0, 1], [0, 0], [6, 8], [6, 7]], F)),   # MindSpore 2.10's
@@ -149,6 +156,8 @@ CASES += [
     OpCase("FloatStatus", [_ONE], {}, lambda x: np.zeros(1, F)),
     OpCase("FloatStatus", [_INF], {}, lambda x: np.ones(1, F)),
     OpCase("FloatStatus", [_NAN.astype(np.float16)], {}, lambda x: np.ones(1, F)),
+    OpCase("FloatStatus", [_INF.astype(BF16)], {}, lambda x: np.ones(1, F)),
+    OpCase("FloatStatus", [_ONE.astype(BF16)], {}, lambda x: np.zeros(1, F)),
     OpCase("NPUAllocFloatStatus", [], {}, lambda: np.zeros(8, F)),
     OpCase("NPUClearFloatStatus", [np.ones(8, F)], {}, lambda s: np.zeros(8, F)),
     OpCase("NPUClearFloatStatusV2", [np.ones(8, np.int32)], {}, lambda s: np.zeros(8, np.int32)),
@@ -158,6 +167,8 @@ CASES += [
     OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _NAN], {}, lambda s, *w: np.ones(8, np.int32)),
     OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _ONE.astype(np.float16)], {},
            lambda s, *w: np.zeros(8, np.int32)),
+    OpCase("NPUGetFloatStatusV2", [np.zeros(8, np.int32), _ONE.astype(BF16), _NAN.astype(BF16)], {},
+           lambda s, *w: np.ones(8, np.int32)),
 ]
 
 # collectives in a process that is its group (ir/ops/collective.py's Alone: every one the identity);

@@ -1,7 +1,7 @@
 """int8, int16, uint8 and bfloat16 tensors (MindSpore's ms.int8 ... ms.bfloat16): Cast to and from each on
 both targets, fused and unfused, against MindSpore 2.10's results for the same inputs (printed on its CPU);
-integer arithmetic wraps as numpy's and MindSpore's; bfloat16 is a storage dtype (ml_dtypes): tensors and
-Parameters hold it and Cast converts it, any other op is a clear error."""
+integer arithmetic wraps as numpy's and MindSpore's; bfloat16 tensors and Parameters (ml_dtypes) hold it
+and Cast converts it inside kernels (its arithmetic: tests/test_kernels_bfloat16.py)."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -125,21 +125,17 @@ def test_bfloat16_parameters_hold_and_take_values(setting):
     np.testing.assert_array_equal(w.asnumpy(), np.array([0.9, 1.9, 2.9], np.float32).astype(ml_dtypes.bfloat16))
 
 
-def test_bfloat16_conversions_run_in_numpy_not_in_kernels():
+def test_bfloat16_conversions_fuse_with_their_neighbours():
+    """Casts to and from bfloat16 are kernel ops like any other (its arithmetic: tests/test_kernels_bfloat16.py)."""
     ms.set_context(mode=ms.GRAPH_MODE, device_target="Ascend", enable_graph_kernel=True)
-    compiled = Call(lambda x: ops.Cast()(ops.Cast()(x * 2.0, ms.bfloat16), ms.float32) + 1.0).compile(Tensor(X))
-    assert [(k.op_types, k.variant) for k in compiled.kernels] == [
-        (("Mul",), "elementwise"), (("Cast",), "numpy"), (("Cast",), "numpy"), (("Add",), "elementwise")]
-    assert any("bfloat16, a storage dtype: numpy converts it, never fused" in str(r) for r in compiled.log)
+    call = Call(lambda x: ops.Cast()(ops.Cast()(x * 2.0, ms.bfloat16), ms.float32) + 1.0)
+    compiled = call.compile(Tensor(X))
+    assert [(k.op_types, k.variant) for k in compiled.kernels] == [(("Mul", "Cast", "Cast", "Add"), "elementwise")]
+    want = (X * 2).astype(ml_dtypes.bfloat16).astype(np.float32) + 1
+    assert_close(call(Tensor(X)).asnumpy(), want, bitwise=True)
 
 
-def test_bfloat16_arithmetic_and_complex64_are_clear_errors(cpu):
-    b = Tensor(X.astype(ml_dtypes.bfloat16))
-    with pytest.raises(GraphKernelError, match=r"Exp .*dtype bfloat16 is a storage dtype: no op computes in it; "
-                                               r"Cast it to float32 first"):
-        ops.Exp()(b)
-    with pytest.raises(GraphKernelError, match=r"Add .*bfloat16 is a storage dtype"):
-        ops.Add()(b, b)
+def test_complex64_is_a_clear_error(cpu):
     with pytest.raises(GraphKernelError, match=r"dtype complex64 \(MindSpore's mstype.complex64\) is not supported"):
         Tensor(X, ms.complex64)
     with pytest.raises(GraphKernelError, match=r"Cast .*complex64.*is not supported"):

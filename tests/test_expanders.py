@@ -19,7 +19,7 @@ from ir import GraphBuilder
 from pass_helpers import F16, F32, F64, I32, interpret, ops, random_inputs, tt, verify
 from tolerance import assert_close
 
-FLOATS = (F16, F32, F64)
+FLOATS = (F16, DType.bfloat16, F32, F64)
 
 # (op, input shapes, attrs): every composite op, several shapes and axes (negative ones too)
 CASES = [
@@ -99,7 +99,7 @@ def single_op_graph(op, shapes, attrs, dtype, name="Default/net/Op-op0"):
 def scaled_inputs(graph, seed=0):
     """Random inputs with some large magnitudes, so overflow paths (exp, tanh) are exercised too."""
     arrays = random_inputs(graph, seed)
-    if arrays and arrays[0].dtype.kind == "f" and arrays[0].size >= 4:
+    if arrays and graph.inputs[0].dtype.is_float and arrays[0].size >= 4:
         flat = arrays[0].reshape(-1)
         flat[:4] = np.array([30.0, -30.0, 8.0, -8.0], dtype=flat.dtype)
     return arrays
@@ -190,13 +190,14 @@ def test_reduce_mean_without_keep_dims_ends_with_a_reshape():
     assert expanded.outputs[0].shape == (6,)
 
 
-def test_float16_means_accumulate_in_float32():
-    graph = single_op_graph("ReduceMean", [(2, 4096)], dict(axis=-1), F16)
+@pytest.mark.parametrize("dtype", [F16, DType.bfloat16], ids=str)
+def test_half_float_means_accumulate_in_float32(dtype):
+    graph = single_op_graph("ReduceMean", [(2, 4096)], dict(axis=-1), dtype)
     expanded = expand(graph, CompileOptions())
     assert ops(expanded) == ["Cast", "ReduceSum", "Const", "RealDiv", "Cast", "Reshape"]
-    x = np.full((2, 4096), 0.1, dtype=np.float16)
+    x = np.full((2, 4096), 0.1, dtype=dtype.np)
     (got,) = interpret(expanded, [x])
-    assert_close(got, np.full(2, 0.1, dtype=np.float16))
+    assert_close(got, np.full(2, 0.1, dtype=dtype.np), bitwise=dtype == DType.bfloat16)
 
 
 def test_layer_norm_returns_mindspore_shapes():

@@ -1,5 +1,5 @@
 """The composite gradient ops (ir/ops/grad_ops.py): each expansion equals its reference (float32 and
-float16), the fused kernels equal the reference on the device at several shapes and core counts, the
+float16 and bfloat16), the fused kernels equal the reference on the device at several shapes and core counts, the
 kernel counts the backward relies on hold, and UnsortedSegmentSum runs on the device. The references
 themselves are checked against float64 finite differences through the forward ops' rules
 (tests/test_gradients.py)."""
@@ -93,7 +93,7 @@ def _graph(op, arrays, attrs, dtype):
     return b.graph(*b.ops(op, *b.inputs, **attrs))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("op, arrays, attrs", [c[:3] for c in CASES], ids=[c[3] for c in CASES])
 def test_expansion_equals_reference(op, arrays, attrs, dtype):
     arrays = [a.astype(dtype) for a in arrays]
@@ -167,7 +167,7 @@ def test_gelu_and_its_gradient_share_one_tanh(fused):
         assert_close(got, want)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
 @pytest.mark.parametrize("shape, ids, n", [((6, 3), [0, 2, 2, -1, 7, 0], 4), ((2, 3, 4), [[1, 0, 1], [0, 0, 3]], 2),
                                            ((0, 5), [], 3), ((5,), [4, 4, 4, 4, 4], 5)])
 def test_unsorted_segment_sum_on_the_device(shape, ids, n, dtype):

@@ -1,4 +1,4 @@
-"""kernels.mathfn: ulp bounds on a dense float32 sweep, special values, exact float16 conversions,
+"""kernels.mathfn: ulp bounds on a dense float32 sweep, special values, exact float16 and bfloat16 conversions,
 and that a loop calling the functions is inlined and vectorized."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 import platform
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 from numba import njit
@@ -189,6 +190,34 @@ def test_f32_round_to_f16_equals_the_two_conversions():
 def test_f16_round_trip_is_identity():
     halves = ALL_HALF_BITS[~np.isnan(ALL_HALF_BITS.view(np.float16))]
     np.testing.assert_array_equal(f32_to_f16(f16_to_f32(halves)), halves)
+
+
+bf16_to_f32 = _loop(mathfn.bf16_bits_to_f32, np.float32)
+f32_to_bf16 = _loop(mathfn.f32_to_bf16_bits, np.uint16)
+
+
+def test_bf16_bits_to_f32_exhaustive():
+    got = bf16_to_f32(ALL_HALF_BITS)
+    want = ALL_HALF_BITS.view(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))   # nan payloads too
+
+
+def _bf16_conversion_cases() -> np.ndarray:
+    """Every bfloat16, the midpoints between neighbours (ties), one float32 step either side of each,
+    a sweep of float32 bit patterns and the edges (the largest finite float32 rounds to inf)."""
+    values = ALL_HALF_BITS.view(ml_dtypes.bfloat16).astype(np.float32)
+    bits = ALL_HALF_BITS.astype(np.uint32) << 16
+    midpoints = (bits | 0x8000).view(np.float32)            # halfway to the next bfloat16 away from zero
+    with np.errstate(invalid="ignore"):                     # the nan "midpoints" stay nan
+        up, down = np.nextafter(midpoints, np.float32(np.inf)), np.nextafter(midpoints, np.float32(-np.inf))
+    return np.concatenate([values, midpoints, up, down, SWEEP])
+
+
+def test_f32_to_bf16_bits_round_to_nearest_even():
+    x = _bf16_conversion_cases()
+    with np.errstate(all="ignore"):
+        want = x.astype(ml_dtypes.bfloat16).view(np.uint16)
+    np.testing.assert_array_equal(f32_to_bf16(x), want)     # nan: 0x7FC0 with its sign, as ml_dtypes
 
 
 # ---------------------------------------------------------------- code quality of the calling loop

@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from ir.dtypes import is_float_array
 from ir.errors import GraphKernelError
 from ir.filenames import UnsafePathError, path_in, safe_filename
 from graphkernel.settings.dump_settings import ensure_directory
@@ -101,7 +102,7 @@ def statistics(a: np.ndarray) -> tuple:
     """(min, max, mean, nan count, inf count); min, max and mean skip NaNs (an inf counts), and are
     empty when no element is left. The mean is accumulated in float64."""
     a = np.asarray(a)
-    if a.dtype.kind == "f":
+    if is_float_array(a):
         nan = np.isnan(a)
         nans, infs = int(nan.sum()), int(np.isinf(a).sum())
         a = a[~nan] if nans else a
@@ -109,7 +110,7 @@ def statistics(a: np.ndarray) -> tuple:
         nans = infs = 0
     if a.size == 0:
         return "", "", "", nans, infs
-    a = a.astype(np.float64) if a.dtype.kind in "fbiu" else a
+    a = a.astype(np.float64) if a.dtype.kind in "fbiu" or is_float_array(a) else a
     with np.errstate(all="ignore"):
         return float(a.min()), float(a.max()), float(a.mean()), nans, infs
 

@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from ir.dtypes import is_float_array
 from ir.printer import printable
 from graphkernel.observation.datadump import (DumpError, dump_file, ensure_directory, file_stem, format_shape, save_array,
                                   write_atomic)
@@ -45,7 +46,7 @@ def check_kind(launch) -> str:
 
 
 def _finite(a: np.ndarray) -> bool:
-    return a.dtype.kind != "f" or bool(np.isfinite(a).all())
+    return not is_float_array(a) or bool(np.isfinite(a).all())
 
 
 class OverflowCheck:

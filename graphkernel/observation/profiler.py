@@ -50,7 +50,8 @@ class ProfilerError(GraphKernelError, RuntimeError):
     """A Profiler used wrongly (two at once), or an output path that cannot be written."""
 
 
-_DT_NAMES = {DType.float32: "DT_FLOAT", DType.float16: "DT_FLOAT16", DType.float64: "DT_DOUBLE"}
+_DT_NAMES = {DType.float32: "DT_FLOAT", DType.float16: "DT_FLOAT16", DType.float64: "DT_DOUBLE",
+             DType.bfloat16: "DT_BF16"}
 
 
 def dt_name(dtype: DType) -> str:

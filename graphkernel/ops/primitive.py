@@ -5,8 +5,8 @@ as in MindSpore. A call inside a trace adds a node to the traced graph; a call o
 runs at once (PYNATIVE_MODE, or plain Python) through a one-op graph compiled like any other.
 Python scalars become constants of the other operands' dtype. The two tensors of a binary broadcasting
 op (Add, Mul, Equal, ...) of different dtypes are promoted as MindSpore promotes them (bool < int <
-float, then the wider: int32 with int64 is int64, float16 with float32 is float32, an int with a float
-the float) by a Cast before the op.
+float, then the wider: int32 with int64 is int64, float16 with float32 is float32, float16 with bfloat16
+is float32, an int with a float the float) by a Cast before the op.
 """
 from __future__ import annotations
 
@@ -233,8 +233,10 @@ def _promotion_rank(dtype: DType) -> tuple[int, int]:
 
 
 def _promoted(trace: Trace, values: list[Value]) -> list[Value]:
-    """Both operands in the wider of their dtypes (MindSpore's implicit type promotion)."""
-    target = max((v.dtype for v in values), key=_promotion_rank)
+    """Both operands in the wider of their dtypes (MindSpore's implicit type promotion); float16 with
+    bfloat16 is float32 (neither holds the other)."""
+    dtypes = [v.dtype for v in values]
+    target = DType.float32 if set(dtypes) == {DType.float16, DType.bfloat16} else max(dtypes, key=_promotion_rank)
     return [v if v.dtype == target else
             trace.add(make_node("Cast", (v,), {"dtype": target}, name=trace.scope_name("Cast"))).out
             for v in values]

@@ -43,13 +43,15 @@ MAX_ROUNDS = 16
 
 # source dtype -> the dtypes that represent each of its values exactly
 LOSSLESS = {
-    DType.bool: {DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.float16, DType.bfloat16,
-                 DType.float32, DType.float64},
-    DType.int8: {DType.int16, DType.int32, DType.int64, DType.float16, DType.float32, DType.float64},
-    DType.uint8: {DType.int16, DType.int32, DType.int64, DType.float16, DType.bfloat16, DType.float32,
-                  DType.float64},
+    DType.bool: {DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint16, DType.uint32,
+                 DType.uint64, DType.float16, DType.bfloat16, DType.float32, DType.float64},
+    DType.int8: {DType.int16, DType.int32, DType.int64, DType.float16, DType.bfloat16, DType.float32, DType.float64},
+    DType.uint8: {DType.int16, DType.int32, DType.int64, DType.uint16, DType.uint32, DType.uint64, DType.float16,
+                  DType.bfloat16, DType.float32, DType.float64},
     DType.int16: {DType.int32, DType.int64, DType.float32, DType.float64},
+    DType.uint16: {DType.int32, DType.int64, DType.uint32, DType.uint64, DType.float32, DType.float64},
     DType.int32: {DType.int64, DType.float64},
+    DType.uint32: {DType.int64, DType.uint64, DType.float64},
     DType.float16: {DType.float32, DType.float64},
     DType.bfloat16: {DType.float32, DType.float64},
     DType.float32: {DType.float64},

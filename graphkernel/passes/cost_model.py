@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
 from ir.ops import Cost, Pattern, get
 from kernels import aicore
@@ -41,7 +40,7 @@ def op_cost(node: Node) -> float:
     """Operations per evaluated element."""
     base = _OPS[get(node.op).cost]
     dtype = node.inputs[0].dtype if node.inputs else node.types[0].dtype
-    return base * (aicore.FLOAT16_OP_COST if DType.float16 in (dtype, node.types[0].dtype) else 1)
+    return base * (aicore.FLOAT16_OP_COST if dtype.is_half or node.types[0].dtype.is_half else 1)
 
 
 @dataclass(frozen=True)

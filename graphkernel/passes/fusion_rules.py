@@ -132,9 +132,6 @@ def admit(node: Node, opts: CompileOptions, in_pass: OpFilter, pass_name: str) -
             return f"{prim.op} is OPAQUE (a library call), never fused"
         if d.pattern == Pattern.INJECTIVE:
             return f"{prim.op} is INJECTIVE and stays out of composites (the executor runs it as a view)"
-        stored = next((t.dtype for t in prim.types + tuple(v.type for v in prim.inputs) if not t.dtype.computes), None)
-        if stored is not None:
-            return f"{prim.op} converts {stored}, a storage dtype: numpy converts it, never fused"
         if not opts.cluster_enabled(prim.op):
             return f"{prim.op} is disabled by the *_cluster_ops flags"
         if d.pattern == Pattern.REDUCE and "reduce_fusion" in opts.fusion_switch_off:

@@ -3,6 +3,7 @@
     dtype     agrees when, for every element
     float32   |a - e| <= 1e-5 |e| + 1e-6 s        s = max(1, max |e| over the finite expected values)
     float16   |a - e| <= 1e-3 |e| + 1e-3 s
+    bfloat16  |a - e| <= 8e-3 |e| + 8e-3 s
     float64   |a - e| <= 1e-12 |e| + 1e-13 s
     others    a == e (integers and bools: exact)
 
@@ -23,8 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
-ATOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
+from ir.dtypes import BFLOAT16_NP
+
+# bfloat16: 8e-3 is its epsilon (2**-7) rounded up, as float16's 1e-3 is its 2**-10
+RTOL = {np.dtype(np.float16): 1e-3, BFLOAT16_NP: 8e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+ATOL = {np.dtype(np.float16): 1e-3, BFLOAT16_NP: 8e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-13}
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,6 @@ def same_dtype(types: tuple[TensorType, ...]) -> DType:
 
 
 def require(dtype: DType, allowed: str) -> None:
-    if not dtype.computes:
-        raise DTypeError(f"dtype {dtype} is a storage dtype: no op computes in it; Cast it to float32 first")
     ok = {"float": dtype.is_float, "numeric": dtype != DType.bool, "any": True,
           "bool": dtype == DType.bool}[allowed]
     if not ok:

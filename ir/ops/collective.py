@@ -109,8 +109,11 @@ OP = Attr("op", "sum", is_str(*REDUCE_OPS))
 
 
 def _float_or_int(t: TensorType, what: str = "x") -> None:
-    if t.dtype == DType.bool or not t.dtype.computes:
+    if t.dtype == DType.bool:
         raise AttrError(f"{what} is {t}: a collective reduces numbers (float or int), not {t.dtype}")
+    if t.dtype == DType.bfloat16:   # what the transport carries: MPI has no bfloat16
+        raise AttrError(f"{what} is {t}: a collective carries float16/32/64 or integers, not bfloat16; Cast it "
+                        "to float32 first")
 
 
 def _same(types, attrs):

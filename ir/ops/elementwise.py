@@ -299,7 +299,7 @@ def _cast_grad(b, node, douts):
 
 
 register(OpDef("Cast", Pattern.ELEMWISE, 1, _cast_infer, _cast, (Attr("dtype", check=is_dtype),), grad=_cast_grad,
-               basic_fusion=True, domain="any", storage_dtypes=True,
+               basic_fusion=True, domain="any", moves_data=True,
                precision=Precision("gray", True, "its result dtype is its attribute and never changes"),
                api=Api(call_attrs=("dtype",), functional="cast", method="astype", method_args=("dtype",),
                        forms=tuple(Form("Tensor", name, fixed=(("dtype", dtype),)) for name, dtype in (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.dtypes import DType
+from ir.dtypes import DType, is_float_array
 from ir.errors import DTypeError, ShapeError
 from ir.graph import TensorType
 from ir.ops.composite import composite
@@ -31,7 +31,7 @@ STATUS_OPS = ("NPUAllocFloatStatus", *CLEAR_OPS, *GET_OPS)
 
 
 def overflowed(arrays) -> bool:
-    return any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in arrays)
+    return any(is_float_array(a) and not np.isfinite(a).all() for a in arrays)
 
 
 def _float_status_infer(types, attrs):

@@ -39,7 +39,7 @@ def _same_float(types, attrs):
 # --- Identity ---------------------------------------------------------------------------------------
 
 composite("Identity", 1, lambda types, attrs: (types[0],), lambda a, attrs: a[0].copy(),
-          grad=lambda b, node, douts: (douts[0],), why="moves data", domain="any", storage_dtypes=True,
+          grad=lambda b, node, douts: (douts[0],), why="moves data", domain="any", moves_data=True,
           doc="x itself", api=Api(functional="identity", forms=(Form("ops", "identity", ("x",)),)))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.dtypes import wide_np
 from ir.errors import ShapeError
 from ir.ops.checks import is_int
 from ir.ops.registry import Api, Attr, Cost, OpDef, Pattern, Precision, register
@@ -46,14 +47,14 @@ def dropout_reference(arrays, attrs):
     u = philox_uniform(np.uint64(attrs["seed"]), np.uint64(attrs["op_id"]),
                        np.uint64(int(np.asarray(offset).reshape(-1)[0]) & 0xFFFFFFFF), index)
     kept = (u < attrs["keep_prob"]).reshape(x.shape)
-    wide = compute_dtype(x.dtype)   # float16 scales in float32, rounded once
+    wide = compute_dtype(x.dtype)   # a half float scales in float32, rounded once
     scaled = (x.astype(wide) * wide.type(1.0 / attrs["keep_prob"])).astype(x.dtype)
     return np.where(kept, scaled, np.zeros((), x.dtype))
 
 
 def compute_dtype(dtype) -> np.dtype:
-    """The dtype Dropout scales in: float16 in float32 (rounded once), others in their own."""
-    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+    """The dtype Dropout scales in: a half float in float32 (rounded once), others in their own."""
+    return wide_np(dtype)
 
 
 def _infer(types, attrs):

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ir.errors import AttrError, DTypeError, IRError, UnknownOpError
+from ir.dtypes import BFLOAT16_NP
+from ir.errors import AttrError, IRError, UnknownOpError
 from ir.graph import Node, TensorType, Value
 
 
@@ -144,7 +145,8 @@ class OpDef:
     canonicalize: Callable[[tuple[TensorType, ...], dict], dict] | None = None
     expandable: bool = False                # a composite op: an expander turns it into primitives
     expand_by_default: bool = True          # False: expanded only when --enable_expand_ops names it
-    storage_dtypes: bool = False            # takes a storage dtype (bfloat16): it only moves or converts data
+    moves_data: bool = False                # only moves or converts data: its reference sees half floats as
+                                            # they are (every other op's sees them widened to float32)
     collective: bool = False                # a collective (ir/ops/collective.py): a HOST op placed "comm", between
                                             # device subgraphs, reading and writing device buffers (no copies)
     doc: str = field(default="", compare=False)
@@ -247,19 +249,19 @@ def make_node(op: str, inputs, attrs: dict | None = None, name: str = "") -> Nod
         if d.canonicalize is not None:
             checked = d.canonicalize(types, checked)
         out_types = d.infer(types, checked)
-        if not d.storage_dtypes:
-            stored = next((t.dtype for t in types + tuple(out_types) if not t.dtype.computes), None)
-            if stored is not None:
-                raise DTypeError(f"dtype {stored} is a storage dtype: no op computes in it; Cast it to float32 "
-                                 "first")
     except IRError as e:
         raise type(e)(f"{_where(d.name, name)}: {e}") from None
     return Node(d.name, inputs, checked, out_types, name)
 
 
 def evaluate(node: Node, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """The numpy reference results of one (non-composite) node, in the node's exact dtypes."""
-    result = get(node.op).reference(arrays, node.attr_dict)
+    """The numpy reference results of one (non-composite) node, in the node's exact dtypes. An op that
+    computes sees bfloat16 operands widened to float32 (exact) and its float32 results are rounded to
+    bfloat16 once: MindSpore's bfloat16 semantics (a sum or a matrix product accumulates in float32)."""
+    d = get(node.op)
+    if not d.moves_data and d.pattern != Pattern.INJECTIVE and any(a.dtype == BFLOAT16_NP for a in arrays):
+        arrays = [a.astype(np.float32) if a.dtype == BFLOAT16_NP else a for a in arrays]
+    result = d.reference(arrays, node.attr_dict)
     results = result if isinstance(result, tuple) else (result,)
     out = []
     for r, t in zip(results, node.types):

@@ -45,7 +45,7 @@ register(OpDef("Reshape", Pattern.INJECTIVE, 1,
                lambda types, attrs: (TensorType(attrs["shape"], types[0].dtype),),
                lambda a, attrs: a[0].reshape(attrs["shape"]),
                (Attr("shape", check=is_int_tuple),), _reshape_canon, grad=_reshape_grad, cost=Cost.FREE, onnx=(), domain="any",
-               storage_dtypes=True,
+               moves_data=True,
                precision=Precision("gray", True, "moves data"), api=Api(call_attrs=("shape",), functional="reshape", method="reshape",
                                                                  method_args=("*shape",),
                                                                  forms=(Form("Tensor", "view", ("*shape",)),))))
@@ -110,4 +110,4 @@ register(OpDef("Const", Pattern.ELEMWISE, 0,
                lambda types, attrs: (TensorType(attrs["value"].array.shape,
                                                 as_dtype(attrs["value"].array.dtype)),),
                lambda a, attrs: attrs["value"].array,
-               (Attr("value", check=_literal),), cost=Cost.FREE, storage_dtypes=True, api=Api(primitive=False)))
+               (Attr("value", check=_literal),), cost=Cost.FREE, moves_data=True, api=Api(primitive=False)))

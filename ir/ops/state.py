@@ -29,7 +29,7 @@ def _assign_infer(types, attrs):
 register(OpDef(
     "Assign", Pattern.OPAQUE, 2, _assign_infer, lambda a, attrs: a[1].copy(),
     doc="the graph input `ref` takes `value` after the call (a Parameter update)",
-    domain="any", api=Api(primitive=False), storage_dtypes=True,
+    domain="any", api=Api(primitive=False), moves_data=True,
     # black: both inputs are read in their own dtype (float32 master weights stay float32)
     precision=Precision("black", True, "a Parameter keeps its dtype"),
     grad=lambda b, node, douts: (None, None)))
