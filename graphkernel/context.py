@@ -145,9 +145,8 @@ KEYS: dict[str, Key] = {
     "graph_kernel_flags": Key("", _flags),
     "save_graphs": Key(False, _bool),
     "save_graphs_path": Key("dot_out", lambda v: _path_or_none(_str(v) if not isinstance(v, os.PathLike) else v)),
-    "precision_mode": Key("must_keep_origin_dtype", _choice(
-        "must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision")),
-    "precision_mode_v2": Key(None, _choice(None, "origin", "fp16", "mixed_float16")),
+    "precision_mode": Key("must_keep_origin_dtype", _choice(*precision.MODES)),
+    "precision_mode_v2": Key(None, _choice(None, *precision.V2_MODES)),
     "modify_mixlist": Key(None, _precision_file("read_mixlist"), file=True),
     "customize_dtypes": Key(None, _precision_file("read_customize_dtypes"), file=True),
     # "ON"/"OFF" (MindSpore 2.x) or 1/0 (seed 004's session option): bitwise-identical results for any

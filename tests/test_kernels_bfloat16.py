@@ -95,6 +95,26 @@ def test_every_op_over_every_bfloat16():
     assert not failures, "\n".join(failures)
 
 
+def test_fused_chain_rounds_after_every_op():
+    """An elementwise chain in one kernel gives the single-op kernels' bits and the reference's: each
+    intermediate result is rounded to bfloat16, never kept in float32 across ops (as MindSpore's
+    kernels round each op's output)."""
+    b = GraphBuilder(dtype="bfloat16")
+    x, y = b.input((1 << 16,)), b.input((1 << 16,))
+    h = b.op("Add", b.op("Mul", x, y), x)
+    h = b.op("Sub", b.op("RealDiv", h, y), b.const(1.5))
+    out = b.op("Maximum", b.op("Mul", h, b.op("Sqrt", b.op("Abs", x))), b.op("Neg", y))
+    graph = b.graph(out, b.op("Exp", b.op("Mul", h, b.const(0.25))))
+    values = every_bfloat16()
+    arrays = [values, np.random.default_rng(1).permutation(values)]
+    with np.errstate(all="ignore"):
+        want = reference(graph, arrays)
+    unfused = lower(graph, SEQUENTIAL).run(arrays)
+    for got, u, w in zip(lower(fused(graph), SEQUENTIAL).run(arrays), unfused, want):
+        assert_close(got, u, bitwise=True)
+    assert_close(unfused[0], want[0], bitwise=True)
+
+
 @pytest.mark.parametrize("op", ["Add", "Mul", "Maximum", "Select"])
 def test_broadcast_operands(op):
     """A row and a column broadcast against each other, and a scalar constant: loaded once per

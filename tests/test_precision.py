@@ -26,11 +26,15 @@ from graphkernel.precision import (PrecisionConfigError, read_customize_dtypes, 
                                    resolve)
 from graphkernel.precision.lists import table
 from graphkernel.settings.config_file import strip_line_comments
-from fusion_helpers import bert_layer
+from fusion_helpers import bert_layer, options
+from graphkernel.compiler import compile_graph
+from ir.dtypes import DType
 from pass_helpers import F16, F32, F64, I32, interpret, random_inputs, tt, verify
 from tolerance import assert_close
 
-MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision")
+MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16", "allow_mix_precision",
+         "allow_mix_precision_fp16", "allow_fp32_to_bf16", "allow_mix_precision_bf16")
+BF16 = DType.bfloat16
 
 
 def mm_graph():
@@ -105,6 +109,35 @@ def test_allow_mix_precision_white_black_gray():
     assert add.inputs[0].node.op == "MatMul"
     # one cast back of the Add serves both the Exp and the graph output
     assert casts(out) == [("Input", F16), ("Input", F16), ("Input", F16), ("Add", F32)]
+
+
+@pytest.mark.parametrize("fp16_mode, bf16_mode", [("allow_fp32_to_fp16", "allow_fp32_to_bf16"),
+                                                   ("allow_mix_precision", "allow_mix_precision_bf16"),
+                                                   ("allow_mix_precision", "allow_mix_precision_fp16")])
+def test_modes_naming_bfloat16_decide_as_their_float16_twins(fp16_mode, bf16_mode):
+    """CANN's allow_fp32_to_bf16 and allow_mix_precision_bf16 lower the same ops as the float16 modes,
+    to bfloat16; allow_mix_precision_fp16 is allow_mix_precision spelt out."""
+    low = BF16 if bf16_mode.endswith("bf16") else F16
+    f16, other = run_pass(mm_graph(), fp16_mode), run_pass(mm_graph(), bf16_mode)
+    for op in ("MatMul", "Add", "Exp", "ReduceSum"):
+        assert dtype_of(other, op) == [low if d == F16 else d for d in dtype_of(f16, op)], op
+    assert casts(other) == [(src, low if d == F16 else d) for src, d in casts(f16)]
+
+
+@pytest.mark.parametrize("mode", ["allow_fp32_to_bf16", "allow_mix_precision_bf16"])
+def test_bfloat16_modes_run_on_both_targets_within_bfloat16_tolerance(mode):
+    """The lowered graph on the reference and on the kernels, fused: within bfloat16's tolerance of the
+    float32 graph (a chain of four roundings), and the kernels equal the reference."""
+    g = mm_graph()
+    arrays = [a * 0.3 for a in random_inputs(g, seed=1)]
+    want = interpret(g, arrays)
+    lowered = run_pass(g, mode)
+    got = interpret(lowered, arrays)
+    for a, e in zip(got, want):
+        assert_close(a.astype(BF16.np), e.astype(BF16.np), rtol_scale=4)
+    device = compile_graph(lowered, options(), eager=True).run_arrays(arrays)
+    for d, r in zip(device, got):
+        assert_close(d, r, rtol_scale=2)
 
 
 def test_gray_op_fed_only_by_graph_inputs_keeps_float32():
@@ -556,7 +589,8 @@ def test_unknown_precision_mode_names_the_key_and_lists_the_modes():
 
 
 @pytest.mark.parametrize("v2, mode", [("origin", "must_keep_origin_dtype"), ("fp16", "force_fp16"),
-                                      ("mixed_float16", "allow_mix_precision")])
+                                      ("mixed_float16", "allow_mix_precision"),
+                                      ("mixed_bfloat16", "allow_mix_precision_bf16")])
 def test_precision_mode_v2_maps_onto_precision_mode_and_wins(v2, mode):
     context.set_context(precision_mode="allow_fp32_to_fp16", precision_mode_v2=v2)
     assert options_from_context().precision_mode == mode

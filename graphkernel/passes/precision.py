@@ -1,5 +1,7 @@
 """precision(graph, opts): Casts per precision_mode, so chosen float32 ops run in float16 while the
 graph's inputs and outputs keep their dtypes (graphkernel/precision/modes.py has the table of modes).
+The modes that name bfloat16 (allow_fp32_to_bf16, allow_mix_precision_bf16) decide as their float16
+twins and lower to bfloat16: read "float16" below as the mode's low dtype (`low_dtype`).
 
 Note on the algorithm. One walk in execution order gives every node a decision:
     F16     its float32 inputs are read in float16, so its float32 results come out float16
@@ -38,10 +40,11 @@ from ir.ops import OPS, branches, is_host, make_node
 from ir.ops.control import with_branches
 from graphkernel.settings.options import CompileOptions
 from graphkernel.precision import (ALLOW_FP32_TO_FP16, BLACK, FORCE_FP16, GRAY, WHITE,
-                                   PrecisionConfigError, default_list, lacks_fp32, pass_runs)
+                                   PrecisionConfigError, default_list, lacks_fp32, low_dtype, pass_runs, rules_of)
 from graphkernel.precision.lists import default_lists
 
-F16, F32 = DType.float16, DType.float32
+F16, BF16, F32 = DType.float16, DType.bfloat16, DType.float32
+HALVES = (F16, BF16)
 LOWERED, KEPT, NEUTRAL = "lowered", "kept", "neutral"
 F16_DECISION, KEEP, FOLLOW, AS_IS = "f16", "keep", "follow", "as-is"
 _SCOPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:-(?:op)?\d+)?$")
@@ -62,7 +65,8 @@ class _Lowering:
     """The state of one walk: the new nodes, each old value's representations and state."""
 
     def __init__(self, graph: Graph, opts: CompileOptions, tainted_inputs=()):
-        self.mode = opts.precision_mode
+        self.mode = rules_of(opts.precision_mode)
+        self.low = low_dtype(opts.precision_mode)   # float16, or bfloat16 under the modes naming it
         self.lists = {**default_lists(), **(opts.mixlist.lists() if opts.mixlist else {})}
         self.rules = opts.customize_dtypes
         self.nodes: list[Node] = []
@@ -131,7 +135,7 @@ class _Lowering:
         self.nodes.append(new)
         for i, (old, value) in enumerate(zip(node.outputs, new.outputs)):
             want = rule.output_dtype(i) if rule is not None else None
-            if want is not None and value.dtype in (F16, F32) and value.dtype != want:
+            if want is not None and value.dtype in (*HALVES, F32) and value.dtype != want:
                 value = self.emit_cast(value, want, node.name or node.op)
             self.reps[old] = {value.dtype: value}
             self.state[old] = self.result_state(old, value, decision, node)
@@ -139,9 +143,9 @@ class _Lowering:
     def input_dtype(self, v: Value, i: int, decision: str, rule) -> DType:
         if rule is not None:
             want = rule.input_dtype(i)
-            return want if want is not None and v.dtype in (F16, F32) else v.dtype
+            return want if want is not None and v.dtype in (*HALVES, F32) else v.dtype
         if decision == F16_DECISION and v.dtype == F32:
-            return F16
+            return self.low
         if decision == AS_IS:
             return next(iter(self.reps[v]))   # its first representation
         return v.dtype
@@ -155,9 +159,8 @@ class _Lowering:
             raise PrecisionConfigError(f"customize_dtypes file {self.rules.path!r}, line {rule.line}: "
                                        f"cannot apply to {node.name or node.op}: {e}") from None
 
-    @staticmethod
-    def result_state(old: Value, value: Value, decision: str, node: Node) -> str:
-        if old.dtype == F32 and value.dtype == F16:
+    def result_state(self, old: Value, value: Value, decision: str, node: Node) -> str:
+        if old.dtype == F32 and value.dtype == self.low:
             return LOWERED
         if old.dtype == F32 and decision == KEEP and "dtype" not in node.attr_dict:
             return KEPT

@@ -12,10 +12,12 @@ from graphkernel.settings.config_file import PrecisionConfigError
 from graphkernel.precision.customize_dtypes import CustomizeDtypes, DtypeRule, read_customize_dtypes
 from graphkernel.precision.lists import BLACK, GRAY, WHITE, default_list, lacks_fp32, render_table, resolve
 from graphkernel.precision.mixlist import Mixlist, read_mixlist
-from graphkernel.precision.modes import (ALLOW_FP32_TO_FP16, ALLOW_MIX, FORCE_FP16, MODES, MUST_KEEP, V2_MODES,
-                                         effective_mode, pass_runs, warn_unused_files)
+from graphkernel.precision.modes import (ALLOW_FP32_TO_BF16, ALLOW_FP32_TO_FP16, ALLOW_MIX, ALLOW_MIX_BF16,
+                                         ALLOW_MIX_FP16, FORCE_FP16, MODES, MUST_KEEP, V2_MODES, effective_mode,
+                                         low_dtype, pass_runs, rules_of, warn_unused_files)
 
 __all__ = ["PrecisionConfigError", "CustomizeDtypes", "DtypeRule", "read_customize_dtypes", "BLACK", "GRAY",
            "WHITE", "default_list", "lacks_fp32", "render_table", "resolve", "Mixlist", "read_mixlist",
-           "ALLOW_FP32_TO_FP16", "ALLOW_MIX", "FORCE_FP16", "MODES", "MUST_KEEP", "V2_MODES",
-           "effective_mode", "pass_runs", "warn_unused_files"]
+           "ALLOW_FP32_TO_BF16", "ALLOW_FP32_TO_FP16", "ALLOW_MIX", "ALLOW_MIX_BF16", "ALLOW_MIX_FP16",
+           "FORCE_FP16", "MODES", "MUST_KEEP", "V2_MODES", "effective_mode", "low_dtype", "pass_runs", "rules_of",
+           "warn_unused_files"]

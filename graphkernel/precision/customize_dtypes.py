@@ -7,8 +7,8 @@
 
 One op per line; `#` starts a comment line; blank lines are skipped. Dtypes are positional (input i
 takes the i-th InputDtype; a list shorter than the op's inputs repeats its last entry, extra entries are
-ignored). Only float16 and float32 act on float16/float32 values: the emulated AI Core computes float ops
-in those two, so other CANN dtypes (int8 in CANN's example) are accepted and ignored. A name entry wins over a
+ignored). Only float16, bfloat16 and float32 act, on float16/bfloat16/float32 values: the emulated AI Core
+computes float ops in those, so other CANN dtypes (int8 in CANN's example) are accepted and ignored. A name entry wins over a
 type entry; an entry naming a composite op (by name or type) also governs the primitives expanded from
 it. Ignored under must_keep_origin_dtype, as in CANN. A missing file, a line that does not parse, an
 unknown dtype or a second entry for the same name or type is a PrecisionConfigError naming file and line.
@@ -24,9 +24,9 @@ from graphkernel.precision.lists import resolve, unknown_name
 
 KEY = "customize_dtypes"
 BY_TYPE = "OpType"
-# CANN dtype names; only float16 and float32 change what a graphkernel op computes in
+# CANN dtype names; only float16, bfloat16 and float32 change what a graphkernel op computes in
 DTYPES = {"float16": DType.float16, "half": DType.float16, "float32": DType.float32, "float": DType.float32,
-          "float64": None, "double": None, "bfloat16": None, "int4": None, "int8": None, "int16": None,
+          "float64": None, "double": None, "bfloat16": DType.bfloat16, "int4": None, "int8": None, "int16": None,
           "int32": None, "int64": None, "uint8": None, "uint16": None, "uint32": None, "uint64": None,
           "bool": None}
 FORMAT = ("expected 'Opname::InputDtype:dtype1,...,OutputDtype:dtype1,...' or "
