@@ -109,7 +109,7 @@ from graphkernel import communication  # noqa: E402,F401  (MindSpore's mindspore
 from graphkernel.settings.jit_config import JitConfig  # noqa: E402
 from graphkernel.tracing.arguments import mutable  # noqa: E402
 from graphkernel.dtype import (bfloat16, bool_, complex64, float16, float32, float64, int8, int16,  # noqa: E402
-                               int32, int64, uint8)
+                               int32, int64, uint8, uint16, uint32, uint64)
 from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
@@ -119,5 +119,5 @@ __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", 
            "set_device", "set_deterministic", "JitConfig", "mutable", "ParallelMode", "set_auto_parallel_context",
            "get_auto_parallel_context", "reset_auto_parallel_context", "communication",
            "GRAPH_MODE", "PYNATIVE_MODE", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-           "uint8", "bool_", "bfloat16", "complex64",
+           "uint8", "uint16", "uint32", "uint64", "bool_", "bfloat16", "complex64",
            "__version__"]

@@ -67,7 +67,7 @@ def test_unprintable_attribute_is_an_ir_error():
     with pytest.raises(IRError, match="cannot print attribute value"):
         print_graph(Graph([], [node], node.outputs))
     with pytest.raises(IRError, match="dtype"):
-        format_attr(Literal(np.array([1], np.uint16)))
+        format_attr(Literal(np.array([1], np.complex64)))
 
 
 def test_deterministic_and_independent_of_identity():

@@ -4,7 +4,7 @@ fills registry.CONVERTERS as it is imported; `lookup` and `supported_ops` read t
 from __future__ import annotations
 
 # imported for their effect: each module registers its converters
-from graphkernel.onnx import ops_activation, ops_math, ops_nn, ops_reduce, ops_shape  # noqa: F401
+from graphkernel.onnx import ops_activation, ops_math, ops_nn, ops_quantize, ops_reduce, ops_shape  # noqa: F401
 from graphkernel.onnx.registry import CONVERTERS, Converter
 from graphkernel.onnx.types import OnnxImportError
 

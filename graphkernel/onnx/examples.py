@@ -1,6 +1,8 @@
 """ONNX models built with onnx.helper, as torch.onnx writes them: the tests' and the benchmarks' workloads.
 
     bert_layer_model(hidden=1024, heads=16, seq=128, batch=1)    one BERT encoder layer (BERT-large size)
+    quantized_mlp_model(n_in=64, hidden=128, batch=8)            two int8 linear layers in the QDQ form
+                                                                 quantization tools write
 
 The layer, post-LN as in BERT:
     q, k, v  = x @ Wq + bq, ...          -> Reshape [0, 0, heads, dh] (0 copies a dim) -> Transpose
@@ -124,3 +126,34 @@ def bert_layer_inputs(model, seed: int = 0) -> dict[str, np.ndarray]:
     seq = dims["mask"][-1]
     mask[..., seq - seq // 4:] = -10000.0
     return {"x": x, "mask": mask}
+
+
+def quantized_mlp_model(n_in: int = 64, hidden: int = 128, batch: int = 8, seed: int = 0):
+    """Two linear layers quantized in the QDQ form (as ONNX Runtime's quantization tools write them):
+    x -> QuantizeLinear/DequantizeLinear (uint8, per tensor) -> MatMul with a DequantizeLinear'd int8
+    weight (per output channel) -> Add bias -> Relu -> QuantizeLinear/DequantizeLinear -> the second
+    layer the same way -> y float32 [batch, n_in]. The Q/DQ pairs around each MatMul fuse with the
+    bias and the Relu into one kernel."""
+    from onnx import TensorProto, helper
+    g = _Graph(np.random.default_rng(seed))
+
+    def qdq(t: str, scale: float, zero: int) -> str:
+        s, z = g.const(np.float32(scale), "scale"), g.const(np.uint8(zero), "zero_point")
+        return g.node("DequantizeLinear", [g.node("QuantizeLinear", [t, s, z]), s, z])
+
+    def qlinear(t: str, n: int, m: int, stem: str, relu: bool) -> str:
+        w = g.rng.standard_normal((n, m)).astype(np.float32) / math.sqrt(n)
+        w_scale = (np.abs(w).max(axis=0) / 127).astype(np.float32)
+        w_q = np.clip(np.rint(w / w_scale), -127, 127).astype(np.int8)
+        w_dq = g.node("DequantizeLinear", [g.const(w_q, f"{stem}.weight"), g.const(w_scale, f"{stem}.scale"),
+                                           g.const(np.zeros(m, np.int8), f"{stem}.zero_point")], axis=1)
+        y = g.node("Add", [g.node("MatMul", [t, w_dq]), g.weight((m,), f"{stem}.bias", scale=0.1)])
+        return g.node("Relu", [y]) if relu else y
+
+    h = qdq(qlinear(qdq("x", 4 / 255, 128), n_in, hidden, "fc1", relu=True), 4 / 255, 0)
+    y = qlinear(h, hidden, n_in, "fc2", relu=False)
+    g.nodes.append(helper.make_node("Identity", [y], ["y"], name="/output/Identity"))
+    graph = helper.make_graph(g.nodes, "quantized_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, n_in])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, n_in])], g.inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                             producer_name="graphkernel.onnx.examples")

@@ -25,7 +25,7 @@ import numpy as np
 
 from ir.dtypes import DType
 from graphkernel.onnx.host_fallback import find_converter, outer_scope_names
-from graphkernel.onnx.registry import (CONVERTERS, MIN_OPSET, REVIEWED_OPSET, Converter,
+from graphkernel.onnx.registry import (CONVERTERS, MIN_OPSET, Converter,
                                        unreviewed_attributes)
 from graphkernel.onnx.types import OnnxImportError, declared_dims, format_dims, to_array, to_dtype
 
@@ -190,7 +190,7 @@ def model_spec(model, base_dir: str | None = None) -> ModelSpec:
         newer = unreviewed_attributes(node.op_type, opset, attrs) if ours else []
         if newer:
             raise OnnxImportError(f"op {node.op_type} (node {name!r}, opset {opset}): attribute(s) "
-                                  f"{', '.join(newer)} came after opset {REVIEWED_OPSET} and graphkernel does "
+                                  f"{', '.join(newer)} came after opset {conv.reviewed} and graphkernel does "
                                   "not implement them")
         implicit = outer_scope_names(node)  # what an If or Loop body reads from around it (a host op)
         nodes.append(NodeSpec(node.op_type, name, version, attrs, tuple(node.input) + implicit,

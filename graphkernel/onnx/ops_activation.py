@@ -8,11 +8,14 @@
 (Softplus and Sign are ops of our own: graphkernel/onnx/ops_math.py converts them from the op table.)
 
 (exp(x) - 1 stands for numpy's expm1: within the float32 tolerance except for |x| < 1e-6, where the
-absolute error stays below 1e-7.)
+absolute error stays below 1e-7. A half-float x (float16, bfloat16) computes Elu, Selu and Celu in float32
+and rounds once, as numpy's expm1 on a half float does: rounding exp(x) before subtracting 1 would lose
+the low bits of a small result, one bfloat16 step at x = -0.5.)
 """
 from __future__ import annotations
 
-from graphkernel.onnx.builder import Builder, NodeInfo
+from ir.dtypes import DType
+from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of
 from graphkernel.onnx.registry import converter
 
 
@@ -22,6 +25,14 @@ def _select_positive(b: Builder, x, negative, threshold=0):
 
 def _expm1(b: Builder, x):
     return b.binary("Sub", b.op("Exp", [x]), 1)
+
+
+def _in_float32(b: Builder, x, compute):
+    """compute(x) for a float32 or float64 x; a half-float x widened to float32 and the result rounded once."""
+    dtype = dtype_of(x)
+    if not dtype.is_half:
+        return compute(x)
+    return b.cast(compute(b.cast(x, DType.float32)), dtype)
 
 
 @converter("LeakyRelu", min_version=6)
@@ -38,23 +49,26 @@ def prelu(b: Builder, n: NodeInfo):
 
 @converter("Elu", min_version=6)
 def elu(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
-    return [_select_positive(b, x, b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.0)))]
+    return [_in_float32(b, n.inputs[0],
+                        lambda x: _select_positive(b, x, b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.0))))]
 
 
 @converter("Selu", min_version=6)
 def selu(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
-    negative = b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.67326319217681884765625))
-    return [b.binary("Mul", _select_positive(b, x, negative), n.attr("gamma", 1.05070102214813232421875))]
+    def compute(x):
+        negative = b.binary("Mul", _expm1(b, x), n.attr("alpha", 1.67326319217681884765625))
+        return b.binary("Mul", _select_positive(b, x, negative), n.attr("gamma", 1.05070102214813232421875))
+    return [_in_float32(b, n.inputs[0], compute)]
 
 
 @converter("Celu", min_version=12)
 def celu(b: Builder, n: NodeInfo):
-    x = n.inputs[0]
     alpha = n.attr("alpha", 1.0)
-    negative = b.binary("Mul", _expm1(b, b.binary("RealDiv", x, alpha)), alpha)
-    return [b.op("Add", [b.binary("Maximum", x, 0), b.binary("Minimum", negative, 0)])]
+
+    def compute(x):
+        negative = b.binary("Mul", _expm1(b, b.binary("RealDiv", x, alpha)), alpha)
+        return b.op("Add", [b.binary("Maximum", x, 0), b.binary("Minimum", negative, 0)])
+    return [_in_float32(b, n.inputs[0], compute)]
 
 
 @converter("ThresholdedRelu", min_version=10)

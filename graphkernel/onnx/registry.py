@@ -9,9 +9,10 @@ converters up. `static` lists the inputs that must be known at compile time (a R
 Slice's starts, ...): an initializer feeding one of them stays a constant rather than becoming a
 Parameter. `min_version` is
 the oldest op version (since_version at the model's opset) whose semantics the converter implements.
-The converters were written against opsets 13 to REVIEWED_OPSET (21); later versions of our ops add
-types (bfloat16, float8, int4, ...), which the loader rejects, and a few attributes (Cast's round_mode,
-Range's stash_type), which `unreviewed_attributes` finds so that a node setting one is refused.
+The converters were written against opsets 13 to REVIEWED_OPSET (21), or to a later opset a converter
+names (`reviewed`: the quantization ops were written against opset 28); later versions of our ops add
+types (float8, int4, ...), which the loader rejects, and a few attributes (Cast's round_mode, Range's
+stash_type), which `unreviewed_attributes` finds so that a node setting one is refused.
 """
 from __future__ import annotations
 
@@ -28,28 +29,32 @@ class Converter:
     fn: Callable
     static: tuple[int, ...]
     min_version: int
+    reviewed: int = REVIEWED_OPSET     # the newest opset whose attributes of the op the converter implements
 
 
 CONVERTERS: dict[str, Converter] = {}
 
 
-def converter(op_type: str, static: tuple[int, ...] = (), min_version: int = MIN_OPSET):
+def converter(op_type: str, static: tuple[int, ...] = (), min_version: int = MIN_OPSET,
+              reviewed: int = REVIEWED_OPSET):
     def register(fn):
         if op_type in CONVERTERS:
             raise RuntimeError(f"two converters for ONNX {op_type}: {CONVERTERS[op_type].fn.__module__} and "
                                f"{fn.__module__}")
-        CONVERTERS[op_type] = Converter(op_type, fn, static, min_version)
+        CONVERTERS[op_type] = Converter(op_type, fn, static, min_version, reviewed)
         return fn
     return register
 
 
 def unreviewed_attributes(op_type: str, opset: int, attrs) -> list[str]:
-    """The attributes among `attrs` that `op_type` gained after REVIEWED_OPSET (none at or below it)."""
-    if opset <= REVIEWED_OPSET:
+    """The attributes among `attrs` that `op_type` gained after the opset its converter was reviewed
+    against (none at or below it)."""
+    reviewed = CONVERTERS[op_type].reviewed if op_type in CONVERTERS else REVIEWED_OPSET
+    if opset <= reviewed:
         return []
     import onnx.defs
     try:
-        known = onnx.defs.get_schema(op_type, REVIEWED_OPSET, "").attributes
+        known = onnx.defs.get_schema(op_type, reviewed, "").attributes
     except Exception:  # noqa: BLE001 - SchemaError: the op is newer than REVIEWED_OPSET
         return sorted(attrs)
     return sorted(a for a in attrs if a not in known)

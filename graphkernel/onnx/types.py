@@ -1,7 +1,8 @@
 """What ONNX's types and tensors mean to graphkernel, and the errors of the ONNX frontend.
 
-    onnx elem type FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL  ->  our six DTypes
-    any other type (BFLOAT16, UINT8, FLOAT8*, STRING, ...)     ->  OnnxImportError naming the tensor
+    onnx elem type FLOAT, FLOAT16, BFLOAT16, DOUBLE,           ->  our DTypes of the same names
+      INT8/16/32/64, UINT8/16/32/64, BOOL
+    any other type (FLOAT8*, INT4, UINT4, STRING, ...)          ->  OnnxImportError naming the tensor
     TensorProto                                               ->  a numpy array (to_array), its declared
                                                                   dims checked against the memory limit first
     a graph input's declared dims                             ->  ints, or names/None when dynamic
@@ -24,8 +25,10 @@ class OnnxInputError(GraphKernelError, TypeError):
     """Inputs given to an ONNX model that do not match what the model declares."""
 
 
-_DTYPES = {1: DType.float32, 10: DType.float16, 11: DType.float64, 6: DType.int32, 7: DType.int64,
-           9: DType.bool}
+# TensorProto.DataType numbers
+_DTYPES = {1: DType.float32, 10: DType.float16, 16: DType.bfloat16, 11: DType.float64, 3: DType.int8,
+           5: DType.int16, 6: DType.int32, 7: DType.int64, 2: DType.uint8, 4: DType.uint16, 12: DType.uint32,
+           13: DType.uint64, 9: DType.bool}
 _ONNX_OF = {d: t for t, d in _DTYPES.items()}
 
 
