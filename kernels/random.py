@@ -1,6 +1,6 @@
 """Dropout on the device: one numba loop that computes each element's keep decision with the same
 counter-based generator the reference uses (ir/ops/random.py: `philox_uniform`, compiled here per
-element), so the device gives the reference's bits. The mask is never stored. A float16 x is computed
+element), so the device gives the reference's bits. The mask is never stored. A half-float x is computed
 in float32 and rounded once, as the reference does."""
 from __future__ import annotations
 

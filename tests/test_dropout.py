@@ -1,5 +1,6 @@
 """Dropout: a counter-based mask (Philox4x32-10), the same bits on the reference and the device, fused and
 unfused; reproducible from set_seed; its gradient regenerates the same mask; the offset advances per call."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -32,7 +33,7 @@ class Drop(Cell):
         return self.dropout(x) * 2.0
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_same_bits_on_every_target(dtype):
     x = Tensor(np.random.default_rng(0).standard_normal((16, 33)).astype(dtype))
     outs = []

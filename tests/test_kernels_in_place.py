@@ -141,7 +141,7 @@ def test_plan_and_results_across_the_grid(producer, reads, view, later, ref_out,
                 assert step.outs[k] == step.ins[i]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("params, broadcast", [(1, False), (1, True), (3, True)])
 def test_kernel_storing_through_inputs(dtype, params, broadcast):
     """One composite stores every new value through the Parameter it reads (in_place pairs), for each
@@ -157,7 +157,7 @@ def test_kernel_storing_through_inputs(dtype, params, broadcast):
     fused.run(a)
     unfused.run(b)
     for k in range(params):
-        assert_close(a[k], b[k], bitwise=dtype != "float16")
+        assert_close(a[k], b[k], bitwise=dtype not in ("float16", "bfloat16"))
 
 
 def test_swap_of_two_parameters_copies():

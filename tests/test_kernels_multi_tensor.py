@@ -94,7 +94,7 @@ def run(graph, cfg, steps=2):
 # every code variant (dtype, outputs, in place, a per-tensor input) on the sequential variant; the small
 # sizes, and the parallel variant (its loops are the same in every dtype), in float32
 GRID = [c for c in itertools.product(SIZES, ("float16", "float32", "float64"), (1, 2), (True, False), (False, True))
-        if c[0] == "two" or (c[1] == "float32" and (c[0] == "small" or c[2] == 2))]
+        if c[0] == "two" or (c[1] == "float32" and (c[0] == "small" or c[2] == 2))] + [("two", "bfloat16", 2, True, True)]
 
 
 @pytest.mark.parametrize("sizes, dtype, outputs, in_place, per_tensor_scale", GRID)
