@@ -11,8 +11,9 @@ stable; fused and single-op kernels call the same functions, so they agree.
     lanes_min(acc, row)          ... minimum ((a <= b or a is NaN) ? a : b)
     fold_sum(acc) -> scalar      the tree over the 64 lanes (fold_max, fold_min alike)
 
-`acc` and `row` are C-contiguous 1-D arrays of one dtype: float32, float64, int32 or int64 (the
-reduction's accumulator dtype; a kernel converts into it first). Why not numba code: a loop over
+`acc` and `row` are C-contiguous 1-D arrays of one dtype: float32, float64 or an integer type (the
+reduction's accumulator dtype: a sum's is float32, float64, int64 or uint64, a max's or min's the row's
+own, int8 to uint64 compared signed or unsigned as their type says; a kernel converts into it first). Why not numba code: a loop over
 `lanes` accumulators kept in an array, a chunk at a time, pays a runtime alias check and a loop set-up
 per chunk and a loop per fold level; on rows of 128 elements that was most of a Softmax's time. Here the
 64 lanes are one <64 x T> value in vector registers (LLVM splits it into 4 AVX-512 or 8 AVX2
@@ -30,18 +31,26 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 LANES = 64
-DTYPES = (types.float32, types.float64, types.int32, types.int64)
+DTYPES = (types.float32, types.float64, types.int8, types.int16, types.int32, types.int64, types.uint8,
+          types.uint16, types.uint32, types.uint64)
 
 
-def _combine(builder, op: str, is_float: bool, a, b):
+def _kind(dtype) -> str:
+    """How _combine compares values of a numba dtype: "float", "signed" or "unsigned"."""
+    return "float" if isinstance(dtype, types.Float) else "signed" if dtype.signed else "unsigned"
+
+
+def _combine(builder, op: str, kind: str, a, b):
     """a combined with b (scalars or vectors), as numpy's add, maximum and minimum compute it."""
     if op == "sum":
-        return builder.fadd(a, b) if is_float else builder.add(a, b)
+        return builder.fadd(a, b) if kind == "float" else builder.add(a, b)
     rel = ">=" if op == "max" else "<="
-    if is_float:
+    if kind == "float":
         keep = builder.or_(builder.fcmp_ordered(rel, a, b), builder.fcmp_unordered("uno", a, a))
-    else:
+    elif kind == "signed":
         keep = builder.icmp_signed(rel, a, b)
+    else:
+        keep = builder.icmp_unsigned(rel, a, b)
     return builder.select(keep, a, b)
 
 
@@ -60,7 +69,7 @@ def _accumulate(op: str):
         if not (isinstance(acc, types.Array) and isinstance(row, types.Array) and acc.ndim == row.ndim == 1
                 and acc.layout == row.layout == "C" and acc.dtype == row.dtype and acc.dtype in DTYPES):
             return None
-        is_float = isinstance(acc.dtype, types.Float)
+        kind = _kind(acc.dtype)
 
         def codegen(context, builder, signature, args):
             accty, rowty = signature.args
@@ -74,12 +83,12 @@ def _accumulate(op: str):
             with cgutils.for_range_slice(builder, intp(0), full, intp(LANES)) as (i, _):
                 chunk = builder.load(_lanes_vector_pointer(context, builder, rowty, builder.gep(row_a.data, [i])),
                                      align=align)
-                builder.store(_combine(builder, op, is_float, builder.load(lanes), chunk), lanes)
+                builder.store(_combine(builder, op, kind, builder.load(lanes), chunk), lanes)
             builder.store(builder.load(lanes), acc_v, align=align)
             with cgutils.for_range_slice(builder, full, n, intp(1)) as (j, _):  # the last partial chunk
                 lane = builder.gep(acc_a.data, [builder.sub(j, full)])
                 x = builder.load(builder.gep(row_a.data, [j]))
-                builder.store(_combine(builder, op, is_float, builder.load(lane), x), lane)
+                builder.store(_combine(builder, op, kind, builder.load(lane), x), lane)
             return context.get_dummy_value()
         return types.none(acc, row), codegen
 
@@ -92,7 +101,7 @@ def _fold(op: str):
     def fold(typingctx, acc):
         if not (isinstance(acc, types.Array) and acc.ndim == 1 and acc.layout == "C" and acc.dtype in DTYPES):
             return None
-        is_float = isinstance(acc.dtype, types.Float)
+        kind = _kind(acc.dtype)
 
         def codegen(context, builder, signature, args):
             accty = signature.args[0]
@@ -104,7 +113,7 @@ def _fold(op: str):
                 index = ir.VectorType(ir.IntType(32), h)
                 low = builder.shuffle_vector(v, v, ir.Constant(index, list(range(h))))
                 high = builder.shuffle_vector(v, v, ir.Constant(index, list(range(h, 2 * h))))
-                v = _combine(builder, op, is_float, low, high)
+                v = _combine(builder, op, kind, low, high)
                 h //= 2
             return builder.extract_element(v, ir.IntType(32)(0))
         return acc.dtype(acc), codegen

@@ -36,4 +36,6 @@ def random_array(shape, dtype="float32", seed=0, low=-2.0, high=2.0) -> np.ndarr
         return rng.random(shape) < 0.5
     if dtype.kind == "i":
         return rng.integers(-50, 50, size=shape).astype(dtype)
+    if dtype.kind == "u":
+        return rng.integers(0, 100, size=shape).astype(dtype)
     return rng.uniform(low, high, size=shape).astype(dtype)

@@ -56,12 +56,25 @@ def test_size_one_reduction_beside_a_real_one():
     assert len(program.kernels) == 1 and program.kernels[0].variant == "rows"
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float64"])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "int8", "uint16", "uint64"])
 def test_reduce_other_dtypes(dtype):
     b = GraphBuilder(dtype=dtype)
     x = b.input((5, 9))
     g = b.graph(b.op("ReduceSum", x, axis=(1,)), b.op("ReduceMax", x, axis=(1,)))
     check(fused(g), [random_array((5, 9), dtype)])
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64", "int8"])
+def test_max_and_min_compare_as_the_type_says(dtype):
+    """Unsigned values past the signed range (200 in uint8) compare unsigned in the accumulator lanes,
+    rows of more than 64 elements (full lane chunks) and a partial last chunk."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, (3, 150), dtype=dtype, endpoint=True)
+    x[0, 70], x[1, 5] = info.max, info.min
+    b = GraphBuilder(dtype=dtype)
+    x_in = b.input(x.shape)
+    g = b.graph(b.op("ReduceMax", x_in, axis=(1,)), b.op("ReduceMin", x_in, axis=(1,)))
+    check(g, [x], bitwise=True)
 
 
 def test_int32_sum_wraps_like_numpy():
