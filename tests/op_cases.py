@@ -341,6 +341,7 @@ BAD += [
     BadCase("AllGather", [np.zeros((), F)], {}, r"x needs at least one dimension"),
     BadCase("ReduceScatter", [np.zeros((3, 2), F)], {"rank_size": 2}, r"must be a multiple of the group's size"),
     BadCase("AllReduce", [np.zeros(2, F)], {"op": "mean"}, r"op='mean'.*expected one of sum, max, min, prod"),
+    BadCase("AllReduce", [np.zeros(2, BF16)], {}, r"a collective carries float16/32/64 or integers, not bfloat16"),
     BadCase("AllReduce", [np.zeros(2, bool)], {}, r"reduces numbers"),
     BadCase("ScatterAdd", [np.zeros((4, 2), F), np.array([0, 1], np.int32), np.zeros((2, 3), F)], {},
             r"updates \(2, 3\) must have shape indices.shape \+ input_x.shape\[1:\] = \(2, 2\)"),
