@@ -24,6 +24,7 @@ thread: calls from several threads never wait for each other's workers.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -200,16 +201,20 @@ def pool_threads() -> int:
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_saved: list = []
-_blas_controllers = None
+_blas_controllers: tuple[int, list] = (-1, [])
 
 
 def _controllers() -> list:
-    """threadpoolctl's controllers of the BLAS libraries numpy loaded (found once)."""
+    """threadpoolctl's controllers of the BLAS libraries the process has loaded: numpy's, and scipy's that
+    numba's np.dot calls, and any a later import brings (torch's): looked up again after an import (a
+    lookup takes ~0.2 ms; the length of sys.modules tells cheaply that nothing new can have come)."""
     global _blas_controllers
-    if _blas_controllers is None:
+    modules, found = _blas_controllers
+    if modules != len(sys.modules):
         from threadpoolctl import ThreadpoolController   # a well-kept library: finds OpenBLAS/MKL/BLIS
-        _blas_controllers = list(ThreadpoolController().select(user_api="blas").lib_controllers)
-    return _blas_controllers
+        found = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        _blas_controllers = (len(sys.modules), found)
+    return found
 
 
 def set_blas_threads(n: int) -> None:

@@ -216,3 +216,26 @@ def test_blas_is_single_threaded_while_a_program_runs_and_restored_after():
             seen = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     assert seen == [1] * len(before) and after == before
+
+
+def test_blas_libraries_are_looked_up_again_after_an_import(monkeypatch):
+    """A BLAS a later import loads (scipy's, torch's) is held at one thread too: the lookup runs again
+    once sys.modules has grown, and not while it has not."""
+    import types
+
+    import threadpoolctl
+    calls = []
+    real = threadpoolctl.ThreadpoolController
+
+    class Counting(real):
+        def __init__(self):
+            calls.append(1)
+            super().__init__()
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Counting)
+    monkeypatch.setattr(threads, "_blas_controllers", (-1, []))
+    threads._controllers()
+    threads._controllers()
+    assert len(calls) == 1
+    monkeypatch.setitem(sys.modules, "graphkernel_test_new_module", types.ModuleType("graphkernel_test_new_module"))
+    threads._controllers()
+    assert len(calls) == 2
