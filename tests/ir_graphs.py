@@ -204,9 +204,22 @@ def hostile_graph() -> Graph:
     return b.graph(comp, v)
 
 
+def bucket_graph() -> Graph:
+    """A bucket's AllReduceStart and the AllReduceWait of its token (a group of one gives back the inputs)."""
+    b = GraphBuilder(tt(F32, 2, 3), tt(F32, 3), names=["g0", "g1"])
+    (token,) = b.ops("AllReduceStart", *b.inputs, bucket="r0b0", op="sum", name="Default/AllReduceStart-op0")
+    return b.graph(*b.ops("AllReduceWait", token, bucket="r0b0", shapes=((2, 3), (3,)), dtypes=(F32, F32),
+                          name="Default/AllReduceWait-op1"))
+
+
+# ops whose node cannot run alone: AllReduceWait reads the token of an AllReduceStart (bucket_graph runs both)
+NOT_RUN_ALONE = frozenset({"AllReduceWait"})
+
+
 def seed_graphs() -> dict[str, Graph]:
     return {"basic": net_basic_fuse(), "composite": net_composite_fused(), "two_composites": two_composites(),
-            "layer_norm": layer_norm_graph(), "literals": literal_graph(), "hostile": hostile_graph()}
+            "layer_norm": layer_norm_graph(), "literals": literal_graph(), "hostile": hostile_graph(),
+            "bucket": bucket_graph()}
 
 
 def all_names(graph: Graph) -> list[str]:

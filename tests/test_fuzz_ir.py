@@ -20,10 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ir import parse_graph, print_graph, verify
-from ir.errors import GraphKernelError, ParseError, VerifyError
+from ir.errors import ExecutionError, GraphKernelError, ParseError, VerifyError
 from ir.graph import Graph
 from ir.interpret import interpret
-from ir_graphs import NO_TEXT_FORM, op_graph, random_graphs, registered_ops, seed_graphs
+from ir.ops.collective import set_communicator
+from ir_graphs import NO_TEXT_FORM, NOT_RUN_ALONE, op_graph, random_graphs, registered_ops, seed_graphs
 from fuzz_helpers import EXAMPLE_SECONDS, bounded, deliberate, fuzz_settings
 
 RUN_ELEMENTS = 1 << 16   # graphs with a larger value are parsed and verified, not run
@@ -184,7 +185,12 @@ def test_mutated_ir_text_parses_verifies_and_runs_or_raises_our_errors(case):
 def test_seed_texts_parse_verify_and_run(key):
     graph = parse_graph(SEEDS[key])
     verify(graph)
-    interpret(graph, _random_inputs(graph))
+    if key.removeprefix("op ") in NOT_RUN_ALONE:   # a token no AllReduceStart gave: our error, naming it
+        set_communicator(None)                      # a fresh group of one: no start of another test in flight
+        with pytest.raises(ExecutionError, match="names no AllReduceStart still in flight"):
+            interpret(graph, _random_inputs(graph))
+    else:
+        interpret(graph, _random_inputs(graph))
 
 
 def _text(*body: str, inputs: str = "%0: f32[2,3]") -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir.errors import GraphKernelError
+from ir.ops.collective import unknown_token
 
 DEFAULT_TIMEOUT = 1800.0      # seconds: HCCL_EXEC_TIMEOUT's default order of magnitude (CANN: 1836 s)
 POLL = 0.05                   # seconds between a waiting main thread's looks at other ranks' questions
@@ -225,7 +226,10 @@ class MpiCommunicator:
         return handle
 
     def wait_all_reduce(self, handle, group, bucket) -> list:
-        job, buf, layout = self.pending.pop(handle)
+        try:
+            job, buf, layout = self.pending.pop(handle)
+        except KeyError:
+            raise CommunicationError(unknown_token(handle, bucket)) from None
         self._wait(job)
         out, offset = [], 0
         for shape, dtype in layout:

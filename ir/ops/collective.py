@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.dtypes import DType, as_dtype
-from ir.errors import AttrError, ShapeError
+from ir.errors import AttrError, ExecutionError, ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import is_int, is_str
 from ir.ops.registry import Api, Attr, OpDef, Pattern, Precision, register
@@ -66,7 +66,15 @@ class Alone:
         return self._next
 
     def wait_all_reduce(self, handle, group, bucket) -> list:
-        return self._pending.pop(int(handle))
+        try:
+            return self._pending.pop(int(handle))
+        except KeyError:
+            raise ExecutionError(unknown_token(handle, bucket)) from None
+
+
+def unknown_token(handle, bucket) -> str:
+    return (f"AllReduceWait of bucket {bucket!r}: token {int(handle)} names no AllReduceStart still in flight "
+            "(a token comes from an AllReduceStart of the same step and is waited once)")
 
 
 _COMMUNICATOR = [Alone()]
