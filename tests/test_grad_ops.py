@@ -13,6 +13,7 @@ from graphkernel.settings.options import CompileOptions
 from fusion_helpers import options
 from ir import GraphBuilder
 from ir.dtypes import DType
+from ir.errors import DTypeError
 from ir.graph import TensorType
 from ir.interpret import interpret
 from tolerance import assert_close
@@ -88,6 +89,10 @@ CASES = cases()
 EXPANDED = CompileOptions(flags=parse_flags("--enable_expand_ops=BatchNormGrad", read_env=False))
 
 
+# (op, dtype) MindSpore 2.10's primitive refuses (its FastGeLU gradient takes primitive ops there instead)
+REFUSED = {("FastGeLUGrad", "bfloat16")}
+
+
 def _graph(op, arrays, attrs, dtype):
     b = GraphBuilder(*[TensorType(a.shape, dtype) for a in arrays])
     return b.graph(*b.ops(op, *b.inputs, **attrs))
@@ -97,6 +102,10 @@ def _graph(op, arrays, attrs, dtype):
 @pytest.mark.parametrize("op, arrays, attrs", [c[:3] for c in CASES], ids=[c[3] for c in CASES])
 def test_expansion_equals_reference(op, arrays, attrs, dtype):
     arrays = [a.astype(dtype) for a in arrays]
+    if (op, dtype) in REFUSED:
+        with pytest.raises(DTypeError, match=op):
+            _graph(op, arrays, attrs, DType(dtype))
+        return
     graph = _graph(op, arrays, attrs, DType(dtype))
     expanded = expand(graph, EXPANDED)
     assert not any(n.op == op for n in expanded.nodes)

@@ -60,6 +60,30 @@ def fast_gelu_derivative(x: np.ndarray) -> np.ndarray:
     return (e + c * x * e + np.exp(c * (x - ax))) / ((1 + e) * (1 + e))
 
 
+def fast_gelu_grad_ops(b, dy, x):
+    """dy * FastGeLU'(x) in primitive ops on a GraphBuilder (in x's dtype; the expander widens float16 first):
+    the expansion of FastGeLUGrad, and FastGeLU's gradient where FastGeLUGrad refuses the dtype."""
+    c = b.scalar(FAST_GELU_COEF, x)
+    ax = b.op("Abs", x)
+    e = b.op("Exp", b.op("Mul", b.op("Neg", c), ax))
+    numerator = b.op("Add", b.op("Add", e, b.op("Mul", b.op("Mul", c, x), e)),
+                     b.op("Exp", b.op("Mul", c, b.op("Sub", x, ax))))
+    one_plus_e = b.op("Add", b.scalar(1, x), e)
+    return b.op("Mul", dy, b.op("RealDiv", numerator, b.op("Mul", one_plus_e, one_plus_e)))
+
+
+GELU_GRAD_DTYPES = (DType.float16, DType.float32)   # what MindSpore 2.10's FastGeLUGrad takes
+
+
+def _fast_gelu_rule(b, node, douts):
+    """MindSpore's bprop (FastGeLUGrad) in the dtypes it takes; its formula in primitive ops in the others
+    (float64, bfloat16), so every float FastGeLU has a gradient."""
+    x = node.inputs[0]
+    if x.dtype in GELU_GRAD_DTYPES:
+        return (b.op("FastGeLUGrad", douts[0], x),)
+    return (fast_gelu_grad_ops(b, douts[0], x),)
+
+
 def _fast_gelu_grad(a, attrs):
     dy, x = _wide(*a)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -68,7 +92,7 @@ def _fast_gelu_grad(a, attrs):
 
 def _fast_gelu_grad_infer(types, attrs):
     dtype = same_dtype(types)
-    if dtype not in (DType.float16, DType.float32):   # MindSpore 2.10 refuses float64 too
+    if dtype not in GELU_GRAD_DTYPES:   # MindSpore 2.10 refuses float64 too
         raise DTypeError(f"dy is {dtype}: FastGeLUGrad's input type should be float16 or float32")
     if types[0].shape != types[1].shape:
         raise ShapeError(f"dy {fmt(types[0].shape)} and x {fmt(types[1].shape)} must have one shape")
@@ -76,8 +100,7 @@ def _fast_gelu_grad_infer(types, attrs):
 
 
 composite("FastGeLU", 1, _same_float, _fast_gelu, why="bounded by its input", cann=("FastGelu",),
-          grad=lambda b, node, douts: (b.op("FastGeLUGrad", douts[0], node.inputs[0]),),
-          doc="x * sigmoid(1.702 x), written without overflow", api=Api(functional="fast_gelu", forms=(Form("ops", "fast_gelu", ("x",)),)))
+          grad=_fast_gelu_rule, doc="x * sigmoid(1.702 x), written without overflow", api=Api(functional="fast_gelu", forms=(Form("ops", "fast_gelu", ("x",)),)))
 composite("FastGeLUGrad", 2, _fast_gelu_grad_infer, _fast_gelu_grad, why="bounded by its inputs",
           cann=("FastGeluGrad",), api=Api(primitive=False, inputs=("dy", "x"), casts=(None, 0)), doc="FastGeLU's gradient from the cotangent dy and FastGeLU's input x")
 
