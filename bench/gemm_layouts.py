@@ -125,6 +125,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
+        os.makedirs(args.out, exist_ok=True)
         path = os.path.join(args.out, f"gemm_layouts_{time.strftime('%Y-%m-%d')}.md")
         with open(path, "w") as f:
             f.write(text)
