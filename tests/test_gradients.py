@@ -225,3 +225,21 @@ def test_wrt_values_are_independent_inputs_even_when_one_was_computed_from_anoth
     _, gx, gy = interpret(g, [x])
     np.testing.assert_array_equal(gx, 2 * x)
     np.testing.assert_array_equal(gy, x)
+
+
+@pytest.mark.parametrize("dtype", [DType.float32, DType.bfloat16, DType.float64])
+def test_fast_gelu_has_a_gradient_in_every_float_dtype(dtype):
+    """FastGeLUGrad (MindSpore's bprop) where MindSpore's primitive takes the dtype, its formula in
+    primitive ops elsewhere: both give float32's gradient within the dtype's rounding."""
+    x = np.linspace(-6, 6, 25)
+
+    def build(b, v):
+        return [b.reduce("ReduceSum", b.op("FastGeLU", v), (), keep_dims=False)], [v], []
+    g = _grad_graph(build, TensorType((25,), dtype))
+    assert ("FastGeLUGrad" in {n.op for n in g.nodes}) == (dtype == DType.float32)
+    (_, got) = interpret(g, [x.astype(dtype.np)])
+    want = evaluate(make_node("FastGeLUGrad", GraphBuilder(TensorType((25,), DType.float32),
+                                                           TensorType((25,), DType.float32)).inputs, {}),
+                    [np.ones(25, np.float32), x.astype(np.float32)])[0]
+    tol = {DType.bfloat16: 2e-2, DType.float32: 1e-6, DType.float64: 1e-6}[dtype]
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)
