@@ -39,6 +39,7 @@ from ir.errors import DTypeError, IRError, ShapeError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
 from ir.ops.checks import normalize_axes
 from ir.ops.registry import make_node
+from ir.symbolic import SIZE_VALUE, Dim
 
 COMPOSITE = "Composite"
 
@@ -86,7 +87,7 @@ class GraphBuilder:
     # -- inputs and names ---------------------------------------------------------------------------
     def input(self, shape: Iterable[int], dtype=None, name: str = "") -> Value:
         """A new graph input (the next index) of `shape` and `dtype` (default: the builder's)."""
-        dims = tuple(int(d) for d in shape)
+        dims = tuple(d if isinstance(d, Dim) else int(d) for d in shape)
         if any(d < 0 for d in dims):
             raise ShapeError(f"GraphBuilder.input: shape {list(dims)} has a negative dimension; every "
                              "dimension must be >= 0")
@@ -136,11 +137,13 @@ class GraphBuilder:
         """A Const holding `value` (a number or an array) in `dtype`, the builder's unless given (an array's
         own dtype is not kept: pass it); converted as `constant_array` converts."""
         dtype = self.dtype if dtype is None else as_dtype(dtype)
+        if isinstance(value, Dim):   # a symbolic size: its value at each call (ir/symbolic.py)
+            return self.op(SIZE_VALUE, size=value, dtype=dtype, name=name)
         return self.op("Const", value=Literal(constant_array(value, dtype)), name=name)
 
     def scalar(self, value, like: Value | DType, name: str | None = None) -> Value:
         """A shape-() Const of `like`'s dtype (a Value's, or a DType) holding the number `value`."""
-        if np.ndim(value) != 0:
+        if not isinstance(value, Dim) and np.ndim(value) != 0:
             raise ShapeError(f"scalar() takes a number, got shape {np.shape(value)}")
         return self.const(value, like.dtype if isinstance(like, Value) else like, name=name)
 

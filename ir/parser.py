@@ -3,12 +3,14 @@
 A hand-written lexer (tokens made a line at a time, each with its line and column) and a recursive-descent
 parser. Whitespace and `#` comments are insignificant; the grammar:
 
-    graph     := 'graph' '(' [param {',' param}] ')' '{' {statement} 'return' [ref {',' ref}] '}'
+    graph     := 'graph' [symbols] '(' [param {',' param}] ')' '{' {statement} 'return' [ref {',' ref}] '}'
+    symbols   := 'symbols' '(' NAME '=' INT {',' NAME '=' INT} ')'    (named sizes, their hints)
     param     := VALUE ':' type [loc]
     statement := [VALUE {',' VALUE} '='] opname '(' [ref {',' ref}] ')' [attrs] ':' types [loc] [graph]
-    types     := type | '(' [type {',' type}] ')'          type := DTYPE '[' [INT {',' INT}] ']'
+    types     := type | '(' [type {',' type}] ')'          type := DTYPE '[' [dim {',' dim}] ']'
+    dim       := INT | SIZE          SIZE: a symbolic size over the graph's symbols (s0*128, (s0*s1//32))
     attrs     := '{' [key '=' attr {',' key '=' attr}] '}'
-    attr      := INT | FLOAT | STRING | true | false | none | DTYPE | '[' [attr {',' attr}] ']'
+    attr      := INT | SIZE | FLOAT | STRING | true | false | none | DTYPE | '[' [attr {',' attr}] ']'
                | DTYPE '[' dims ']' '(' [element {',' element}] ')'      (a Literal, flat C order)
     loc       := 'loc' '(' STRING ')'
 
@@ -27,6 +29,7 @@ import numpy as np
 from ir.dtypes import SHORT_NAMES, DType, from_short
 from ir.errors import ParseError
 from ir.graph import Graph, Literal, Node, TensorType, Value, input_node
+from ir.symbolic import Dim, SymbolicError, parse_dim
 
 MAX_DEPTH = 64  # nesting of composite subgraphs and attribute lists
 MAX_ELEMENTS = 2**63 - 1  # of one tensor type: an int64 count
@@ -38,6 +41,7 @@ _TOKEN = re.compile(r"""[ \t\r]*(?:            # each match: blanks, then one to
   | (?P<type>(?:f16|f32|f64|i32|i64|bool)\[(?:\d+(?:,\d+)*)?\])    # a type without blanks: the fast path
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[(){}\[\],=:])
+  | (?P<op>//|[*+-]|%(?!\?))          # in a symbolic size: s0*128, (s0*s1//32)
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<comment>\#.*)
   | (?P<error>"|%\?[^\s,)]*|[-+]?\.?\d[A-Za-z0-9_.]*|[^ \t\r])    # a malformed number whole
@@ -140,14 +144,16 @@ def _tensor_type(shape: tuple[int, ...], dtype: DType, tok: Token) -> TensorType
 class Parser:
     def __init__(self, text: str):
         self.tokens = tokens(text)
+        self.pending: list[Token] = []   # the token after the current one, once peeked
         self.tok = Token("start", "", 1, 1)
         self.advance()
         self.depth = 0
         self.types_seen: dict[str, TensorType] = {}
+        self.symbols: dict[str, int] = {}   # the graph's named sizes and their hints: symbols(s0=8)
 
     # -- tokens ------------------------------------------------------------------------------------
     def advance(self) -> Token:
-        tok, self.tok = self.tok, next(self.tokens)
+        tok, self.tok = self.tok, (self.pending.pop() if self.pending else next(self.tokens))
         if self.tok.kind == "error":
             raise ParseError(_bad_character(self.tok.text), self.tok.line, self.tok.col)
         return tok
@@ -192,6 +198,8 @@ class Parser:
         self.nest(self.advance())
         scope: dict[str, Value] = {}
         inputs = []
+        if self.at_word("symbols"):
+            self.sizes()
         self.punct("(")
         if self.tok.text != ")":
             while True:
@@ -213,6 +221,54 @@ class Parser:
         self.punct("}")
         self.depth -= 1
         return Graph(inputs, nodes, outputs)
+
+    def sizes(self) -> None:
+        """symbols(s0=8, s1=16): the named sizes of the graph and their representative values."""
+        self.advance()
+        self.punct("(")
+        while True:
+            tok = self.expect("ident", "a size's name")
+            self.punct("=")
+            hint = self.number()
+            if not isinstance(hint, int) or hint < 0:
+                raise ParseError(f"size {tok.text} needs a non-negative integer value", tok.line, tok.col)
+            self.symbols[tok.text] = hint
+            if not self.accept(","):
+                break
+        self.punct(")")
+
+    def dim(self, what: str):
+        """One dimension: an integer, or a symbolic size written as the printer writes it (s0*128)."""
+        tok = self.tok
+        if tok.kind == "number" and self.peek_text() in (",", "]", ")"):
+            value = self.number()
+            if not isinstance(value, int) or value < 0:
+                raise self.error(what, tok)
+            return value
+        parts, depth = [], 0
+        while self.tok.kind in ("number", "ident", "op") or self.tok.text in ("(", ")"):
+            if self.tok.text == "(":
+                depth += 1
+            elif self.tok.text == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            parts.append(self.advance().text)
+        if not parts:
+            raise self.error(what, tok)
+        try:
+            value = parse_dim("".join(parts), self.symbols)
+        except SymbolicError as e:
+            raise ParseError(str(e), tok.line, tok.col) from None
+        if not isinstance(value, Dim) and (not isinstance(value, int) or value < 0):
+            raise self.error(what, tok)
+        return value
+
+    def peek_text(self) -> str:
+        """The text of the token after the current one."""
+        if not self.pending:
+            self.pending.append(next(self.tokens))
+        return self.pending[0].text
 
     def statement(self, scope: dict[str, Value]) -> Node:
         results = []
@@ -305,11 +361,7 @@ class Parser:
         dims = []
         if self.tok.text != "]":
             while True:
-                tok = self.tok
-                value = self.number() if tok.kind == "number" else None
-                if not isinstance(value, int) or value < 0:
-                    raise self.error("a non-negative integer dimension", tok)
-                dims.append(value)
+                dims.append(self.dim("a non-negative integer dimension or a symbolic size"))
                 if not self.accept(","):
                     break
         self.punct("]")
@@ -347,8 +399,10 @@ class Parser:
     def attr(self):
         tok = self.tok
         kind = tok.kind
-        if kind == "number":
+        if kind == "number" and self.peek_text() not in ("//", "*", "%", "+", "-"):
             return self.number()
+        if kind == "number" or (kind == "ident" and tok.text in self.symbols) or tok.text == "(":
+            return self.dim("a symbolic size")
         if kind == "string":
             return self.string()
         if kind == "ident" and tok.text in ("true", "false", "none"):

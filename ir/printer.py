@@ -11,7 +11,9 @@
       return %2, %6
     }
 
-An If's branches (ir/ops/control.py) print below it, each after its label (`else:`, `then:`); the
+A graph with symbolic sizes (ir/symbolic.py) names them with their representative values first,
+`graph symbols(s0=8) (%0: f32[s0,4]) {`, and prints each size as its expression (`f32[s0*4]`,
+`{shape=[s0, 4]}`). An If's branches (ir/ops/control.py) print below it, each after its label (`else:`, `then:`); the
 branch attributes themselves print as opaque `<branch: ...>` tokens, which the parser refuses.
 
 Values are numbered when printed (graph inputs first, then node results in order; a composite's
@@ -31,6 +33,7 @@ import numpy as np
 from ir.dtypes import DType, SHORT_NAMES, as_dtype
 from ir.errors import IRError
 from ir.graph import Branch, Graph, Literal, Node, TensorType, Value
+from ir.symbolic import Dim, symbols_of
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Words the parser reads as keywords or constants; op names and attr keys spelled so are quoted.
@@ -85,7 +88,7 @@ def describe(node: Node, limit: int = 200) -> str:
 def format_type(t: TensorType) -> str:
     if not isinstance(t, TensorType) or not isinstance(t.dtype, DType):
         raise IRError(f"cannot print {t!r}: not a TensorType")
-    return f"{t.dtype.short}[{','.join(str(int(d)) for d in t.shape)}]"
+    return f"{t.dtype.short}[{','.join(str(d) if isinstance(d, Dim) else str(int(d)) for d in t.shape)}]"
 
 
 def format_attr(value) -> str:
@@ -94,7 +97,7 @@ def format_attr(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)
+        return str(value)   # a symbolic size (ir.symbolic.Dim) prints its expression
     if isinstance(value, float):
         return repr(value)  # 'nan', 'inf', '-inf' included
     if isinstance(value, str):
@@ -168,10 +171,11 @@ def _loc(name) -> str:
     return f" loc({quote(name)})" if name else ""
 
 
-def _print(graph: Graph, lines: list[str], indent: str) -> None:
+def _print(graph: Graph, lines: list[str], indent: str, symbols: dict | None = None) -> None:
     names = _numbering(graph)
     params = ", ".join(f"{names[v]}: {format_type(v.type)}{_loc(v.node.name)}" for v in graph.inputs)
-    lines.append(f"{indent}graph({params}) {{")
+    sizes = f" symbols({', '.join(f'{k}={v}' for k, v in sorted(symbols.items()))}) " if symbols else ""
+    lines.append(f"{indent}graph{sizes}({params}) {{")
     body = indent + "  "
     for node in graph.nodes:
         results = ", ".join(names[v] for v in node.outputs)
@@ -198,5 +202,5 @@ def print_graph(graph: Graph) -> str:
     if not isinstance(graph, Graph):
         raise IRError(f"print_graph needs a Graph, got {type(graph).__name__}")
     lines: list[str] = []
-    _print(graph, lines, "")
+    _print(graph, lines, "", symbols_of(graph))
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from ir.dtypes import DType
 from ir.errors import IRError
 from ir.graph import Branch, Graph, Node, TensorType, Value
 from ir.ops import OPS, make_node
+from ir.symbolic import Dim
 from ir.dtypes import as_dtype
 from op_cases import CASES as OP_CASES
 from op_samples import comparisons, float_ops, kernel_ops
@@ -62,6 +63,7 @@ SAMPLES = {
     "Transpose": ([tt(F32, 2, 3, 4)], {"perm": (2, 0, 1)}),
     "BroadcastTo": ([tt(F32, 3)], {"shape": (2, 3)}),
     "Const": ([], {"value": np.arange(6, dtype=np.float32).reshape(2, 3)}),
+    "SizeValue": ([], {"size": Dim.symbol("s0", 3) * 2 + 1, "dtype": F32}),   # a symbolic size (ir/symbolic.py)
     "MatMul": ([tt(F32, 2, 3), tt(F32, 4, 3)], {"transpose_b": True}),
     "BatchMatMul": ([tt(F32, 2, 2, 3), tt(F32, 2, 3, 4)], {}),
     "BiasAdd": ([tt(F32, 2, 3, 4), tt(F32, 3)], {}),

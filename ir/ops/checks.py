@@ -6,6 +6,7 @@ import numpy as np
 from ir.dtypes import DType, as_dtype
 from ir.errors import DTypeError, ShapeError
 from ir.graph import TensorType
+from ir.symbolic import Dim, same_size
 
 
 def fmt(shape) -> str:
@@ -13,11 +14,34 @@ def fmt(shape) -> str:
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if any(isinstance(d, Dim) for s in shapes for d in s):
+        return _broadcast_symbolic(shapes)
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError:
         raise ShapeError(f"shapes {', '.join(fmt(s) for s in shapes)} do not broadcast "
                          "(numpy rule: aligned from the right, each dim equal or 1)") from None
+
+
+def _broadcast_symbolic(shapes) -> tuple:
+    """numpy's rule with symbolic sizes (ir/symbolic.py): a symbolic size is not 1, and two must be the
+    same size (equal, or assumed equal at their representative values and checked at each call)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for a in range(rank):
+        dims = [s[a - rank + len(s)] for s in shapes if a - rank + len(s) >= 0]
+        result = 1
+        for d in dims:
+            if d == 1:
+                continue
+            if result == 1:
+                result = d
+            elif not same_size(result, d, f"broadcasting {', '.join(fmt(s) for s in shapes)}"):
+                raise ShapeError(f"shapes {', '.join(fmt(s) for s in shapes)} do not broadcast "
+                                 "(numpy rule: aligned from the right, each dim equal or 1; a symbolic "
+                                 "size is never taken for 1)")
+        out.append(result)
+    return tuple(out)
 
 
 def same_dtype(types: tuple[TensorType, ...]) -> DType:
@@ -61,7 +85,7 @@ def is_bool(v) -> bool:
 def is_int(v) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError("expected an int")
-    return int(v)
+    return v if isinstance(v, Dim) else int(v)   # a symbolic size stays one
 
 
 def is_float(v) -> float:
@@ -72,7 +96,7 @@ def is_float(v) -> float:
 
 def is_int_tuple(v) -> tuple[int, ...]:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        return (int(v),)
+        return (is_int(v),)
     if not isinstance(v, (tuple, list)):
         raise TypeError("expected an int or a tuple of ints")
     return tuple(is_int(x) for x in v)

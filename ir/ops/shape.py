@@ -1,12 +1,15 @@
 """Data movement: Reshape, Transpose, BroadcastTo, and Const (a literal, the source of constants)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir.dtypes import as_dtype
 from ir.errors import ShapeError
 from ir.graph import Literal, TensorType
-from ir.ops.checks import fmt, is_int_tuple
+from ir.ops.checks import fmt, is_int, is_int_tuple
+from ir.symbolic import SIZE_VALUE, Dim, same_size
 from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, register
 
 
@@ -18,11 +21,11 @@ def _reshape_canon(types, attrs):
     if any(d < -1 for d in shape):
         raise ShapeError(f"target shape {fmt(shape)} has a negative dim")
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod(d for d in shape if d != -1)
         if known == 0 or x.size % known:
             raise ShapeError(f"cannot reshape {fmt(x.shape)} ({x.size} elements) to {fmt(shape)}")
         shape[shape.index(-1)] = x.size // known
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
+    if not same_size(math.prod(shape), x.size, f"Reshape of {fmt(x.shape)} to {fmt(shape)}"):
         raise ShapeError(f"cannot reshape {fmt(x.shape)} ({x.size} elements) to {fmt(shape)} "
                          "(element counts differ)")
     return {"shape": tuple(shape)}
@@ -82,7 +85,7 @@ def _broadcast_canon(types, attrs):
         want = shape[lead + i]
         if want == -1:
             out[lead + i] = d
-        elif d != want and d != 1:
+        elif d != 1 and not same_size(d, want, f"BroadcastTo {fmt(x.shape)} -> {fmt(shape)}"):
             raise ShapeError(f"cannot broadcast {fmt(x.shape)} to {fmt(shape)}: dim {i} is {d}, "
                              f"target {want} (numpy rule: equal or 1)")
     if any(d < 0 for d in out):
@@ -111,3 +114,23 @@ register(OpDef("Const", Pattern.ELEMWISE, 0,
                                                 as_dtype(attrs["value"].array.dtype)),),
                lambda a, attrs: attrs["value"].array,
                (Attr("value", check=_literal),), cost=Cost.FREE, moves_data=True, api=Api(primitive=False)))
+
+
+def _size_value_infer(types, attrs):
+    return (TensorType((), attrs["dtype"]),)
+
+
+def _size_dtype(v):
+    dtype = as_dtype(v)
+    if dtype.is_float or dtype.is_int:
+        return dtype
+    raise ValueError(f"a size is a number: float or int, got {dtype}")
+
+
+register(OpDef(SIZE_VALUE, Pattern.OPAQUE, 0, _size_value_infer,
+               lambda a, attrs: np.array(int(attrs["size"]), attrs["dtype"].np),
+               (Attr("size", check=is_int), Attr("dtype", check=_size_dtype)), cost=Cost.FREE, api=Api(primitive=False),
+               doc="A size as a 0-d tensor (OPAQUE: filled per call, never inside a kernel): `size` is a "
+                   "symbolic size (ir/symbolic.py), its value at each "
+                   "call (the count a ReduceMean over a dynamic axis divides by, `x / F.shape(x)[1]`); a "
+                   "static size is a Const instead."))
