@@ -14,6 +14,7 @@ import warnings
 from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError
 from ir.graph import TensorType
+from ir.symbolic import Assumptions
 from graphkernel import context
 from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.settings.seed import get_seed
@@ -25,6 +26,7 @@ from graphkernel.settings.jit_config import JitConfig, JitConfigError, JitConfig
 from graphkernel.tensor import (PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, TensorOps,
                                 is_python_scalar, operations)
 from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
+from graphkernel.tracing.dynamic import declaration_of, fitted_signature, input_types
 
 
 class CellCallError(GraphKernelError, TypeError):
@@ -54,6 +56,8 @@ class Cell:
         object.__setattr__(self, "_float_dtype", None)  # to_float: the dtype its float inputs are cast to
         object.__setattr__(self, "_entered", {})       # id -> Cell outside the subtree a trace entered
         object.__setattr__(self, "_modes_seen", None)  # (versions, mode id) cached by _modes
+        object.__setattr__(self, "_declared", None)    # set_inputs: the dynamic shapes its calls may have
+        object.__setattr__(self, "_declared_entries", None)   # set_inputs' arguments, as given (get_inputs)
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -200,6 +204,61 @@ class Cell:
                                                        f"JitConfig(jit_level={level!r}))") if level else ())
         _structure_version[0] += 1
 
+    # -- dynamic shapes ----------------------------------------------------------------------------
+    def set_inputs(self, *inputs, **kwargs) -> None:
+        """MindSpore 2.x: the shapes later calls may have, `Tensor(shape=[None, 128], dtype=...)` with None
+        a dynamic dim (shape=None: any rank), given for every construct argument in order (a Tensor
+        with data declares its static shape, another value nothing) or by name (`set_inputs(x=...)`).
+        In GRAPH_MODE every call that fits compiles once (`compile(*args)` returns the same graph);
+        one that does not is an InputShapeError naming the input, its declared and its given shape
+        (a dtype that differs: InputDTypeError). A declaration of any rank compiles once per rank."""
+        cls = type(self).__name__
+        if inputs and kwargs:
+            raise CellCallError(f"{cls}.set_inputs: give the inputs in order or by name, not both (inputs: "
+                                f"{len(inputs)}, names: {', '.join(kwargs)})")
+        params = inspect.signature(self.construct).parameters
+        names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        varargs = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+        if kwargs:
+            unknown = [k for k in kwargs if k not in names]
+            if unknown:
+                raise CellCallError(f"{cls}.set_inputs: construct has no argument {', '.join(map(repr, unknown))}; "
+                                    f"its arguments: {', '.join(names) or 'none'}")
+            entries = [kwargs.get(n) for n in names[: max(names.index(k) for k in kwargs) + 1]]
+        else:
+            entries = list(inputs)
+            required = [n for n, p in params.items() if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty]
+            if len(entries) < len(required) or (len(entries) > len(names) and not varargs):
+                raise CellCallError(f"{cls}.set_inputs: construct takes {len(required)}"
+                                    f"{'' if len(required) == len(names) else '-' + str(len(names))} argument(s) "
+                                    f"({', '.join(names)}), set_inputs got {len(entries)}; declare every input, "
+                                    "in order (MindSpore: all networks and loss functions with set_inputs)")
+        arg_names = names + [f"input{k}" for k in range(len(names), len(entries))]
+        decl = declaration_of(entries, arg_names, "set_inputs")
+        object.__setattr__(self, "_declared", decl if any(s is not None for s in decl.specs) else None)
+        object.__setattr__(self, "_declared_entries", tuple(inputs) if inputs else dict(kwargs))
+        _structure_version[0] += 1
+
+    def get_inputs(self):
+        """The inputs set_inputs was given (None when it was not called)."""
+        entries = self._declared_entries
+        if isinstance(entries, dict):
+            return entries or None
+        return entries
+
+    def _declaration(self, names):
+        """The dynamic shapes of this Cell's calls: set_inputs', else seed 004's session options (by the
+        names of construct's arguments), else None."""
+        if self._declared is not None:
+            return self._declared
+        session = context.dynamic_shapes()
+        return None if session is None else session.declaration(names)
+
+    def _arg_names(self, count: int) -> list[str]:
+        params = [n for n, p in inspect.signature(self.construct).parameters.items()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return params[:count] + [f"input{k}" for k in range(len(params), count)]
+
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         trace = active_trace()
@@ -219,8 +278,12 @@ class Cell:
 
     def _cache_key(self, args):
         """(input signature, compile settings, structure version), or None for arguments a call cannot
-        take. A Python constant's value is part of the signature (graphkernel/tracing/arguments.py)."""
-        sig = signature(args)
+        take. A Python constant's value is part of the signature (graphkernel/tracing/arguments.py); an
+        input of a declared dynamic shape counts by its declaration (graphkernel/tracing/dynamic.py), so every
+        shape that fits shares one compile."""
+        decl = self._declared if self._declared is not None else (
+            self._declaration(self._arg_names(len(args))) if context.dynamic_shapes_set() else None)
+        sig = signature(args) if decl is None else fitted_signature(decl, args, self._arg_names(len(args)))
         if sig is None:
             return None
         return (sig, context.compile_settings_id(), _structure_version[0], self._modes(),
@@ -271,9 +334,10 @@ class Cell:
         key = self._cache_key(args)
         compiled = self._compiled.get(key)
         if compiled is None:
-            graph, parameters, tree, checks = self._trace(args)
-            compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters, out_tree=tree,
-                                     name=type(self).__name__, checks=checks)
+            with Assumptions():   # size equalities the trace and the passes rely on (ir/symbolic.py)
+                graph, parameters, tree, checks = self._trace(args)
+                compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters,
+                                         out_tree=tree, name=type(self).__name__, checks=checks)
             self._compiled[self._cache_key(args)] = compiled   # the trace may have entered Cells outside the tree
         return compiled
 
@@ -287,9 +351,11 @@ class Cell:
         object.__setattr__(self, "trace_count", self.trace_count + 1)
         params = inspect.signature(self.construct).parameters
         names = [p for p in params][: len(args)]
+        decl = self._declaration(self._arg_names(len(args)))
+        types = input_types(decl, args) if decl is not None else [None] * len(args)
         with Trace() as trace:
             inputs = trace_arguments(args, lambda a, i: trace.input(
-                TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}"))
+                types[i] or TensorType(a.shape, a.dtype), names[i] if i < len(names) else f"input{i}"))
 
             def run():   # once per path through construct's tensor conditions (graphkernel/tracing/branching.py)
                 trace.cells.append(self)

@@ -14,6 +14,8 @@ from typing import Any, Callable
 from ir.errors import GraphKernelError
 from graphkernel import precision
 from graphkernel.settings.config_file import file_version
+from graphkernel.settings.dynamic_shapes import DynamicShapeSettingError, SessionShapes, session_shapes
+from graphkernel.settings.dynamic_shapes import check_option as check_dynamic_option
 from graphkernel.settings.dump_settings import DumpSettingError, check_dump_layer, check_dump_path, check_dump_step
 from graphkernel.settings.flags import parse_flags
 from graphkernel.settings.fusion_switch import read_fusion_switch
@@ -124,6 +126,17 @@ def _dump_setting(checker):
     return check
 
 
+def _dynamic_option(key: str):
+    check = check_dynamic_option(key)
+
+    def checked(v):
+        try:
+            return check(v)
+        except DynamicShapeSettingError as e:
+            raise ContextError(str(e)) from None
+    return checked
+
+
 @dataclass(frozen=True)
 class Key:
     default: Any
@@ -171,6 +184,13 @@ KEYS: dict[str, Key] = {
     "max_device_memory": Key(None, _memory_size),   # bytes; None: GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's
     # training steps per launch of a compiled step (loop sinking: graphkernel.train.Model)
     "iterations_per_loop": Key(1, _int_range(1, 1 << 30), compile=False),
+    # seed 004's dynamic shapes (graphkernel/settings/dynamic_shapes.py): gears, or ranges
+    "input_shape": Key(None, _dynamic_option("input_shape")),
+    "dynamic_dims": Key(None, _dynamic_option("dynamic_dims")),
+    "dynamic_node_type": Key(None, _dynamic_option("dynamic_node_type")),
+    "dynamic_input": Key(False, _bool),
+    "dynamic_graph_execute_mode": Key(None, _dynamic_option("dynamic_graph_execute_mode")),
+    "dynamic_inputs_shape_range": Key(None, _dynamic_option("dynamic_inputs_shape_range")),
 }
 
 
@@ -309,6 +329,21 @@ def reset_graph_id() -> None:
     """Restart graph numbering at 0 (for tests)."""
     global _graph_count
     _graph_count = 0
+
+
+def dynamic_shapes_set() -> bool:
+    """Whether any of seed 004's dynamic-shape options is set (cheap: on a call's path)."""
+    return any(_settings[k] not in (None, False) for k in _DYNAMIC_KEYS)
+
+
+_DYNAMIC_KEYS = ("input_shape", "dynamic_dims", "dynamic_node_type", "dynamic_input", "dynamic_graph_execute_mode",
+                 "dynamic_inputs_shape_range")
+
+
+def dynamic_shapes() -> SessionShapes | None:
+    """The dynamic shapes seed 004's options declare (gears or ranges), None when none is set; an
+    inconsistency between them is a DynamicShapeSettingError naming the option."""
+    return session_shapes(_settings)
 
 
 def max_device_memory() -> int | None:

@@ -313,12 +313,44 @@ def _operand(o) -> bool:
     return isinstance(o, (TensorOps, np.ndarray, np.generic, bool, int, float))
 
 
+class TensorShapeError(GraphKernelError, ValueError):
+    """A Tensor made with a bad `shape`, or a declaration-only Tensor used as data."""
+
+
 class Tensor(TensorOps):
-    """A concrete tensor: `Tensor(np.array(...))`, `Tensor([1.0, 2.0])`, `Tensor(x, mstype.float16)`."""
+    """A concrete tensor: `Tensor(np.array(...))`, `Tensor([1.0, 2.0])`, `Tensor(x, mstype.float16)`.
+
+    Without data, MindSpore's `Tensor(shape=..., dtype=...)`: a static shape is a Tensor of zeros; a
+    shape with None (or -1) dims, or None (or [-2]) for any rank, declares a dynamic shape for
+    `Cell.set_inputs` and `enable_dynamic` and holds no data (its `shape` spells those dims -1, an any
+    rank (-2,), as MindSpore does)."""
 
     init = None   # the Initializer that filled it (graphkernel.common.initializer), as MindSpore's Tensor.init
+    _declared = None    # a declaration-only Tensor: its shape, None dims dynamic, or ANY_RANK
 
-    def __init__(self, data, dtype=None):
+    def __init__(self, data=None, dtype=None, shape=None, init=None):
+        if init is not None:
+            raise TensorShapeError("Tensor(init=...): initializers are not taken here; make the data with "
+                                   "graphkernel.common.initializer.initializer(init, shape, dtype)")
+        if data is None and (shape is not None or dtype is not None):
+            declared = _declared_shape(shape)
+            if declared != _ANY_RANK and None not in declared:   # static: MindSpore's zeros
+                dtype = dtype if dtype is not None else "float32"
+                check_new(declared, dtype, "Tensor(shape=..., dtype=...)")
+                data = np.zeros(declared, as_dtype(dtype).np)
+            else:
+                if dtype is None:
+                    raise TensorShapeError("a Tensor declaring a dynamic shape needs its dtype (MindSpore: dtype "
+                                           "must not be None): Tensor(shape=[None, 128], dtype=ms.float32)")
+                self._dtype = as_dtype(dtype)
+                self._array = None
+                self._declared = declared
+                return
+        elif shape is not None:
+            raise TensorShapeError(f"Tensor(data, shape={shape!r}): a Tensor made from data takes its data's shape; "
+                                   "give shape without data to declare one")
+        if data is None:
+            raise TensorShapeError("Tensor() needs data, or shape and dtype")
         if dtype is not None and isinstance(data, (Tensor, np.ndarray)) and np.dtype(data.dtype) != as_dtype(dtype).np:
             check_new(data.shape, dtype, "Tensor(data, dtype)")   # the conversion makes a copy
         try:
@@ -328,6 +360,23 @@ class Tensor(TensorOps):
         self._dtype = as_dtype(arr.dtype)  # rejects dtypes the IR does not have
         self._array = arr
 
+    @property
+    def declared_shape(self):
+        """The shape this Tensor declares: None per dynamic dim, None for any rank; its data's shape
+        when it has data."""
+        if self._declared is None:
+            return self._array.shape
+        return None if self._declared == _ANY_RANK else self._declared
+
+    @property
+    def is_declaration(self) -> bool:
+        """A Tensor of a dynamic shape, without data (set_inputs' kind)."""
+        return self._declared is not None
+
+    def _no_data(self):
+        raise TensorShapeError(f"a Tensor declaring the dynamic shape {list(self.shape)} holds no data: give it to "
+                               "Cell.set_inputs or enable_dynamic, and call with Tensors of data")
+
     @classmethod
     def _wrap(cls, array: np.ndarray) -> Tensor:
         """A Tensor around an array we produced (no copy, no checks)."""
@@ -336,9 +385,13 @@ class Tensor(TensorOps):
         return t
 
     def asnumpy(self) -> np.ndarray:
+        if self._array is None:
+            self._no_data()
         return self._array
 
     def copy(self) -> Tensor:
+        if self._array is None:
+            self._no_data()
         return Tensor._wrap(self._array.copy())
 
     @property
@@ -356,6 +409,8 @@ class Tensor(TensorOps):
 
     @property
     def shape(self) -> tuple[int, ...]:
+        if self._declared is not None:
+            return (-2,) if self._declared == _ANY_RANK else tuple(-1 if d is None else d for d in self._declared)
         return self._array.shape
 
     @property
@@ -364,11 +419,11 @@ class Tensor(TensorOps):
 
     @property
     def ndim(self) -> int:
-        return self._array.ndim
+        return len(self.shape) if self._declared is not None else self._array.ndim
 
     @property
     def size(self) -> int:
-        return self._array.size
+        return 0 if self._declared is not None else self._array.size
 
     def __array__(self, dtype=None, copy=None):
         return self._array if dtype is None else self._array.astype(dtype)
@@ -386,9 +441,35 @@ class Tensor(TensorOps):
         return int(self._array)
 
     def __repr__(self):
+        if self._declared is not None:
+            return f"Tensor(shape={list(self.shape)}, dtype={self.dtype.value}, value=\n)"
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype.value}, value=\n{self._array})"
 
     __str__ = __repr__
+
+
+_ANY_RANK = "any rank"
+
+
+def _declared_shape(shape):
+    """A Tensor(shape=...)'s shape: a tuple of ints (None for a dynamic dim), or _ANY_RANK."""
+    if shape is None or (isinstance(shape, (tuple, list)) and list(shape) == [-2]):
+        return _ANY_RANK
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise TensorShapeError(f"Tensor(shape={shape!r}): a shape is a tuple or list of ints (None or -1: a dynamic "
+                               "dim), or None (any rank)")
+    out = []
+    for d in shape:
+        if d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d == -1):
+            out.append(None)
+        elif isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0:
+            out.append(int(d))
+        else:
+            raise TensorShapeError(f"Tensor(shape={list(shape)!r}): dim {d!r} is not a size, None or -1 (-2 alone, "
+                                   "or shape=None, declares any rank)")
+    return tuple(out)
 
 
 # Bumped when any Parameter's requires_grad changes: part of every Cell's compile key

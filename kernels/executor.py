@@ -64,12 +64,13 @@ class KernelInfo:
 
 @dataclass
 class Storage:
-    kind: str                   # input | const | temp | output
+    kind: str                   # input | const | temp | output | size (a SizeValue, a const per plan)
     dtype: np.dtype
     size: int                   # elements
     index: int = 0              # input/output position
     array: np.ndarray | None = None   # const: the flat data
     shape: tuple = ()           # output: the shape handed to the user
+    value: object = None        # kind "size": the symbolic size whose value it holds (kernels/plan.py)
 
 
 @dataclass
@@ -177,21 +178,16 @@ class _Shifted:
         self.obs.kernel(self.offset + index, info, inputs, outputs, seconds)
 
 
-class Program:
-    """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
-
-    An observer sees every launch: `observer.kernel(index, info, inputs, outputs, seconds)` with the
-    step's index in `steps`, its flat input and output arrays (float16 as float16; the buffers are
-    reused, so read them during the call) and the launch's wall time. `profiler` is the older,
-    narrower hook: `profiler.record(info, seconds)`. Without either, a call runs the plain runner:
-    no timing, no per-kernel Python. `run_step(index, arrays)` launches one step alone, on copies of
-    the arrays it is given.
-    """
+class Plan:
+    """One set of sizes of a lowered graph: its launches (each step's callable and int arguments), every
+    buffer's size, the arena the temporaries share and the generated runner. A static graph has one;
+    a graph with symbolic sizes one per shape its calls have had (kernels/plan.py makes them)."""
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
                  input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
-                 assigned: list[int] = ()):
+                 assigned: list[int] = (), input_shapes: list[tuple] | None = None, sizes: dict | None = None):
         self.graph = graph
+        self.sizes = sizes or {}    # the symbolic sizes' values this plan is for (kernels/plan.py)
         self.steps = steps
         self.storages = storages
         self.positions = []         # of each step in the launch list (an If: where its branches' start)
@@ -206,8 +202,8 @@ class Program:
                 self.launch_list.append(step)
         self.launch_count = len(self.launch_list)
         self.kernels = [s.info for s in self.launch_list]
-        self.profiler = None
-        self._inputs = [(np.dtype(storages[i].dtype), tuple(v.shape)) for i, v in zip(input_ids, graph.inputs)]
+        shapes = input_shapes if input_shapes is not None else [tuple(v.shape) for v in graph.inputs]
+        self._inputs = [(np.dtype(storages[i].dtype), shape) for i, shape in zip(input_ids, shapes)]
         self._input_ids = input_ids
         self.assigned = tuple(assigned)   # input positions the call updates in place (Parameters)
         self._output_ids = output_ids
@@ -217,7 +213,6 @@ class Program:
             raise ResourceLimitError(over_limit_message(
                 f"one call of this program (temporaries' peak {self.temp_bytes} bytes + outputs "
                 f"{self.peak_bytes - self.temp_bytes} bytes)", self.peak_bytes, max_bytes))
-        self._local = threading.local()
         # a program computing GEMMs holds BLAS at one thread while it runs: kernels/matmul.py splits the
         # large ones over the pool (kernels/threads.py), and BLAS's own threads would compete with it
         self.uses_blas = any(s.blas for s in self.launch_list)
@@ -308,13 +303,23 @@ class Program:
         return env["run"]
 
     # --- per thread state ----------------------------------------------------------------
-    def _new_thread_state(self):
-        st = self._local
-        raw = [np.empty(n, np.uint8) for n in self._blocks]
-        st.temps = tuple(raw[b][:nbytes].view(self.storages[s].dtype)
+    def new_state(self, st, raw: np.ndarray | None = None):
+        """Fill `st` (a thread's state) with this plan's temporaries, views of one arena, `raw` when it
+        is given (at least arena_bytes long: kernels/plan.py shares one between plans), and its outputs."""
+        offsets, total = self.arena_offsets()
+        raw = np.empty(total, np.uint8) if raw is None else raw
+        st.temps = tuple(raw[offsets[b]:offsets[b] + nbytes].view(self.storages[s].dtype)
                          for s, (b, nbytes) in sorted(self._placed.items()))
         st.outs = [self._new_output(s) for s in self._output_ids]
         return st
+
+    def arena_offsets(self) -> tuple[list[int], int]:
+        """The byte offset of every arena block in one buffer (64-byte aligned), and its length."""
+        offsets, total = [], 0
+        for n in self._blocks:
+            offsets.append(total)
+            total += -(-n // 64) * 64
+        return offsets, total
 
     def _new_output(self, s: int):
         st = self.storages[s]
@@ -336,15 +341,9 @@ class Program:
         # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
         return a.astype(dtype, copy=not a.flags.writeable)
 
-    def run(self, arrays, observer=None) -> list[np.ndarray]:
-        if len(arrays) != len(self._inputs):
-            raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
-        state = self._local
-        if not hasattr(state, "outs"):
-            self._new_thread_state()
+    def run(self, arrays, state, observer=None) -> list[np.ndarray]:
+        """One call on `arrays` with a thread's buffers `state` (new_state)."""
         runner = self._runner
-        if observer is None and self.profiler is not None:
-            observer = _Recorder(self.profiler)
         if observer is not None:
             if self._observed_runner is None:
                 self._observed_runner = self._make_runner(observed=True)
@@ -384,6 +383,68 @@ class Program:
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
+
+
+class Program:
+    """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
+
+    An observer sees every launch: `observer.kernel(index, info, inputs, outputs, seconds)` with the
+    step's index in `steps`, its flat input and output arrays (float16 as float16; the buffers are
+    reused, so read them during the call) and the launch's wall time. `profiler` is the older,
+    narrower hook: `profiler.record(info, seconds)`. Without either, a call runs the plain runner:
+    no timing, no per-kernel Python. `run_step(index, arrays)` launches one step alone, on copies of
+    the arrays it is given.
+
+    The work itself is a Plan's. A static graph has one, made here. A graph with symbolic sizes
+    (ir/symbolic.py) has a `planner` (kernels/plan.py) that makes one per shape of its inputs, cached,
+    the kernels' launch choices and the buffers' sizes evaluated at that shape; `plan` is then the plan
+    of the representative sizes, which `steps`, `kernels` and the figures below describe. The
+    temporaries of every plan a thread runs share one arena, grown to the largest; a plan's views of
+    it and its output buffers are kept while the arena stays, so a repeated shape allocates nothing.
+    """
+
+    def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
+                 input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
+                 assigned: list[int] = (), planner=None):
+        self.graph = graph
+        self.profiler = None
+        self.planner = planner
+        self.plan = Plan(graph, steps, storages, input_ids, output_ids, max_bytes, assigned) if planner is None \
+            else planner.representative()
+        self._local = threading.local()
+        self.launch_count = self.plan.launch_count
+
+    # what a Plan tells, of the one plan (the representative one, with symbolic sizes)
+    steps = property(lambda self: self.plan.steps)
+    storages = property(lambda self: self.plan.storages)
+    kernels = property(lambda self: self.plan.kernels)
+    launch_list = property(lambda self: self.plan.launch_list)
+    positions = property(lambda self: self.plan.positions)
+    temp_bytes = property(lambda self: self.plan.temp_bytes)
+    peak_bytes = property(lambda self: self.plan.peak_bytes)
+    runner_source = property(lambda self: self.plan.runner_source)
+    uses_blas = property(lambda self: self.plan.uses_blas)
+    assigned = property(lambda self: self.plan.assigned)
+
+    def run(self, arrays, observer=None) -> list[np.ndarray]:
+        planner = self.planner
+        plan = self.plan if planner is None else planner.plan_for(arrays)
+        if len(arrays) != len(plan._inputs):
+            raise InputMismatchError(f"the program takes {len(plan._inputs)} inputs, got {len(arrays)}")
+        st = self._local
+        if planner is None:
+            if not hasattr(st, "outs"):
+                plan.new_state(st)
+            state = st
+        else:
+            state = planner.state(st, plan)
+        if observer is None and self.profiler is not None:
+            observer = _Recorder(self.profiler)
+        return plan.run(arrays, state, observer)
+
+    def run_step(self, index: int, arrays) -> list[np.ndarray]:
+        """Step `index` alone (Plan.run_step) of the representative plan."""
+        return self.plan.run_step(index, arrays)
 
 
 class _Recorder:

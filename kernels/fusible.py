@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from ir.errors import ShapeError
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, get
+from ir.ops.checks import broadcast
 from kernels.emitters import EMITTERS, REDUCERS
 
 
@@ -88,8 +88,8 @@ def _analyze(graph: Graph) -> KernelShape:
     rank = max((len(s) for s in shapes.values()), default=0)
     aligned = {v: (1,) * (rank - len(s)) + tuple(s) for v, s in shapes.items()}
     try:
-        full = tuple(int(x) for x in np.broadcast_shapes(*set(aligned.values()))) if aligned else ()
-    except ValueError:
+        full = broadcast(*set(aligned.values())) if aligned else ()
+    except ShapeError:
         raise Unsupported("value shapes do not broadcast to one iteration shape") from None
 
     axes_sets = set()

@@ -13,9 +13,8 @@ a buffer's stride on axis a is the product of the dims after a it is present on,
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
-import numpy as np
 
 from ir.dtypes import DType
 from ir.graph import Graph, Value
@@ -126,7 +125,7 @@ def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:
         pres = {b: (True,) for b in buffers}
         reduce_axes = (False,)
     else:
-        sizes = tuple(int(np.prod([shape[a] for a in g])) for g in groups)
+        sizes = tuple(math.prod(shape[a] for a in g) for g in groups)   # symbolic sizes stay so (ir/symbolic.py)
         pres = {b: tuple(ks.aligned[b][g[0]] != 1 for g in groups) for b in buffers}
         reduce_axes = tuple(g[0] in axes for g in groups)
 

@@ -27,7 +27,6 @@ kernels, a single op falls back to the numpy reference, each with a KernelBuildW
 """
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, replace
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.graph import Graph, Node, Value
+from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, is_dynamic, symbols_of
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
@@ -47,6 +47,7 @@ from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.in_place import plan_in_place
 from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
 from kernels.layout import describe
+from kernels.plan import KernelLaunch, Planner, alone, info_at
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.random import dropout_fn
@@ -109,12 +110,24 @@ class _Builder:
         self.storages: list[Storage] = []
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
-        self.kernels: dict[tuple, tuple] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> its launch
+        self.kernels: dict[tuple, KernelLaunch] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> it
         self.updates_only = update_nodes(graph)  # the optimizer phase
+        # symbolic sizes (ir/symbolic.py): steps whose work depends on them keep a template, evaluated
+        # per shape by kernels/plan.py's Planner; lowering itself sees the representative sizes
+        self.dynamic = is_dynamic(graph)
+        self.hints = symbols_of(graph) if self.dynamic else {}
+        self.templates: list = []
 
     def storage(self, kind: str, type_, **kw) -> int:
         self.storages.append(Storage(kind, type_.dtype.np, type_.size, **kw))
         return len(self.storages) - 1
+
+    def add_step(self, step: Step, template=None) -> None:
+        """A step, and (with symbolic sizes) how to make it at other sizes: `template(sizes, storages)`."""
+        self.steps.append(step)
+        if self.dynamic and template is None:   # the types it shows at those sizes
+            template = lambda sizes, storages, step=step: replace(step, info=info_at(step.info, sizes))  # noqa: E731
+        self.templates.append(template)
 
     def build(self) -> Program:
         inputs = []
@@ -128,8 +141,11 @@ class _Builder:
                 self.lower_node(node)
         results = self.claim_outputs()
         self.lower_assigns(assigns)
+        assigned = [self.storages[self.where[n.inputs[0]]].index for n in assigns]
+        planner = Planner(self.graph, self.steps, self.templates, self.storages, inputs, results,
+                          self.cfg.max_device_memory, assigned) if self.dynamic else None
         return Program(self.graph, self.steps, self.storages, inputs, results, self.cfg.max_device_memory,
-                       assigned=[self.storages[self.where[n.inputs[0]]].index for n in assigns])
+                       assigned=assigned, planner=planner)
 
     @staticmethod
     def kernel_graph(node: Node) -> Graph | None:
@@ -149,34 +165,45 @@ class _Builder:
             self.conditional(node)
         elif (sub := self.kernel_graph(node)) is not None:
             self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
+        elif node.op == SIZE_VALUE:   # a size: a constant of each plan (kernels/plan.py)
+            size = node.attr("size")
+            if isinstance(size, Dim):
+                self.where[node.out] = self.storage("size", node.out.type, value=size)
+            else:
+                self.where[node.out] = self.storage("const", node.out.type,
+                                                    array=np.array([size], node.out.dtype.np))
         elif node.op in ("MatMul", "BatchMatMul"):
-            self.numpy_step(node, gemm_fn(node), "numpy", blas=True)
+            self.numpy_step(node, gemm_fn, "numpy", blas=True)
         elif node.op == "Transpose":
-            self.numpy_step(node, _transpose_fn(node), "numpy")
+            self.numpy_step(node, _transpose_fn, "numpy")
         elif (spatial := spatial_kernel(node)) is not None:   # convolutions, pooling: kernels/conv.py
-            fn, variant = spatial
-            self.numpy_step(node, fn, variant, blas=variant == "conv")
+            variant = spatial[1]
+            self.numpy_step(node, lambda n: spatial_kernel(n)[0], variant, blas=variant == "conv")
         elif node.op == "UnsortedSegmentSum":
-            x, ids = node.inputs
-            self.numpy_step(node, segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np),
-                            "scatter")
+            self.numpy_step(node, _segment_sum_fn, "scatter")
         elif node.op == "Dropout":
-            self.numpy_step(node, dropout_fn(node.attr("keep_prob"), node.attr("seed"), node.attr("op_id"),
-                                             node.out.dtype.np), "random")
+            self.numpy_step(node, _dropout_fn, "random")
         elif node.op in COPY_OPS:  # a real copy across the host/device boundary
-            self.numpy_step(node, _copy, "copy")
+            self.numpy_step(node, lambda n: _copy, "copy")
         elif is_host(node):
-            self.numpy_step(node, _reference_fn(node, run_host), "host")
+            self.numpy_step(node, lambda n: _reference_fn(n, run_host), "host")
         else:
-            self.numpy_step(node, _reference_fn(node), "reference")
+            self.numpy_step(node, _reference_fn, "reference")
 
     def conditional(self, node: Node) -> None:
         then, else_ = (_Builder(g, self.cfg, self.progress).build() for g in branches(node))
-        fn = Conditional(then, else_, tuple(v.shape for v in node.inputs[1:]))
+        in_shapes = tuple(v.shape for v in node.inputs[1:])
+        fn = Conditional(then, else_, in_shapes)
         info = KernelInfo(printable(node.name or node.op, 200), (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, "device", None, "branch", phase=phase_of(node, self.updates_only))
-        self.steps.append(Step(info, fn, tuple(self.where[v] for v in node.inputs), self.outputs_of(node),
-                               values_in=node.inputs, values_out=node.outputs))
+        step = Step(info, fn, tuple(self.where[v] for v in node.inputs), self.outputs_of(node),
+                    values_in=node.inputs, values_out=node.outputs)
+
+        def at(sizes, storages):   # each branch's program plans itself from the arrays it is given
+            branch = Conditional(then, else_, tuple(evaluate_shape(s, sizes) for s in in_shapes))
+            branch.position = fn.position
+            return replace(step, fn=branch, info=info_at(info, sizes))
+        self.add_step(step, at if self.dynamic else None)
 
     def outputs_of(self, node: Node) -> tuple[int, ...]:
         """Fresh temps, or the buffer of the Parameter a result updates in place (kernels/in_place.py)."""
@@ -185,13 +212,19 @@ class _Builder:
             self.where[v] = self.where[ref] if ref is not None else self.storage("temp", v.type)
         return tuple(self.where[v] for v in node.outputs)
 
-    def numpy_step(self, node: Node, fn, variant: str, blas: bool = False) -> None:
+    def numpy_step(self, node: Node, make, variant: str, blas: bool = False) -> None:
+        """A step calling `make(node)`, a function of flat buffers; with symbolic sizes, made again per
+        plan from the node at the plan's sizes. `blas`: it calls BLAS (Step.blas)."""
         target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, target, None, variant, phase=phase_of(node, self.updates_only))
         ins = tuple(self.where[v] for v in node.inputs)
-        self.steps.append(Step(info, fn, ins, self.outputs_of(node), values_in=node.inputs,
-                               values_out=node.outputs, blas=blas))
+        step = Step(info, make(node if not self.dynamic else alone(node, self.hints)), ins, self.outputs_of(node),
+                    values_in=node.inputs, values_out=node.outputs, blas=blas)
+
+        def at(sizes, storages):
+            return replace(step, fn=make(alone(node, sizes)), info=info_at(info, sizes))
+        self.add_step(step, at if self.dynamic else None)
 
     def generated(self, node: Node, sub: Graph, ext: tuple[Value, ...], label: str) -> None:
         # a node writing a Parameter in place must compute all its results before writing any: the
@@ -201,7 +234,7 @@ class _Builder:
             if node.subgraph is not None and not in_place:
                 self.inline(node)
             else:
-                self.numpy_step(node, _reference_fn(node), "reference")
+                self.numpy_step(node, _reference_fn, "reference")
             self._advance("reference")
             return
         try:
@@ -217,10 +250,10 @@ class _Builder:
             else:
                 warnings.warn(f"kernel of {label} failed to build ({type(e).__name__}: {_first_line(e)}); "
                               "computed by the numpy reference", KernelBuildWarning, stacklevel=4)
-                self.numpy_step(node, _reference_fn(node), "reference")
+                self.numpy_step(node, _reference_fn, "reference")
             return
         self._advance(origin)
-        self.steps.append(step)
+        self.add_step(*step)
 
     def _advance(self, origin: str) -> None:
         if self.progress is not None:
@@ -239,9 +272,11 @@ class _Builder:
         for v, v_sub in zip(node.outputs, node.subgraph.outputs):
             self.where[v] = self.where[v_sub]
 
-    def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> tuple[Step, str]:
-        """The step launching the kernel of `node`, and where the kernel came from ("compiled", "disk",
-        "memory": the kernel cache's answer, or this program's own earlier kernel of that structure)."""
+    def build_kernel(self, node: Node, sub: Graph, ext: tuple[Value, ...]) -> tuple[tuple, str]:
+        """(the step launching the kernel of `node` and its template, or None), and where the kernel
+        came from ("compiled", "disk", "memory": the kernel cache's answer, or this program's own earlier
+        kernel of that structure). The launch choices are KernelLaunch.at's (kernels/plan.py), at the
+        collapsed sizes: evaluated per plan when they are symbolic."""
         sub, ext = _inline_scalar_consts(sub, tuple(ext))
         ins = tuple(self.where[v] for v in ext)
         # result k updates the Parameter the kernel reads as input i: stored through that input's slice
@@ -249,32 +284,43 @@ class _Builder:
         homes = [self.where[self.in_place[v]] if v in self.in_place else None for v in node.outputs]
         parts = multi_parts(sub)
         if parts is not None:
-            return self.multi_tensor_step(node, parts, ext, ins, homes)
+            if self.dynamic and any(isinstance(d, Dim) for v in ext for d in v.shape):
+                raise ValueError("a multi-tensor kernel over symbolic sizes (its tensors' offsets are fixed)")
+            mstep, origin = self.multi_tensor_step(node, parts, ext, ins, homes)
+            return (mstep, None), origin
         aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
         key = (sub.key(), aliases)
-        origin = "memory"
-        if key not in self.kernels:
+        launch = self.kernels.get(key)
+        if launch is None:
             spec, sizes = describe(sub)
-            spec = replace(spec, in_place=aliases)
-            variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.cfg.core_num)
-            dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
-                                                     if k not in spec.aliased]
-            partials = split_partials(spec, sizes, tile) if variant == "split" else []
-            fold = variant == "split"
-            sig = signature(dtypes + [d for d, _ in partials], len(sizes) + 5 + fold)
-            built = self._build(spec, variant, sig)
-            origin = built.origin
-            n_threads = threads_for(spec, math.prod(sizes), block_dim, self.cfg.parallel_min_elements)
-            fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes), fold)
-            info = KernelInfo(built.name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
-                              tuple(v.type for v in sub.outputs), "device", built.source, variant,
-                              kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
-            self.kernels[key] = info, fn, extra, n_threads, partials
-        info, fn, extra, n_threads, partials = self.kernels[key]
-        info = replace(info, name=node.name or node.op, phase=phase_of(node, self.updates_only))   # the launch is its node's
-        scratch = tuple(self.scratch(dtype, count) for dtype, count in partials)
-        return Step(info, fn, ins, self.outputs_of(node), extra=extra, threads=n_threads, values_in=tuple(ext),
-                    values_out=node.outputs, in_place=aliases, scratch=scratch), origin
+            launch = KernelLaunch(replace(spec, in_place=aliases), self._build, self.cfg.core_num,
+                                  self.cfg.parallel_min_elements)
+            launch.sizes = sizes
+            self.kernels[key] = launch
+        sizes = launch.sizes
+        phase = phase_of(node, self.updates_only)
+        in_types, out_types = tuple(v.type for v in sub.inputs), tuple(v.type for v in sub.outputs)
+        outs = self.outputs_of(node)
+
+        def step_at(values: tuple, type_sizes: dict | None, storages: list | None) -> tuple[Step, str]:
+            info, fn, extra, n_threads, partials, origin = launch.at(values)
+            ins_t, outs_t = in_types, out_types
+            if type_sizes is not None:
+                ins_t = tuple(specialize_value_type(t, type_sizes) for t in in_types)
+                outs_t = tuple(specialize_value_type(t, type_sizes) for t in out_types)
+            info = replace(info, name=node.name or node.op, phase=phase, inputs=ins_t, outputs=outs_t)
+            scratch = tuple(self.scratch(dtype, count, storages) for dtype, count in partials)
+            return Step(info, fn, ins, outs, extra=extra, threads=n_threads, values_in=tuple(ext),
+                        values_out=node.outputs, in_place=aliases, scratch=scratch), origin
+
+        if not self.dynamic:
+            step, origin = step_at(tuple(sizes), None, None)
+            return (step, None), origin
+        step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), self.hints, None)
+
+        def at(plan_sizes, storages):
+            return step_at(tuple(value_at(d, plan_sizes) for d in sizes), plan_sizes, storages)[0]
+        return (step, at), origin
 
     def _build(self, spec, variant: str, sig: tuple):
         """The one build path of every generated kernel (kernels.launch.build_kernel) with this
@@ -322,12 +368,12 @@ class _Builder:
         for node, ref, value in copies:
             if value in assigned:   # the old value of an input another copy overwrites
                 aside = self.storage("temp", node.out.type)
-                self.steps.append(self._copy_step(f"Copy_old_{printable(node.name or 'Assign', 200)}", node,
-                                                  value, aside))
+                self.add_step(self._copy_step(f"Copy_old_{printable(node.name or 'Assign', 200)}", node,
+                                              value, aside))
                 value = aside
             staged.append((node, ref, value))
         for node, ref, value in staged:
-            self.steps.append(self._copy_step(printable(node.name or "Assign", 200), node, value, ref))
+            self.add_step(self._copy_step(printable(node.name or "Assign", 200), node, value, ref))
 
     def _copy_step(self, name: str, node: Node, src: int, dst: int) -> Step:
         t = node.out.type
@@ -351,7 +397,7 @@ class _Builder:
                 continue
             out = self.storage("output", v.type, index=k, shape=tuple(v.shape))
             info = KernelInfo(f"Copy_output{k}", ("Copy",), 1, (v.type,), (v.type,), "device", None, "numpy")
-            self.steps.append(Step(info, _copy, (s,), (out,), values_in=(v,), values_out=(v,)))
+            self.add_step(Step(info, _copy, (s,), (out,), values_in=(v,), values_out=(v,)))
             ids.append(out)
         return ids
 
@@ -373,6 +419,19 @@ def _first_line(e: Exception) -> str:
 
 def _copy(src, dst):
     dst[:] = src
+
+
+def specialize_value_type(t, sizes: dict):
+    return type(t)(evaluate_shape(t.shape, sizes), t.dtype) if any(isinstance(d, Dim) for d in t.shape) else t
+
+
+def _segment_sum_fn(node: Node):
+    x, ids = node.inputs
+    return segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np)
+
+
+def _dropout_fn(node: Node):
+    return dropout_fn(node.attr("keep_prob"), node.attr("seed"), node.attr("op_id"), node.out.dtype.np)
 
 
 def _transpose_fn(node: Node):

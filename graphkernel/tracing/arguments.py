@@ -111,6 +111,9 @@ def is_constant(x) -> bool:
 def check(cls: str, i: int, a) -> None:
     """Raise naming argument `i` of Cell `cls` where MindSpore 2.10 refuses it."""
     a = python_value(a)
+    if isinstance(a, Tensor) and a.is_declaration:
+        raise ArgumentError(f"{cls}: argument {i} is a Tensor declaring the shape {list(a.shape)}, which holds no "
+                            "data: declare shapes with set_inputs, call with Tensors of data")
     if isinstance(a, int) and not isinstance(a, bool) and not _INT64[0] <= a <= _INT64[1]:
         raise ArgumentError(f"{cls}: argument {i} is the int {a}, outside int64: MindSpore cannot take it either "
                             "(\"Unable to cast Python instance of type <class 'int'> to C++ type 'long'\"); "

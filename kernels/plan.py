@@ -1,0 +1,204 @@
+"""Plans per shape: a graph with symbolic sizes (ir/symbolic.py) lowered once, planned per call.
+
+    lowering (once)         every node's kernel, its launch structure (KernelSpec) and where each
+                            value lives are decided from the graph's structure; a step whose work
+                            depends on sizes keeps a template: `template(sizes, storages) -> Step`
+    Planner.plan_for(arrays) the Plan of a call: its inputs' shapes bound to the sizes (ir.symbolic.
+                            bind: an input that does not fit is an InputMismatchError naming it), the
+                            size relations the compile assumed checked, then every template at those
+                            sizes: each generated kernel's variant, block_dim, tile and threads
+                            (KernelLaunch.at, kernels/launch.py's choices), each GEMM's chunks
+                            (kernels/matmul.py), every buffer's size, the arena and the runner
+                            (kernels/executor.py Plan). Cached by the inputs' shapes (PLAN_CACHE of them,
+                            the least recently used dropped), so a repeated shape costs a dict lookup
+
+A kernel is built once per structure and variant: the variant a new size needs (a reduction whose
+rows grow long enough to split) is built the first time a plan needs it, from the kernel cache
+when it holds it. `prepare(sizes)` plans (and so builds) ahead, for the shapes a declaration names
+(gears, a range's bounds).
+"""
+from __future__ import annotations
+
+import math
+import threading
+import types
+import weakref
+from collections import OrderedDict
+from dataclasses import replace
+
+import numpy as np
+
+from ir.errors import ShapeError
+from ir.graph import Graph, Node, TensorType, input_node
+from ir.symbolic import Assumptions, Dim, bind, evaluate, evaluate_shape, specialize_node, specialize_type, \
+    symbols_of
+from kernels import aicore
+from kernels.compile import signature
+from kernels.executor import InputMismatchError, KernelInfo, Plan, Step, Storage
+from kernels.launch import choose_launch, launch_of, ub_bytes, work_weight
+from kernels.reduction import split_partials
+
+PLAN_CACHE = 64     # plans kept per program (each a runner and its launches; buffers are shared)
+
+
+class KernelLaunch:
+    """One generated kernel structure: its launch at given collapsed sizes (cached per sizes), and its
+    compiled kernel per variant, built the first time a launch needs that variant."""
+
+    def __init__(self, spec, build, core_num: int, min_elements: int):
+        self.spec, self.build = spec, build     # build(spec, variant, sig) -> Built (kernels/launch.py)
+        self.core_num, self.min_elements = core_num, min_elements
+        self.weight = work_weight(spec)
+        self.dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
+                                                     if k not in spec.aliased]
+        self.built: dict[str, tuple] = {}       # variant -> (Built, origin)
+        self.at_sizes: dict[tuple, tuple] = {}
+
+    def kernel(self, variant: str, n_sizes: int, parts) -> tuple:
+        if variant not in self.built:
+            fold = variant == "split"
+            sig = signature(self.dtypes + [d for d, _ in parts], n_sizes + 5 + fold)
+            built = self.build(self.spec, variant, sig)
+            self.built[variant] = built, built.origin
+        return self.built[variant]
+
+    def at(self, sizes: tuple[int, ...]) -> tuple:
+        """(KernelInfo without its node's name, callable, int arguments, threads, partials, origin) of a
+        launch over the collapsed `sizes`."""
+        hit = self.at_sizes.get(sizes)
+        if hit is not None:
+            return hit[:5] + ("memory",)
+        spec = self.spec
+        variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.core_num)
+        parts = split_partials(spec, sizes, tile) if variant == "split" else []
+        built, origin = self.kernel(variant, len(sizes), parts)
+        n_threads = aicore.launch_threads(block_dim, math.prod(sizes), self.min_elements, self.weight)
+        fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes),
+                              variant == "split")
+        info = KernelInfo(built.name, spec.op_names, block_dim, (), (), "device", built.source, variant,
+                          kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
+        self.at_sizes[sizes] = (info, fn, extra, n_threads, parts)
+        return info, fn, extra, n_threads, parts, origin
+
+
+def alone(node: Node, sizes: dict) -> Node:
+    """`node` at `sizes`, reading fresh inputs of its inputs' types there: what a numpy step's function
+    is made from (kernels/lower.py)."""
+    inputs = [input_node(k, specialize_type(v.type, sizes)).out for k, v in enumerate(node.inputs)]
+    return specialize_node(node, sizes, inputs)
+
+
+def info_at(info: KernelInfo, sizes: dict) -> KernelInfo:
+    """A launch's KernelInfo with its types at `sizes`."""
+    return replace(info, inputs=tuple(specialize_type(t, sizes) for t in info.inputs),
+                   outputs=tuple(specialize_type(t, sizes) for t in info.outputs))
+
+
+def symbolic_storage(storage: Storage) -> bool:
+    return isinstance(storage.size, Dim) or storage.kind == "size" or any(isinstance(d, Dim) for d in storage.shape)
+
+
+class Planner:
+    """Makes and caches the Plans of a program whose graph has symbolic sizes (see the module doc)."""
+
+    def __init__(self, graph: Graph, steps: list[Step], templates: list, storages: list[Storage],
+                 input_ids: list[int], output_ids: list[int], max_bytes: int | None, assigned: list[int]):
+        self.graph, self.steps, self.templates, self.storages = graph, steps, templates, storages
+        self.input_ids, self.output_ids = input_ids, output_ids
+        self.max_bytes, self.assigned = max_bytes, assigned
+        self.types = [v.type for v in graph.inputs]
+        self.names = [v.node.name for v in graph.inputs]
+        self.dynamic_inputs = tuple(k for k, t in enumerate(self.types) if any(isinstance(d, Dim) for d in t.shape))
+        self.hints = symbols_of(graph)
+        self.assumptions: Assumptions | None = None   # the compile's (graphkernel/compiler.py sets it)
+        self._plans: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- plans ---------------------------------------------------------------------------------
+    def representative(self) -> Plan:
+        """The plan at the hints: the sizes the graph was compiled for (CompiledGraph.kernels shows it)."""
+        shapes = tuple(evaluate_shape(self.types[k].shape, self.hints) for k in self.dynamic_inputs)
+        plan = self._plans.get(shapes)
+        if plan is None:
+            plan = self._plans[shapes] = self.plan_at(dict(self.hints))
+        return plan
+
+    def plan_for(self, arrays) -> Plan:
+        """The plan of a call on `arrays` (cached by their shapes)."""
+        try:
+            key = tuple(arrays[k].shape for k in self.dynamic_inputs)
+        except (AttributeError, IndexError):
+            key = tuple(np.shape(arrays[k]) if k < len(arrays) else None for k in self.dynamic_inputs)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._new_plan(key, arrays)
+            else:
+                self._plans.move_to_end(key)
+            return plan
+
+    def _new_plan(self, key, arrays) -> Plan:
+        if len(arrays) != len(self.types):
+            raise InputMismatchError(f"the program takes {len(self.types)} inputs, got {len(arrays)}")
+        shapes = [np.shape(a) for a in arrays]
+        try:
+            sizes = bind(self.types, shapes, self.names)
+            if self.assumptions is not None:
+                self.assumptions.check(sizes)
+        except ShapeError as e:
+            raise InputMismatchError(str(e)) from None
+        plan = self.plan_at(sizes)
+        self._plans[key] = plan
+        if len(self._plans) > PLAN_CACHE:
+            self._plans.popitem(last=False)
+        return plan
+
+    def prepare(self, sizes: dict) -> Plan:
+        """The plan at `sizes` (every symbol given), made now: its kernels built ahead of a call."""
+        shapes = tuple(evaluate_shape(self.types[k].shape, sizes) for k in self.dynamic_inputs)
+        if self.assumptions is not None:
+            self.assumptions.check(sizes)
+        plan = self._plans.get(shapes)
+        if plan is None:
+            plan = self._plans[shapes] = self.plan_at(dict(sizes))
+        return plan
+
+    def plan_at(self, sizes: dict) -> Plan:
+        storages = [self._storage_at(st, sizes) for st in self.storages]
+        steps = [step if t is None else t(sizes, storages) for step, t in zip(self.steps, self.templates)]
+        shapes = [evaluate_shape(t.shape, sizes) for t in self.types]
+        return Plan(self.graph, steps, storages, self.input_ids, self.output_ids, self.max_bytes, self.assigned,
+                    input_shapes=shapes, sizes=sizes)
+
+    @staticmethod
+    def _storage_at(st: Storage, sizes: dict) -> Storage:
+        if st.kind == "size":   # a SizeValue: a constant of this plan
+            return Storage("const", st.dtype, 1, array=np.array([evaluate(st.value, sizes)], st.dtype))
+        if not symbolic_storage(st):
+            return st
+        return replace(st, size=evaluate(st.size, sizes), shape=evaluate_shape(st.shape, sizes))
+
+    # --- buffers -------------------------------------------------------------------------------
+    @staticmethod
+    def state(st, plan: Plan):
+        """A thread's buffers for `plan`: views of the thread's one arena (grown to the largest plan
+        it ran), kept per plan while the arena stays."""
+        views = getattr(st, "views", None)
+        if views is None:
+            st.views = views = weakref.WeakKeyDictionary()
+            st.raw = np.empty(0, np.uint8)
+        state = views.get(plan)
+        if state is None:
+            _, need = plan.arena_offsets()
+            if need > st.raw.size:
+                st.raw = np.empty(need, np.uint8)
+                views.clear()
+            state = views[plan] = plan.new_state(types.SimpleNamespace(), st.raw)
+        return state
+
+
+def symbolic_type(t: TensorType) -> bool:
+    return any(isinstance(d, Dim) for d in t.shape)
