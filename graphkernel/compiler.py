@@ -20,13 +20,16 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.errors import GraphKernelError
+from ir.errors import ShapeError
 from ir.graph import Graph, TensorType
+from ir.symbolic import Assumptions, Dim, bind, evaluate_shape, is_dynamic, specialize
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
@@ -57,6 +60,15 @@ from graphkernel.tensor import Tensor
 
 class InputError(GraphKernelError, TypeError):
     """Inputs that do not match the compiled signature."""
+
+
+SPECIALIZED_CACHE = 16   # graphs with symbolic sizes: the reference's specializations kept per compile
+
+
+def fits(shape, type_: TensorType) -> bool:
+    """Whether an array of `shape` can be a value of `type_` (a symbolic size takes any size >= 1)."""
+    return len(shape) == type_.rank and all(
+        n == d if not isinstance(d, Dim) else n >= 1 for n, d in zip(shape, type_.shape))
 
 
 @dataclass(frozen=True)
@@ -165,8 +177,13 @@ class CompiledGraph:
     observation: object = None   # graphkernel.observation.launches.GraphObservation: data dump, overflow check
     checks: list = field(default_factory=list)   # host callables run before each call (Trace.checks)
     log: FusionLog = field(default_factory=FusionLog)   # the passes' decisions (PassContext.log)
+    assumptions: Assumptions | None = None   # size relations the compile relied on (ir/symbolic.py)
 
     def __post_init__(self):
+        # symbolic sizes: the reference runs the graph specialized per shape, cached; the device's
+        # Program plans per shape itself (kernels/plan.py)
+        self.dynamic = is_dynamic(self.graph)
+        self._specialized: OrderedDict = OrderedDict()
         # (result index, input index) of each Parameter the graph updates (its Assign outputs, last)
         self.updates = assigned_inputs(self.graph)
         self.result_count = len(self.graph.outputs) - len(self.updates)
@@ -233,12 +250,42 @@ class CompiledGraph:
         observed = self.observation is not None or profiler is not None
         if self.program is not None:   # the results; the program updates the Parameters in place
             return run_observed(self, arrays, profiler, done) if observed else self.program.run(arrays)
-        outs = run_observed(self, arrays, profiler) if observed else interpret(self.graph, arrays)
+        outs = run_observed(self, arrays, profiler) if observed else interpret(self.graph_at(arrays), arrays)
         for k, i in self.updates:   # the reference returns every output, the new values last
             np.copyto(arrays[i], outs[k])
         if done is not None:
             done.append(True)
         return outs[:self.result_count]
+
+    def sizes_of(self, arrays) -> dict:
+        """The symbolic sizes' values at a call on `arrays` (an InputError naming an input that does not
+        fit, or a size relation the compile assumed that does not hold)."""
+        try:
+            sizes = bind([v.type for v in self.graph.inputs], [np.shape(a) for a in arrays],
+                         [v.node.name for v in self.graph.inputs])
+            if self.assumptions is not None:
+                self.assumptions.check(sizes)
+        except ShapeError as e:
+            raise InputError(f"compiled graph {self.graph_id}: {e}") from None
+        return sizes
+
+    def graph_at(self, arrays) -> Graph:
+        """The final graph at the shapes of `arrays`: itself when static, else specialized (cached)."""
+        if not self.dynamic:
+            return self.graph
+        key = tuple(np.shape(a) for a in arrays)
+        graph = self._specialized.get(key)
+        if graph is None:
+            graph = self._specialized[key] = specialize(self.graph, self.sizes_of(arrays))
+            if len(self._specialized) > SPECIALIZED_CACHE:
+                self._specialized.popitem(last=False)
+        return graph
+
+    def prepare(self, sizes: dict) -> None:
+        """Plan (and build the kernels of) the call at `sizes` now: the gears and range bounds a
+        declaration names compile with the graph, not at their first call."""
+        if self.program is not None and self.program.planner is not None:
+            self.program.planner.prepare(sizes)
 
     def run_steps(self, staged: list[np.ndarray]) -> list[np.ndarray]:
         """Loop sinking: `staged` holds the call's inputs of N steps, each stacked on a new first axis
@@ -250,17 +297,24 @@ class CompiledGraph:
                              f"{len(staged)}")
         n = staged[0].shape[0] if staged[0].ndim else 0
         for i, (a, v) in enumerate(zip(staged, expected)):
-            if a.shape != (n, *v.shape) or a.dtype != v.dtype.np:
+            if not fits(a.shape[1:], v.type) or a.shape[:1] != (n,) or a.dtype != v.dtype.np:
                 raise InputError(f"staged input {i}: got {a.dtype}{list(a.shape)}, expected "
                                  f"{v.dtype.value}{[n, *v.shape]} ({n} steps)")
         staged = [a.copy() if not a.flags.c_contiguous or not a.flags.writeable or any(
             np.may_share_memory(a, p._array) for p in self.updated_parameters) else a for a in staged]
         params = [p._array for p in self.parameters]
-        results = [np.empty((n, *v.shape), v.dtype.np) for v in self.graph.outputs[:self.result_count]]
+        results = None
         with self._lock or contextlib.nullcontext():
             for step in range(n):
-                for r, out in zip(results, self._run([a[step, ...] for a in staged] + params)):   # views
+                outs = self._run([a[step, ...] for a in staged] + params)   # views
+                if results is None:   # (the shapes of a graph with symbolic sizes are the call's)
+                    results = [np.empty((n, *o.shape), o.dtype) for o in outs]
+                for r, out in zip(results, outs):
                     r[step] = out
+        if results is None:   # no steps: empty results of the outputs' shapes
+            sizes = self.sizes_of([np.empty(a.shape[1:], a.dtype) for a in staged] + params) if self.dynamic else {}
+            results = [np.empty((0, *evaluate_shape(v.shape, sizes)), v.dtype.np)
+                       for v in self.graph.outputs[:self.result_count]]
         return results
 
     def call_unchecked(self, tensors) -> object:
@@ -289,7 +343,7 @@ class CompiledGraph:
         checked = []
         for i, (t, v) in enumerate(zip(tensors, expected)):
             arr = t.asnumpy() if isinstance(t, Tensor) else np.asarray(t)
-            if arr.shape != v.shape or arr.dtype != v.dtype.np:
+            if not fits(arr.shape, v.type) or arr.dtype != v.dtype.np:
                 raise InputError(f"input {i}: got {arr.dtype}{list(arr.shape)}, compiled for "
                                  f"{v.dtype.value}{list(v.shape)}")
             checked.append(t if isinstance(t, Tensor) else Tensor._wrap(arr))   # a Tensor stays itself (a tape knows it)
@@ -314,7 +368,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
-    with PassContext() as passes:
+    with PassContext() as passes, Assumptions() as assumed:
         passes.log.switch = opts.fusion_switch
         final = run_pipeline(graph, opts, on_stage)
     if opts.flags.dump_as_text and save:
@@ -323,13 +377,17 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         dumper.write_clusters(final)
     program = None
     if opts.device_target == "Ascend":
-        program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
+        with assumed:   # the kernels' layouts may tie sizes too (ir.symbolic.same_size)
+            program = lower_for_device(final, opts, graph_id, dumper, eager)   # plans its buffers against the limit
+        if program.planner is not None:
+            program.planner.assumptions = assumed
     else:
         check_reference_peak(final, opts.max_device_memory)
     kernels = list(program.kernels) if program is not None else summarize_kernels(final)
     observation = None if eager else data_dump_observation(opts.data_dump, graph_id, stages, program, final)
     compiled = CompiledGraph(graph_id, opts, stages, final, kernels, dumper.files, list(parameters), out_tree,
-                             program=program, observation=observation, checks=list(checks), log=passes.log)
+                             program=program, observation=observation, checks=list(checks), log=passes.log,
+                             assumptions=assumed if is_dynamic(final) else None)
     if dumper.directory is not None:
         write_record(compiled, dumper)
     return compiled

@@ -20,6 +20,7 @@ from ir.ops.float_status import overflowed
 from ir.ops.registry import REQUIRED, Pattern
 from graphkernel.assign import AssignError, assign
 from graphkernel.compiler import run_eager
+from ir.symbolic import SIZE_VALUE, Dim
 from graphkernel.tensor import Parameter, Tensor, TensorOps, is_python_scalar
 from graphkernel.tracing.tape import active_tape
 from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
@@ -204,6 +205,10 @@ def _operand_values(trace: Trace, operands, op: str) -> list[Value]:
             values.append(_in_cell_dtype(trace, trace.parameter(x)))
         elif isinstance(x, Tensor):
             values.append(trace.constant(x.asnumpy()))
+        elif isinstance(x, Dim):   # a symbolic size (F.shape(x)[1]): its value at each call
+            dtype = like.dtype if like.dtype.is_float or like.dtype.is_int else DType.int64
+            values.append(trace.add(make_node(SIZE_VALUE, (), {"size": x, "dtype": dtype},
+                                              name=trace.scope_name(SIZE_VALUE))).out)
         elif is_python_scalar(x):
             values.append(trace.constant(_scalar_const(x, like.dtype, op)))
         else:

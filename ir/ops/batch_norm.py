@@ -25,6 +25,8 @@ float16 x is computed in float32 and rounded once; the per-channel values take s
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir.errors import ShapeError
@@ -99,7 +101,7 @@ def _channel(v: np.ndarray, x: np.ndarray, attrs) -> np.ndarray:
 
 
 def count_per_channel(shape, data_format: str) -> int:
-    return int(np.prod([shape[a] for a in reduced_axes(len(shape), data_format)]))
+    return math.prod(shape[a] for a in reduced_axes(len(shape), data_format))   # a symbolic size stays one
 
 
 def _batch_norm(a, attrs):
