@@ -17,6 +17,7 @@ from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError, ShapeError
 from ir.limits import ResourceLimitError, check_shape, format_bytes, tensor_bytes
 from ir.ops import OPS
+from ir.symbolic import Dim
 from graphkernel.context import max_device_memory
 from graphkernel.settings.limits import process_memory_limit
 
@@ -215,7 +216,7 @@ def strided_slice_args(key) -> tuple[tuple, tuple, tuple, dict]:
             b, e, s = 0, 1, 1
         elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             masks["shrink_axis_mask"] |= bit
-            b, e, s = int(k), int(k) + 1, 1
+            b, e, s = _index(k), _index(k) + 1, 1
         elif isinstance(k, slice):
             if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
                        for v in (k.start, k.stop, k.step)):
@@ -225,7 +226,7 @@ def strided_slice_args(key) -> tuple[tuple, tuple, tuple, dict]:
                 raise TensorIndexError(f"index {i} of the tensor, {k}: the step cannot be 0")
             masks["begin_mask"] |= bit if k.start is None else 0
             masks["end_mask"] |= bit if k.stop is None else 0
-            b, e = int(k.start or 0), int(k.stop or 0)
+            b, e = _index(k.start or 0), _index(k.stop or 0)
         else:
             raise TensorIndexError(f"index {i} of the tensor is a {type(k).__name__}: tensors take basic "
                                    "indexing (ints, slices, None, ...); gather by a tensor of indices with "
@@ -236,6 +237,11 @@ def strided_slice_args(key) -> tuple[tuple, tuple, tuple, dict]:
     if sum(k is Ellipsis for k in key) > 1:
         raise TensorIndexError("an index can only have a single ellipsis ('...')")
     return tuple(begin), tuple(end), tuple(strides), masks
+
+
+def _index(k) -> int:
+    """An index as an int; a symbolic size (x[:, :F.shape(y)[1]], ir/symbolic.py) stays one."""
+    return k if isinstance(k, Dim) else int(k)
 
 
 def _method(x, name: str, d):

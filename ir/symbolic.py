@@ -332,8 +332,9 @@ def shape_text(shape) -> str:
 # --- assumptions -------------------------------------------------------------------------------------
 @dataclass
 class Assumptions:
-    """The size equalities a compile relied on (same_size): checked at every new shape of a call."""
-    equal: list = field(default_factory=list)       # (Dim, Dim, where)
+    """The size relations a compile relied on (same_size, clamp): checked at every new shape of a call."""
+    equal: list = field(default_factory=list)       # (a, b, where): a == b
+    order: list = field(default_factory=list)       # (a, b, where): a <= b
     _token: object = None
 
     def __enter__(self) -> Assumptions:
@@ -347,11 +348,12 @@ class Assumptions:
             self._token = None
 
     def check(self, sizes: dict) -> None:
-        for a, b, where in self.equal:
-            va, vb = evaluate(a, sizes), evaluate(b, sizes)
-            if va != vb:
-                raise ShapeError(f"the shapes of this call break a size relation the graph was compiled on: "
-                                 f"{a} == {b} ({where}), here {va} != {vb} at {_sizes_text(sizes)}")
+        for relation, pairs in (("==", self.equal), ("<=", self.order)):
+            for a, b, where in pairs:
+                va, vb = evaluate(a, sizes), evaluate(b, sizes)
+                if (va != vb) if relation == "==" else (va > vb):
+                    raise ShapeError(f"the shapes of this call break a size relation the graph was compiled on: "
+                                     f"{a} {relation} {b} ({where}), here {va} vs {vb} at {_sizes_text(sizes)}")
 
 
 _active: contextvars.ContextVar = contextvars.ContextVar("graphkernel_assumptions", default=None)
@@ -373,6 +375,48 @@ def same_size(a, b, where: str = "") -> bool:
                 record.equal.append((a, b, where))
             return True
     return False
+
+
+def assume_le(a, b, where: str = "") -> None:
+    """Record that size `a` is at most `b` (a slice bound within its axis), for the call-time check."""
+    if not (isinstance(a, Dim) or isinstance(b, Dim)):
+        return
+    if isinstance(a, int) and not isinstance(a, Dim) and a <= 1:   # every size is at least 1
+        return
+    record = _active.get()
+    if record is not None and not any(Expr.of(x) == Expr.of(a) and Expr.of(y) == Expr.of(b)
+                                      for x, y, _ in record.order):
+        record.order.append((a, b, where))
+
+
+def clamp(v, low, high, where: str = ""):
+    """min(max(v, low), high) where any of them may be a symbolic size: decided at the hints (a tie keeps
+    `v`, what the slice asked for), the decision recorded (assume_le) for the call-time check."""
+    if not any(isinstance(x, Dim) for x in (v, low, high)):
+        return min(max(v, low), high)
+    if v == low or v == high:
+        return v
+    if int(v) < int(low):
+        assume_le(v, low, where)
+        return low
+    if int(v) > int(high):
+        assume_le(high, v, where)
+        return high
+    assume_le(low, v, where)
+    assume_le(v, high, where)
+    return v
+
+
+def range_length(b, e, s: int):
+    """len(range(b, e, s)) where b and e may be symbolic sizes (the hint decides that it is not
+    negative, recorded for the call-time check)."""
+    if not (isinstance(b, Dim) or isinstance(e, Dim)):
+        return len(range(b, e, s))
+    if s > 0:
+        assume_le(b, e)
+        return e - b if s == 1 else (e - b + s - 1) // s
+    assume_le(e, b)
+    return b - e if s == -1 else (b - e - s - 1) // (-s)
 
 
 # --- graphs --------------------------------------------------------------------------------------------
@@ -538,6 +582,7 @@ def specialize(graph: Graph, sizes: dict) -> Graph:
 
 
 SIZE_VALUE = "SizeValue"   # the op whose value is a size (ir/ops/shape.py)
+SIZE_RANGE = "SizeRange"   # the op whose value is a range with a symbolic bound (ir/ops/shape.py)
 
 
 # --- binding a call's shapes -------------------------------------------------------------------------

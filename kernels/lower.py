@@ -327,10 +327,12 @@ class _Builder:
         program's cache and source settings."""
         return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
 
-    def scratch(self, dtype, count: int) -> int:
-        """A temp of `count` elements a launch uses while it runs (a split kernel's partials)."""
-        self.storages.append(Storage("temp", dtype.np, count))
-        return len(self.storages) - 1
+    def scratch(self, dtype, count: int, storages: list | None = None) -> int:
+        """A temp of `count` elements a launch uses while it runs (a split kernel's partials): in this
+        program's storages, or in a plan's (kernels/plan.py)."""
+        storages = self.storages if storages is None else storages
+        storages.append(Storage("temp", dtype.np, count))
+        return len(storages) - 1
 
     def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> tuple[Step, str]:
         """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""

@@ -64,6 +64,7 @@ SAMPLES = {
     "BroadcastTo": ([tt(F32, 3)], {"shape": (2, 3)}),
     "Const": ([], {"value": np.arange(6, dtype=np.float32).reshape(2, 3)}),
     "SizeValue": ([], {"size": Dim.symbol("s0", 3) * 2 + 1, "dtype": F32}),   # a symbolic size (ir/symbolic.py)
+    "SizeRange": ([], {"start": 1, "limit": Dim.symbol("s0", 5) * 2, "delta": 2, "dtype": I32}),
     "MatMul": ([tt(F32, 2, 3), tt(F32, 4, 3)], {"transpose_b": True}),
     "BatchMatMul": ([tt(F32, 2, 2, 3), tt(F32, 2, 3, 4)], {}),
     "BiasAdd": ([tt(F32, 2, 3, 4), tt(F32, 3)], {}),

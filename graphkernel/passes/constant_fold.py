@@ -5,12 +5,14 @@
 Exact: the reference is what the node computes (the oracle every backend is tested against), in the node's
 own dtypes. Folding must not blow up memory: a result larger than the node's largest input or than
 MAX_FOLDED_ELEMENTS elements stays computed (a BroadcastTo of a scalar would otherwise become a buffer as
-large as the tensor it fills). Host ops (Pattern.HOST) and composites are not folded.
+large as the tensor it fills). Host ops (Pattern.HOST), composites and nodes whose attributes or results
+have symbolic sizes (a slice of a constant up to a dynamic length) are not folded.
 """
 from __future__ import annotations
 
 from ir.graph import Graph, Literal, Node, Value
 from ir.ops import Pattern, branches, evaluate, get, make_node
+from ir.symbolic import has_dims
 from graphkernel.settings.options import CompileOptions
 
 MAX_FOLDED_ELEMENTS = 4096
@@ -21,6 +23,8 @@ def foldable(node: Node, inputs: tuple[Value, ...]) -> bool:
         return False
     if any(v.node.op != "Const" for v in inputs) or get(node.op).pattern == Pattern.HOST:
         return False
+    if any(has_dims(t.shape) for t in node.types) or any(has_dims(v) for _, v in node.attrs):
+        return False   # its result depends on a symbolic size (ir/symbolic.py): computed at each call
     limit = min(MAX_FOLDED_ELEMENTS, max(v.type.size for v in inputs))
     return all(t.size <= limit for t in node.types)
 

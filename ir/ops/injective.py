@@ -22,6 +22,7 @@ from ir.errors import IRError, ShapeError
 from ir.graph import TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple, require, same_dtype
 from ir.ops.registry import Api, Attr, Form, OpDef, Pattern, Precision, register
+from ir.symbolic import clamp, range_length
 
 
 def _axis(axis: int, rank: int) -> int:
@@ -40,13 +41,14 @@ def _slice_canon(types, attrs):
         raise ShapeError(f"stride 0 in strides {fmt(strides)}")
     low = [0 if s > 0 else -1 for s in strides]
     high = [n if s > 0 else n - 1 for n, s in zip(x.shape, strides)]
-    return {"begin": tuple(min(max(b, lo), hi) for b, lo, hi in zip(begin, low, high)),
-            "end": tuple(min(max(e, lo), hi) for e, lo, hi in zip(end, low, high)),
+    where = f"Slice of {fmt(x.shape)}"
+    return {"begin": tuple(clamp(b, lo, hi, where) for b, lo, hi in zip(begin, low, high)),
+            "end": tuple(clamp(e, lo, hi, where) for e, lo, hi in zip(end, low, high)),
             "strides": strides}
 
 
 def _slice_shape(attrs) -> tuple[int, ...]:
-    return tuple(len(range(b, e, s)) for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
+    return tuple(range_length(b, e, s) for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
 
 
 def _slices(attrs):

@@ -9,7 +9,7 @@ from ir.dtypes import as_dtype
 from ir.errors import ShapeError
 from ir.graph import Literal, TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple
-from ir.symbolic import SIZE_VALUE, Dim, same_size
+from ir.symbolic import SIZE_RANGE, SIZE_VALUE, Dim, range_length, same_size
 from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, register
 
 
@@ -134,3 +134,23 @@ register(OpDef(SIZE_VALUE, Pattern.OPAQUE, 0, _size_value_infer,
                    "symbolic size (ir/symbolic.py), its value at each "
                    "call (the count a ReduceMean over a dynamic axis divides by, `x / F.shape(x)[1]`); a "
                    "static size is a Const instead."))
+
+
+def _size_range_infer(types, attrs):
+    return (TensorType((range_length(attrs["start"], attrs["limit"], attrs["delta"]),), attrs["dtype"]),)
+
+
+def _size_range_canon(types, attrs):
+    if attrs["delta"] == 0:
+        raise ShapeError("a range's delta cannot be 0")
+    return attrs
+
+
+register(OpDef(SIZE_RANGE, Pattern.OPAQUE, 0, _size_range_infer,
+               lambda a, attrs: np.arange(int(attrs["start"]), int(attrs["limit"]), int(attrs["delta"]),
+                                          dtype=attrs["dtype"].np),
+               (Attr("start", check=is_int), Attr("limit", check=is_int), Attr("delta", 1, check=is_int),
+                Attr("dtype", check=_size_dtype)), _size_range_canon, cost=Cost.FREE, api=Api(primitive=False),
+               doc="start, start + delta, ... before limit as a 1-D tensor, where a bound is a symbolic size "
+                   "(F.tuple_to_array(F.make_range(F.shape(x)[0]))); OPAQUE, computed per call. A static range "
+                   "is a Const instead."))

@@ -30,6 +30,7 @@ from ir.ops.checks import fmt, is_int, is_int_tuple
 from ir.ops.composite import composite
 from ir.ops.injective import _slice_grad, _slices
 from ir.ops.registry import Api, Attr, Precision, make_node
+from ir.symbolic import clamp, range_length
 
 MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
@@ -99,11 +100,11 @@ def resolve(shape: tuple[int, ...], attrs: dict) -> Resolved:
             dim, s = shape[axis], strides[i]
             low, high = (0, dim) if s > 0 else (-1, dim - 1)
 
-            def clamp(v: int) -> int:
-                return min(max(v + dim if v < 0 else v, low), high)
-            b = (low if s > 0 else high) if _bit(attrs["begin_mask"], i) else clamp(begin[i])
-            e = (high if s > 0 else low) if _bit(attrs["end_mask"], i) else clamp(end[i])
-            take(b, e, s, len(range(b, e, s)))
+            def bound(v: int) -> int:
+                return clamp(v + dim if v < 0 else v, low, high, f"StridedSlice of {fmt(shape)}")
+            b = (low if s > 0 else high) if _bit(attrs["begin_mask"], i) else bound(begin[i])
+            e = (high if s > 0 else low) if _bit(attrs["end_mask"], i) else bound(end[i])
+            take(b, e, s, range_length(b, e, s))
     while axis < rank:
         take(0, shape[axis], 1, shape[axis])
     return Resolved(tuple(sb), tuple(se), tuple(ss), tuple(out))
