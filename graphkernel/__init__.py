@@ -93,7 +93,7 @@ from graphkernel import context, dtype  # noqa: E402
 from graphkernel.tensor import Parameter, Tensor  # noqa: E402
 from graphkernel.observation.profiler import Profiler  # noqa: E402
 from graphkernel.host import host_scope  # noqa: E402
-from graphkernel.common.api import jit  # noqa: E402
+from graphkernel.common.api import enable_dynamic, jit  # noqa: E402
 from graphkernel.gradients import grad, value_and_grad  # noqa: E402
 from graphkernel.checkpoint import (CheckpointError, load_checkpoint, load_param_into_net,  # noqa: E402
                                     save_checkpoint)
@@ -114,7 +114,7 @@ from ir.errors import GraphKernelError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["context", "dtype", "Tensor", "Parameter", "host_scope", "Profiler", "GraphKernelError", "grad",
-           "value_and_grad", "jit", "save_checkpoint", "load_checkpoint", "load_param_into_net",
+           "value_and_grad", "jit", "enable_dynamic", "save_checkpoint", "load_checkpoint", "load_param_into_net",
            "CheckpointError", "mint", "nn", "ops", "train", "Model", "FixedLossScaleManager", "DynamicLossScaleManager", "set_seed", "get_seed", "set_context", "get_context",
            "set_device", "set_deterministic", "JitConfig", "mutable", "ParallelMode", "set_auto_parallel_context",
            "get_auto_parallel_context", "reset_auto_parallel_context", "communication",

@@ -26,7 +26,7 @@ from graphkernel.settings.jit_config import JitConfig, JitConfigError, JitConfig
 from graphkernel.tensor import (PARAMETER_FLAGS_VERSION, Parameter, ParameterTuple, Tensor, TensorOps,
                                 is_python_scalar, operations)
 from graphkernel.tracing.trace import SymbolicTensor, Trace, active_trace
-from graphkernel.tracing.dynamic import declaration_of, fitted_signature, input_types
+from graphkernel.tracing.dynamic import declaration_of, fitted_signature, input_types, prepared_sizes
 
 
 class CellCallError(GraphKernelError, TypeError):
@@ -338,6 +338,10 @@ class Cell:
                 graph, parameters, tree, checks = self._trace(args)
                 compiled = compile_graph(graph, options_from_context(self._jit_level or None), parameters=parameters,
                                          out_tree=tree, name=type(self).__name__, checks=checks)
+            decl = self._declaration(self._arg_names(len(args)))
+            if decl is not None:   # gears and range bounds: planned (their kernels built) now
+                for sizes in prepared_sizes(decl, args):
+                    compiled.prepare(sizes, required=decl.gears is not None)
             self._compiled[self._cache_key(args)] = compiled   # the trace may have entered Cells outside the tree
         return compiled
 

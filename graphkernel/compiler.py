@@ -27,9 +27,10 @@ import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.errors import GraphKernelError
-from ir.errors import ShapeError
+from ir.errors import IRError, ShapeError
 from ir.graph import Graph, TensorType
-from ir.symbolic import Assumptions, Dim, bind, evaluate_shape, is_dynamic, specialize
+from ir.symbolic import Assumptions, Dim, bind, evaluate_shape, is_dynamic, specialize, symbols_of
+from ir.verify import verify
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
@@ -281,9 +282,21 @@ class CompiledGraph:
                 self._specialized.popitem(last=False)
         return graph
 
-    def prepare(self, sizes: dict) -> None:
+    def prepare(self, sizes: dict, required: bool = False) -> None:
         """Plan (and build the kernels of) the call at `sizes` now: the gears and range bounds a
-        declaration names compile with the graph, not at their first call."""
+        declaration names compile with the graph, not at their first call. Sizes the graph cannot
+        serve (a size relation it was compiled on does not hold there) are an InputError when
+        `required` (a gear), else left to fail at a call that has them."""
+        if not self.dynamic:
+            return
+        try:
+            if self.assumptions is not None:
+                self.assumptions.check(sizes)
+        except ShapeError as e:
+            if required:
+                raise InputError(f"compiled graph {self.graph_id} cannot serve the declared sizes "
+                                 f"{', '.join(f'{k}={v}' for k, v in sorted(sizes.items()))}: {e}") from None
+            return
         if self.program is not None and self.program.planner is not None:
             self.program.planner.prepare(sizes)
 
@@ -371,6 +384,8 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     with PassContext() as passes, Assumptions() as assumed:
         passes.log.switch = opts.fusion_switch
         final = run_pipeline(graph, opts, on_stage)
+        if is_dynamic(final):
+            check_generic(final, assumed)
     if opts.flags.dump_as_text and save:
         lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in passes.log]) + "\n")
@@ -391,6 +406,32 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
     if dumper.directory is not None:
         write_record(compiled, dumper)
     return compiled
+
+
+class SymbolicShapeError(GraphKernelError, ValueError):
+    """A graph compiled for symbolic sizes that holds a size fixed at its representative value (a
+    constant built from a dynamic size in Python, an op rule that does not keep the size symbolic)."""
+
+
+def check_generic(graph: Graph, assumed: Assumptions) -> None:
+    """The final graph, its sizes doubled, must still be well formed: every node's types re-inferred
+    there (ir.verify) match its symbolic types evaluated there. A size fixed at its hint somewhere (a
+    constant of the first call's shape, a rule that lost the symbol) fails here, at compile time,
+    naming the node, not at a later call with a wrong result. Sizes where the relations the compile
+    assumed do not hold (a shape that must be a multiple of another) are not probed."""
+    probe = {name: 2 * hint for name, hint in symbols_of(graph).items()}
+    try:
+        assumed.check(probe)
+    except ShapeError:
+        return
+    try:
+        verify(specialize(graph, probe))
+    except IRError as e:
+        raise SymbolicShapeError(f"the graph does not stay correct at other sizes than the representative "
+                                 f"ones ({', '.join(f'{k}={v // 2}' for k, v in sorted(probe.items()))}): at "
+                                 f"{', '.join(f'{k}={v}' for k, v in sorted(probe.items()))}, {e}. A size was fixed "
+                                 "where it should stay symbolic (a constant built from F.shape(x) in Python, "
+                                 "e.g. np.ones(x.shape)?)") from None
 
 
 def write_record(compiled: CompiledGraph, dumper: StageDumper) -> None:

@@ -7,6 +7,9 @@
         optimizer(grads)
         return loss
 
+`@enable_dynamic(x=Tensor(shape=[None, 3], dtype=...))` declares dynamic dims of its arguments ahead,
+`jit(dynamic=1)` makes the dims that change dynamic (graphkernel/tracing/dynamic_jit.py, docs/shapes.md).
+
 The function becomes a Cell of its own (one per nesting of its arguments: tuples and lists of Tensors
 are passed flat and rebuilt), so it compiles and caches as a Cell's construct does.
 """
@@ -17,10 +20,11 @@ import functools
 from graphkernel.cell import Cell
 from graphkernel.settings.jit_config import jit_decorator_level
 from graphkernel.tracing.arguments import graph_inputs
+from graphkernel.tracing.dynamic_jit import DYNAMIC_ATTR, declared_for, enable_dynamic, generalize
 from graphkernel.tracing.tape import active_tape
 from graphkernel.tracing.trace import active_trace
 
-__all__ = ["jit"]
+__all__ = ["jit", "enable_dynamic"]
 
 
 class _FunctionCell(Cell):
@@ -31,6 +35,10 @@ class _FunctionCell(Cell):
         super().__init__()
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "tree", tree)
+        object.__setattr__(self, "first_call", None)   # jit(dynamic=1): the first call's (shape, dtype)s
+
+    def set_declaration(self, decl) -> None:
+        object.__setattr__(self, "_declared", decl)
 
     def construct(self, *flat):
         return self.fn(*_rebuild(self.tree, list(flat)))
@@ -59,9 +67,13 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
 
     MindSpore 2.10's arguments, checked as it checks them (graphkernel/settings/jit_config.py): `jit_level` "O0"
     (fusion off) or "O1" (on) decides for this function's graphs; left out, the session's switches
-    decide. capture_mode, dynamic, fullgraph, backend and the known options change nothing here (the
-    function is traced in every capture mode); the deprecated `jit_config=JitConfig(...)` warns and,
-    unlike in 2.10, still sets the level."""
+    decide. `dynamic=1` compiles for dynamic shapes when they change: the first call compiles for its
+    shapes, a call whose Tensors' dims differ from the first's compiles once with those dims dynamic
+    (a rank that differs: any rank), and every later call that fits reuses it (MindSpore 2.10 keeps two
+    static compiles before it generalizes whole tensors). `@enable_dynamic(y=Tensor(shape=[None, 3],
+    ...))` on top declares the shapes ahead. capture_mode, fullgraph, backend and the known options
+    change nothing here (the function is traced in every capture mode); the deprecated
+    `jit_config=JitConfig(...)` warns and, unlike in 2.10, still sets the level."""
     graph_level = jit_decorator_level(capture_mode, "O0" if jit_level is None else jit_level, dynamic,
                                       fullgraph, backend, options, jit_level is not None)
 
@@ -75,6 +87,11 @@ def jit(function=None, *, capture_mode="ast", jit_level=None, dynamic=0, fullgra
             if cell is None:
                 cell = cells[tree] = _FunctionCell(fn, tree)
                 object.__setattr__(cell, "_jit_level", graph_level)
+                declared = getattr(fn, DYNAMIC_ATTR, None)   # @enable_dynamic (graphkernel/tracing/dynamic_jit.py)
+                if declared is not None:
+                    cell.set_declaration(declared_for(fn, declared, args, tree))
+            if dynamic == 1:   # generalize the dims that changed since the first call
+                generalize(cell, flat)
             return cell.compile(*flat), flat
 
         @functools.wraps(fn)

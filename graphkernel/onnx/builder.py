@@ -23,6 +23,7 @@ import numpy as np
 from ir.builder import GraphBuilder, constant_array
 from ir.dtypes import DType, as_dtype
 from ir.errors import DTypeError, GraphKernelError
+from ir.symbolic import Dim, has_dims
 from ir.graph import Value
 from ir.limits import check_node
 from ir.ops import evaluate
@@ -104,6 +105,13 @@ class Builder:
             raise self.node.error(f"{e}, and {dtype} is the dtype of the tensor it combines with (does the op "
                                   "take tensors of that type?)") from None
 
+    def size(self, count, dtype: DType):
+        """A count of elements as a 0-d operand of `dtype`: a constant, or (a symbolic size) its value at
+        each call, a SizeValue node."""
+        if isinstance(count, Dim):
+            return self.ir.const(count, dtype, name="")
+        return np.asarray(count, dtype=dtype.np)
+
     def static(self, x, what: str) -> np.ndarray:
         """The compile-time value of an input that must be known statically (shapes, axes, ...)."""
         if x is None:
@@ -115,6 +123,8 @@ class Builder:
 
     def ints(self, x, what: str) -> list[int]:
         arr = self.static(x, what)
+        if arr.dtype == object:   # shape data holding symbolic sizes (a dynamic dim's Shape)
+            return [v if isinstance(v, Dim) else int(v) for v in arr.reshape(-1)]
         if arr.dtype.kind not in "iu":
             raise self.node.error(f"input {what!r} must hold integers, got {arr.dtype}")
         return [int(v) for v in arr.reshape(-1)]
@@ -128,7 +138,9 @@ class Builder:
     def ops(self, name: str, inputs, **attrs) -> list:
         """Like op, for ops with several results."""
         inputs = list(inputs)
-        if all(is_const(x) for x in inputs):
+        if all(is_const(x) for x in inputs) and any(x.dtype == object for x in inputs):
+            return [fold_shape_data(self.node, name, inputs, attrs)]
+        if all(is_const(x) for x in inputs) and not any(has_dims(v) for v in attrs.values()):
             scratch = GraphBuilder(namer=self.trace.scope_name)  # the node folded is not added to the trace
             node = scratch.node(name, *[scratch.const(x, x.dtype, name="") for x in inputs], **attrs)
             check_node(node, self.trace.memory_limit)  # before folding allocates its result
@@ -145,7 +157,7 @@ class Builder:
         return x if dtype_of(x) == dtype else self.op("Cast", [x], dtype=dtype)
 
     def reshape(self, x, shape):
-        shape = tuple(int(d) for d in shape)
+        shape = tuple(d if isinstance(d, Dim) else int(d) for d in shape)
         return x if shape_of(x) == shape else self.op("Reshape", [x], shape=shape)
 
     def binary(self, name: str, a, b):
@@ -155,3 +167,50 @@ class Builder:
         if not isinstance(b, (np.ndarray, Value)):
             b = self.const(b, a)
         return self.op(name, [a, b])
+
+
+def shape_data(dims) -> np.ndarray:
+    """A shape as ONNX shape data: int64, or an object array when a dim is a symbolic size."""
+    if any(isinstance(d, Dim) for d in dims):
+        return np.array(list(dims) if dims else [], dtype=object).reshape(len(dims))
+    return np.asarray(dims, dtype=np.int64)
+
+
+def fold_shape_data(node, name: str, inputs: list, attrs: dict) -> np.ndarray:
+    """`name` on shape data holding symbolic sizes: an object array again (int64 when no size is left)."""
+    out = np.asarray(_fold_shape_data(node, name, inputs, attrs), dtype=object)
+    if any(isinstance(v, Dim) for v in out.reshape(-1)):
+        return out
+    return out.astype(np.int64)
+
+
+def _fold_shape_data(node, name: str, inputs: list, attrs: dict):
+    """`name` on shape data holding symbolic sizes (object arrays of ints and ir.symbolic.Dims): the
+    arithmetic ONNX graphs do on Shape's result (Gather, Concat, Unsqueeze, Mul, ...), kept symbolic.
+    Anything else is an OnnxImportError naming the node."""
+    arrays = [np.asarray(x, dtype=object) if x.dtype.kind in "iu" else x for x in inputs]
+    try:
+        if name == "Cast":
+            if not attrs["dtype"].is_int:
+                raise TypeError("a symbolic size cast to a non-integer dtype")
+            return arrays[0]
+        if name == "Reshape":
+            return arrays[0].reshape(tuple(int(d) for d in attrs["shape"]))
+        if name == "Concat":
+            return np.concatenate(arrays, axis=attrs.get("axis", 0))
+        if name == "Gather":
+            return np.take(arrays[0], np.asarray(inputs[1]).astype(np.int64), axis=attrs.get("axis", 0))
+        if name in ("Add", "Sub", "Mul"):
+            return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[name](arrays[0], arrays[1])
+        if name in ("FloorDiv", "RealDiv"):
+            return np.floor_divide(arrays[0], arrays[1])
+        if name == "Slice":
+            return arrays[0][tuple(slice(b, e, st) for b, e, st in zip(attrs["begin"], attrs["end"], attrs["strides"]))]
+        if name in ("Squeeze", "ExpandDims", "Transpose"):
+            return {"Squeeze": lambda a: a.reshape(-1) if a.ndim else a,
+                    "ExpandDims": lambda a: a.reshape(1) if a.ndim == 0 else a.reshape(a.shape + (1,)),
+                    "Transpose": lambda a: a.transpose(attrs["perm"])}[name](arrays[0])
+    except (TypeError, ValueError, IndexError, KeyError) as e:
+        raise node.error(f"{name} on shape data holding a dynamic size: {e}") from None
+    raise node.error(f"{name} on shape data holding a dynamic size ({', '.join(map(str, inputs[0].reshape(-1)))}) "
+                     "is not supported: the model cannot keep that dim symbolic")

@@ -4,8 +4,10 @@
     y = cell(Tensor(x))                  # one Tensor per graph input, in the model's order
     y0, y1 = cell(Tensor(a), Tensor(b))  # several graph outputs come back as a tuple, in declared order
 
-Shapes are static: the graph is traced and compiled per input signature (the Cell compile cache), so
-dims the model leaves dynamic take the sizes of the call's inputs. A graph input the model reads as
+A dim the model leaves dynamic (a dim_param, or a dim without a value) is a symbolic size
+(ir/symbolic.py): the graph compiles once for all its sizes, one dim_param one size in every input it
+names. A model whose converters cannot follow a dynamic dim through its shape arithmetic compiles per
+input shape instead, with a DynamicShapeWarning. A graph input the model reads as
 shape data (a Reshape's shape, a Slice's starts, reduction axes) is a *static input*, as in
 `jax.jit(static_argnums=...)`: its value is known at trace time, and each distinct value has its own
 compiled graph (a _Variant, whose construct takes the other inputs). Declared dims, dtypes and the
@@ -19,11 +21,15 @@ import inspect
 import keyword
 import os
 import re
+import warnings
 
 import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.limits import ResourceLimitError, check_shape
+from ir.printer import RESERVED
+from graphkernel.settings.dynamic_shapes import Declaration, InputSpec as DimSpec
+from graphkernel.tracing.dynamic import InputDTypeError, InputShapeError
 from graphkernel.context import max_device_memory
 from graphkernel.cell import Cell
 from graphkernel.onnx.builder import Builder, NodeInfo
@@ -170,7 +176,7 @@ class OnnxCell(Cell):
 
     def random_inputs(self, seed: int = 0, dims: dict[str, int] | None = None) -> list[Tensor]:
         """Random Tensors matching the declared inputs; `dims` sizes named dynamic dims (each must be one
-        of `dim_names`: a misspelt name is an error, not a size silently unused)."""
+        of `dim_names`: a misspelt name is an error, not a size silently unused), DEFAULT_DIM the others."""
         rng = np.random.default_rng(seed)
         dims = dims or {}
         names = self.dim_names
@@ -189,18 +195,15 @@ class OnnxCell(Cell):
                 raise OnnxInputError(f"input {spec.name!r} declares no shape; give concrete inputs")
             shape = []
             for axis, d in enumerate(spec.dims):
-                if isinstance(d, str) and d in dims:
-                    d = dims[d]
-                if not isinstance(d, int):
-                    size = (f"give its size (e.g. --dim {d}=N; the model's dynamic dims: "
-                            f"{', '.join(names)}) or concrete inputs" if d else "it has no name to size it by: "
-                            "give concrete inputs")
-                    raise OnnxInputError(f"input {spec.name!r}: dim {axis} is dynamic ({d!r} in {spec}); {size} "
-                                         "(e.g. --inputs FILE.npz)")
+                if not isinstance(d, int):   # a dynamic dim: its size given by name, else DEFAULT_DIM
+                    d = dims.get(d, DEFAULT_DIM) if d else DEFAULT_DIM
                 shape.append(d)
             check_shape(shape, spec.dtype, limit, f"input {spec.name!r}")
             out.append(Tensor(_random(rng, spec, tuple(shape))))
         return out
+
+
+DEFAULT_DIM = 1   # the size of a dynamic dim of random inputs that `dims` does not size (as ONNX Runtime's tools)
 
 
 class _Variant(Cell):
@@ -214,11 +217,55 @@ class _Variant(Cell):
         dynamic = [s for s in owner.spec.inputs if not s.static]
         _set_construct(self, dynamic, lambda *inputs: replay(self.spec, self.static, dynamic, inputs,
                                                              dict(self.parameters_and_names())))
+        # the model's dim_params (and unnamed dims) are symbolic sizes: one compile for all their sizes
+        object.__setattr__(self, "_declared", _declaration(dynamic))
 
     def __call__(self, *args, **kwargs):
         if active_trace() is None:
             return self.compile(*args, **kwargs)(*args)
         return super().__call__(*args, **kwargs)
+
+    def compile(self, *args, **kwargs):
+        """The CompiledGraph of these inputs: one for every size of the model's dynamic dims; a model whose
+        graph cannot keep them symbolic (arithmetic on its shapes the converters do not follow) compiles
+        per input shape instead, with one DynamicShapeWarning saying why."""
+        if self._declared is None:
+            return super().compile(*args, **kwargs)
+        try:
+            return super().compile(*args, **kwargs)
+        except (OnnxInputError, InputShapeError, InputDTypeError):
+            raise
+        except GraphKernelError as e:
+            warnings.warn(f"ONNX model {self.spec.name!r}: its dynamic dims cannot stay symbolic ({e}); it compiles "
+                          "once per input shape instead", DynamicShapeWarning, stacklevel=3)
+            object.__setattr__(self, "_declared", None)
+            return super().compile(*args, **kwargs)
+
+
+class DynamicShapeWarning(UserWarning):
+    """An ONNX model whose dynamic dims compile per shape, not once (the warning says why)."""
+
+
+def _declaration(specs: list[InputSpec]) -> Declaration | None:
+    """The dynamic dims of the model's inputs: a dim_param is a named size (one name, one size in every
+    input), a dim without value or name a size of its own; None when every dim is static."""
+    out = []
+    for spec in specs:
+        if spec.dims is None or all(isinstance(d, int) for d in spec.dims):
+            out.append(None)
+            continue
+        dims = tuple(d if isinstance(d, int) else None for d in spec.dims)
+        names = tuple(_size_name(d) if isinstance(d, str) and d else None for d in spec.dims)
+        out.append(DimSpec(spec.name, dims, spec.dtype, symbols=names))
+    return Declaration(tuple(out), None, "the model's dim_params") if any(s is not None for s in out) else None
+
+
+def _size_name(param: str) -> str:
+    """A dim_param as the name of a symbolic size: an identifier that is no word of the IR's text."""
+    name = re.sub(r"\W", "_", param)
+    if not name or name[0].isdigit() or name in RESERVED or name == "symbols":
+        name = "d_" + name
+    return name
 
 
 def replay(spec: ModelSpec, static: dict, input_specs: list[InputSpec], inputs, params: dict):

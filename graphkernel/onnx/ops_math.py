@@ -12,6 +12,8 @@ op's row in the op table. ONNX broadcasting is numpy's, as ours is. Where ONNX a
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx.defs
 
@@ -107,7 +109,7 @@ def matmul(b: Builder, a, c):
     if len(sa2) == 2 and len(sc2) == 2:
         out = b.op("MatMul", [a2, c2])
     elif len(sc2) == 2:  # rows of a stacked into one 2-D product (a weight matrix, as in BERT)
-        rows = b.reshape(a2, (int(np.prod(sa2[:-1])), sa2[-1]))
+        rows = b.reshape(a2, (math.prod(sa2[:-1]), sa2[-1]))   # a symbolic size stays one
         out = b.reshape(b.op("MatMul", [rows, c2]), sa2[:-1] + (n,))
     else:
         rank = max(len(sa2), len(sc2))

@@ -47,7 +47,7 @@ def layer_normalization(b: Builder, n: NodeInfo):
     axis %= rank
     stash = DType.float32 if n.attr("stash_type", 1) == 1 and dtype == DType.float16 else dtype
     axes = tuple(range(axis, rank))
-    count = b.const(int(np.prod(shape[axis:], dtype=np.int64)), np.zeros((), stash.np))
+    count = b.size(math.prod(shape[axis:]), stash)
     xs = b.cast(x, stash)
     mean = b.op("RealDiv", [b.op("ReduceSum", [xs], axis=axes, keep_dims=True), count])
     d = b.op("Sub", [xs, mean])

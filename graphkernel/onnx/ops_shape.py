@@ -10,11 +10,14 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir.limits import check_shape
 from ir.ops.checks import broadcast
-from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, is_const, shape_of
+from ir.symbolic import Dim
+from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, is_const, shape_data, shape_of
 from graphkernel.onnx.registry import converter
 from graphkernel.onnx.types import to_array
 
@@ -48,7 +51,7 @@ def constant(b: Builder, n: NodeInfo):
 def shape(b: Builder, n: NodeInfo):
     dims = b.static_shape(n.inputs[0])
     start, end = n.attr("start", 0), n.attr("end", len(dims))
-    return [np.asarray(dims[start:end], dtype=np.int64)]
+    return [shape_data(dims[start:end])]   # symbolic sizes stay so (an object array)
 
 
 @converter("Reshape", static=(1,))
@@ -206,7 +209,8 @@ def gather(b: Builder, n: NodeInfo):
 
 @converter("Size")
 def size(b: Builder, n: NodeInfo):
-    return [np.asarray(int(np.prod(b.static_shape(n.inputs[0]), dtype=np.int64)), np.int64)]
+    count = math.prod(b.static_shape(n.inputs[0]))
+    return [shape_data([count]).reshape(())]
 
 
 @converter("Flatten")
@@ -217,7 +221,7 @@ def flatten(b: Builder, n: NodeInfo):
     if not -len(dims) <= axis <= len(dims):
         raise n.error(f"axis {axis} is out of range for rank {len(dims)}")
     axis += len(dims) if axis < 0 else 0
-    rows, cols = (int(np.prod(part, dtype=np.int64)) for part in (dims[:axis], dims[axis:]))
+    rows, cols = (math.prod(part) for part in (dims[:axis], dims[axis:]))
     return [b.reshape(x, (rows, cols))]
 
 
@@ -232,6 +236,8 @@ def constant_of_shape(b: Builder, n: NodeInfo):
     if fill.size != 1:
         raise n.error(f"attribute 'value' must hold one element, it holds {fill.size}")
     check_shape(shape, fill.dtype, b.trace.memory_limit, "its result")
+    if any(isinstance(d, Dim) for d in shape):   # a symbolic size: a scalar broadcast in the graph
+        return [b.op("BroadcastTo", [fill[0:1].reshape(())], shape=tuple(shape))]
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 

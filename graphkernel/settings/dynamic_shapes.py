@@ -49,6 +49,8 @@ class InputSpec:
     dtype: DType | None = None          # None: any (seed 004's options give no dtype)
     ranges: tuple | None = None         # per dim: (lo, hi) for a dynamic dim (hi None: unbounded), None static
     gear_columns: tuple = ()            # gears: per dynamic dim, its column in each gear
+    symbols: tuple = ()                 # per dim, the name of its size (ONNX dim_params: one name, one
+                                        # size in every input), or None for a size of its own
 
     @property
     def dynamic_axes(self) -> tuple[int, ...]:
@@ -68,6 +70,8 @@ class InputSpec:
         for a, d in enumerate(self.shape):
             if d is not None:
                 dims.append(str(d))
+            elif self.gear_columns:
+                dims.append("-1")   # a gear's dim: the gears list its values
             else:
                 lo, hi = self.range_of(a)
                 dims.append("None" if (lo, hi) == (1, None) else f"{lo}~{'inf' if hi is None else hi}")

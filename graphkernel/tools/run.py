@@ -4,7 +4,9 @@ kernels and the step time.
     graphkernel run model.onnx --random                 random inputs of the declared shapes
     graphkernel run model.onnx --inputs in.npz          inputs by name (or arr_0, arr_1, ... in order)
     graphkernel run model.onnx --no-graph-kernel --device-target CPU --repeat 50
-    graphkernel run model.onnx --dim batch=4            a size for a dynamic dim, for --random
+    graphkernel run model.onnx --dim batch=4            a size for a dynamic dim of --random inputs (1
+                                                        without it); a model's dim_params compile once
+                                                        for all their sizes
     graphkernel run model.onnx --save-graphs DIR --flags "--opt_level=3 --dump_as_text" --profile DIR
     graphkernel run model.onnx --check                  every kernel against the numpy reference
     graphkernel run model.onnx --print-outputs          the output arrays too, not only their checksums

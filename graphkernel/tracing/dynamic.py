@@ -97,8 +97,33 @@ def fitted_signature(decl: Declaration, args, names=()) -> tuple:
 
 def input_types(decl: Declaration, args) -> list[TensorType | None]:
     """Per call argument, the symbolic type of its Tensor (None: not declared, traced as given)."""
+    return _input_types(decl, args)[0]
+
+
+def prepared_sizes(decl: Declaration, args) -> list[dict]:
+    """The sizes a compile under `decl` plans ahead (CompiledGraph.prepare), so that no call of a declared
+    shape builds a kernel: every gear; a range's lower and upper bounds (where it has them)."""
+    _, symbols = _input_types(decl, args)
+    if not symbols:
+        return []
+    if decl.gears is not None:
+        return [{name: gear[spec.gear_columns[spec.dynamic_axes.index(axis)]] for name, spec, axis in symbols}
+                for gear in decl.gears]
+    if all(spec.ranges is None for _, spec, _ in symbols):
+        return []   # set_inputs: no bounds to plan for
+    ranges = [(1, None) if spec.shape is None else spec.range_of(axis) for _, spec, axis in symbols]
+    out = [{name: lo for (name, _, _), (lo, _) in zip(symbols, ranges)}]
+    if all(hi is not None for _, hi in ranges):
+        out.append({name: hi for (name, _, _), (_, hi) in zip(symbols, ranges)})
+    return out
+
+
+def _input_types(decl: Declaration, args) -> tuple[list, list]:
     out: list = []
+    symbols: list = []     # (name, spec, axis) of every symbol, in order
     count = 0
+    named: dict = {}       # a named size (an ONNX dim_param) met before: the same Dim
+    taken = {n for s in decl.specs if s is not None for n in s.symbols if n}
     for k, a in enumerate(args):
         spec = decl.specs[k] if k < len(decl.specs) else None
         if spec is None or not isinstance(a, Tensor):
@@ -112,10 +137,20 @@ def input_types(decl: Declaration, args) -> list[TensorType | None]:
                 continue
             lo, hi = (1, None) if spec.shape is None else spec.range_of(axis)
             hint = hi if hi is not None else d   # gears: their largest value (the column's range)
-            shape.append(Dim.symbol(f"s{count}", hint))
-            count += 1
+            name = spec.symbols[axis] if spec.symbols and spec.shape is not None else None
+            if name in named:
+                shape.append(named[name])
+                continue
+            if name is None:
+                while f"s{count}" in taken:
+                    count += 1
+                name = f"s{count}"
+                count += 1
+            named[name] = Dim.symbol(name, hint)
+            shape.append(named[name])
+            symbols.append((name, spec, axis))
         out.append(TensorType(tuple(shape), a.dtype))
-    return out
+    return out, symbols
 
 
 def declaration_of(entries, names: list[str], origin: str) -> Declaration:

@@ -38,6 +38,7 @@ every step).
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 import numpy as np
 
@@ -73,6 +74,17 @@ class WithEvalCell(Cell):
     def construct(self, data, label):
         outputs = self._network(data)
         return self._loss_fn(outputs, label), outputs, label
+
+
+def _positional(cell) -> list | None:
+    """A Cell's set_inputs as a list in construct's order (set_inputs(x=...) included), or None."""
+    entries = cell.get_inputs() if isinstance(cell, Cell) else None
+    if entries is None:
+        return None
+    if isinstance(entries, dict):
+        names = [n for n in inspect.signature(cell.construct).parameters]
+        return [entries.get(n) for n in names[: max(names.index(k) for k in entries) + 1]]
+    return list(entries)
 
 
 def _tensors(batch) -> tuple:
@@ -114,9 +126,23 @@ class Model:
         manager = self._loss_scale_manager
         update_cell = manager.get_update_cell() if manager is not None else None
         if update_cell is not None:
-            return TrainOneStepWithLossScaleCell(net, self._optimizer, scale_sense=update_cell).set_train()
-        sens = manager.get_loss_scale() if manager is not None else None
-        return TrainOneStepCell(net, self._optimizer, sens).set_train()
+            train = TrainOneStepWithLossScaleCell(net, self._optimizer, scale_sense=update_cell).set_train()
+        else:
+            sens = manager.get_loss_scale() if manager is not None else None
+            train = TrainOneStepCell(net, self._optimizer, sens).set_train()
+        declared = self._declared_inputs()
+        if declared is not None:
+            train.set_inputs(*declared)
+        return train
+
+    def _declared_inputs(self):
+        """MindSpore's Model: the network's set_inputs, then the loss function's without its first (the
+        network's output), declare the train network's inputs (None: the network declared none)."""
+        net_inputs = _positional(self._network)
+        if net_inputs is None:
+            return None
+        loss_inputs = _positional(self._loss_fn) if isinstance(self._loss_fn, Cell) else None
+        return net_inputs + (loss_inputs[1:] if loss_inputs else [])
 
     def _build_eval_network(self, eval_network, eval_indexes):
         if not self._metric_fns:
