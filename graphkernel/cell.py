@@ -41,6 +41,7 @@ _structure_version = [0]
 # so switching train -> eval -> train finds both compiles again.
 _mode_version = [0]
 _mode_ids: dict[tuple, int] = {}   # each tuple of training flags seen, as a small int for the cache keys
+FITTED_SHAPES = 1024   # call signatures whose fit against a declared dynamic shape a Cell remembers
 
 
 class Cell:
@@ -58,6 +59,8 @@ class Cell:
         object.__setattr__(self, "_modes_seen", None)  # (versions, mode id) cached by _modes
         object.__setattr__(self, "_declared", None)    # set_inputs: the dynamic shapes its calls may have
         object.__setattr__(self, "_declared_entries", None)   # set_inputs' arguments, as given (get_inputs)
+        object.__setattr__(self, "_fitted", {})        # (declaration, call signature) -> its compile signature
+        object.__setattr__(self, "_names", {})         # argument count -> the arguments' names
 
     def __setattr__(self, name, value):
         if "_cells" not in self.__dict__:
@@ -255,9 +258,13 @@ class Cell:
         return None if session is None else session.declaration(names)
 
     def _arg_names(self, count: int) -> list[str]:
-        params = [n for n, p in inspect.signature(self.construct).parameters.items()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        return params[:count] + [f"input{k}" for k in range(len(params), count)]
+        """The names of a call's `count` arguments: construct's parameters, then input<k>."""
+        names = self._names.get(count)
+        if names is None:
+            params = [n for n, p in inspect.signature(self.construct).parameters.items()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            names = self._names[count] = params[:count] + [f"input{k}" for k in range(len(params), count)]
+        return names
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -281,11 +288,19 @@ class Cell:
         take. A Python constant's value is part of the signature (graphkernel/tracing/arguments.py); an
         input of a declared dynamic shape counts by its declaration (graphkernel/tracing/dynamic.py), so every
         shape that fits shares one compile."""
-        decl = self._declared if self._declared is not None else (
-            self._declaration(self._arg_names(len(args))) if context.dynamic_shapes_set() else None)
-        sig = signature(args) if decl is None else fitted_signature(decl, args, self._arg_names(len(args)))
+        sig = signature(args)
         if sig is None:
             return None
+        decl = self._declared
+        if decl is None and context.dynamic_shapes_set():
+            decl = self._declaration(self._arg_names(len(args)))
+        if decl is not None:   # checked once per shape of the call (_fitted), then a dict lookup
+            hit = self._fitted.get((id(decl), sig))
+            if hit is None or hit[0] is not decl:
+                if len(self._fitted) >= FITTED_SHAPES:
+                    self._fitted.clear()
+                hit = self._fitted[(id(decl), sig)] = (decl, fitted_signature(decl, args, self._arg_names(len(args))))
+            sig = hit[1]
         return (sig, context.compile_settings_id(), _structure_version[0], self._modes(),
                 PARAMETER_FLAGS_VERSION[0], get_seed())
 

@@ -333,7 +333,10 @@ def reset_graph_id() -> None:
 
 def dynamic_shapes_set() -> bool:
     """Whether any of seed 004's dynamic-shape options is set (cheap: on a call's path)."""
-    return any(_settings[k] not in (None, False) for k in _DYNAMIC_KEYS)
+    cached = _compile_key_cache.get("dynamic set")
+    if cached is None:
+        cached = _compile_key_cache["dynamic set"] = any(_settings[k] not in (None, False) for k in _DYNAMIC_KEYS)
+    return cached
 
 
 _DYNAMIC_KEYS = ("input_shape", "dynamic_dims", "dynamic_node_type", "dynamic_input", "dynamic_graph_execute_mode",
@@ -343,7 +346,9 @@ _DYNAMIC_KEYS = ("input_shape", "dynamic_dims", "dynamic_node_type", "dynamic_in
 def dynamic_shapes() -> SessionShapes | None:
     """The dynamic shapes seed 004's options declare (gears or ranges), None when none is set; an
     inconsistency between them is a DynamicShapeSettingError naming the option."""
-    return session_shapes(_settings)
+    if "dynamic shapes" not in _compile_key_cache:
+        _compile_key_cache["dynamic shapes"] = session_shapes(_settings)
+    return _compile_key_cache["dynamic shapes"]
 
 
 def max_device_memory() -> int | None:

@@ -43,9 +43,10 @@ def _atom_key(atom) -> tuple:
 
 
 class Expr:
-    __slots__ = ("terms", "key", "_hash")
+    __slots__ = ("terms", "key", "_hash", "_fn")
 
     def __init__(self, terms: dict):
+        self._fn = None     # evaluate(): the expression compiled to a Python function, made on first use
         items = sorted(((m, c) for m, c in terms.items() if c), key=lambda t: tuple(map(_atom_key, t[0])))
         self.terms = tuple(items)
         self.key = tuple((tuple(map(_atom_key, m)), c) for m, c in items)
@@ -141,12 +142,15 @@ class Expr:
         return out
 
     def evaluate(self, sizes: dict) -> int:
-        total = 0
-        for m, c in self.terms:
-            for atom in m:
-                c *= _atom_value(atom, sizes)
-            total += c
-        return total
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = _compiled(self)
+        try:
+            return fn(sizes)
+        except KeyError as e:
+            raise SymbolicError(f"size {e.args[0]} has no value (known: {', '.join(sorted(sizes)) or 'none'})") from None
+        except ZeroDivisionError:
+            raise SymbolicError(f"size {self} divides by zero at {_sizes_text(sizes)}") from None
 
     def __str__(self) -> str:
         if not self.terms:
@@ -194,6 +198,13 @@ def _cancel(a: Expr, b: Expr) -> tuple[Expr, Expr]:
 
 def _expr_from_terms(terms) -> Expr:
     return Expr(dict(terms))
+
+
+def _compiled(e: Expr):
+    """`lambda z: <e>` with each symbol read from z: an evaluation is one Python call (plans evaluate
+    many sizes at each new shape)."""
+    source = _NAME.sub(lambda m: f"z[{m.group(0)!r}]", str(e))
+    return eval(f"lambda z: {source}", {})  # noqa: S307 - the text of an Expr: ints, names, + - * // %
 
 
 def _atom_value(atom, sizes: dict) -> int:

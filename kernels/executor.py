@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ir.dtypes import HALF_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
+from ir.symbolic import specialize_type
 from kernels.threads import blas_single_threaded
 
 
@@ -146,6 +147,24 @@ def _check_values(steps: list[Step], max_bytes: int | None) -> None:
         check_node(node, max_bytes)
 
 
+def _check_storages(steps: list[Step], storages: list[Storage], max_bytes: int | None) -> None:
+    """ResourceLimitError naming the launch whose result alone is larger than `max_bytes` (a plan's
+    storages hold the values' sizes at its shape)."""
+    if max_bytes is None:
+        return
+    for step in steps:
+        for s in step.outs:
+            nbytes = storages[s].size * storages[s].dtype.itemsize
+            if nbytes > max_bytes:
+                raise ResourceLimitError(over_limit_message(f"a result of {step.info.name}", nbytes, max_bytes))
+
+
+def _info_at(info: KernelInfo, sizes: dict) -> KernelInfo:
+    """A launch's KernelInfo with its types at `sizes` (ir/symbolic.py)."""
+    return replace(info, inputs=tuple(specialize_type(t, sizes) for t in info.inputs),
+                   outputs=tuple(specialize_type(t, sizes) for t in info.outputs))
+
+
 class Conditional:
     """The launch of an If node (ir/ops/control.py): its condition picks one of two Programs, run on the
     If's captures; the other launches nothing. Called as a step: fn(cond, *captures, *outputs, obs=None),
@@ -185,9 +204,11 @@ class Plan:
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
                  input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
-                 assigned: list[int] = (), input_shapes: list[tuple] | None = None, sizes: dict | None = None):
+                 assigned: list[int] = (), input_shapes: list[tuple] | None = None, sizes: dict | None = None,
+                 shared: dict | None = None):
         self.graph = graph
-        self.sizes = sizes or {}    # the symbolic sizes' values this plan is for (kernels/plan.py)
+        self.sizes = sizes          # the symbolic sizes' values this plan is for (kernels/plan.py), or None
+        self._shared = shared       # a planner's compiled runners by source (plans of one program share them)
         self.steps = steps
         self.storages = storages
         self.positions = []         # of each step in the launch list (an If: where its branches' start)
@@ -201,13 +222,16 @@ class Plan:
             else:
                 self.launch_list.append(step)
         self.launch_count = len(self.launch_list)
-        self.kernels = [s.info for s in self.launch_list]
+        self._kernels = None
         shapes = input_shapes if input_shapes is not None else [tuple(v.shape) for v in graph.inputs]
         self._inputs = [(np.dtype(storages[i].dtype), shape) for i, shape in zip(input_ids, shapes)]
         self._input_ids = input_ids
         self.assigned = tuple(assigned)   # input positions the call updates in place (Parameters)
         self._output_ids = output_ids
-        _check_values(steps, max_bytes)
+        if sizes is None:
+            _check_values(steps, max_bytes)
+        else:   # a plan of symbolic sizes: its buffers' sizes are the values' (the nodes show hints)
+            _check_storages(steps, storages, max_bytes)
         self._blocks, self._placed = plan_arena(steps, storages)
         if max_bytes is not None and self.peak_bytes > max_bytes:
             raise ResourceLimitError(over_limit_message(
@@ -220,6 +244,15 @@ class Plan:
         self._observed_runner = None    # generated on the first observed call
 
     # --- planning ------------------------------------------------------------------------
+    @property
+    def kernels(self) -> list[KernelInfo]:
+        """One KernelInfo per launch; a plan of symbolic sizes shows the types at its sizes (made when
+        first asked: a profiler, a data dump or the kernel table)."""
+        if self._kernels is None:
+            infos = [s.info for s in self.launch_list]
+            self._kernels = infos if self.sizes is None else [_info_at(i, self.sizes) for i in infos]
+        return self._kernels
+
     @property
     def temp_bytes(self) -> int:
         """Bytes of one thread's temporaries (the planned peak)."""
@@ -234,7 +267,18 @@ class Plan:
 
     def _make_runner(self, observed: bool):
         """Generated Python for one call: check and flatten the inputs, pick the output buffers,
-        launch every kernel with its arguments spelled out, return the outputs."""
+        launch every kernel with its arguments spelled out, return the outputs. The plans of one
+        program (kernels/plan.py) share it: the ints of each launch come from the environment, and the
+        code is made once per layout of their scratch buffers."""
+        shared = self._shared
+        if shared is not None:
+            cached = shared.get((observed, tuple(step.scratch for step in self.steps)))
+            if cached is not None:
+                env = self._runner_env(observed)
+                exec(cached[0], env)
+                if not observed:
+                    self.runner_source = cached[1]
+                return env["run"]
         temps = sorted(self._placed)
         names = {}
         for k, s in enumerate(self._input_ids):
@@ -270,15 +314,21 @@ class Plan:
             lines += [f"    p{k} = outs[{k}]", f"    if getrefcount(p{k}[0]) > 3:",
                       f"        p{k} = outs[{k}] = new_output({s})", f"    o{k} = p{k}[1]"]
         indent = "    "
+        launch_infos = self.kernels if observed else None
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
-            env[f"info{k}"] = step.info
+            if observed and not isinstance(step.fn, Conditional):
+                env[f"info{k}"] = launch_infos[self.positions[k]]
             passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
             if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
                 call_args = [f"{a}.view(U16)" if self.storages[s].dtype in HALF_NP else a
                              for a, s in zip(call_args, passed)]
-            call_args += [repr(x) for x in step.extra]
+            if shared is None:
+                call_args += [repr(x) for x in step.extra]
+            elif step.extra:   # plans of one program share the runner's code: the ints come from env
+                env[f"e{k}"] = tuple(step.extra)
+                call_args.append(f"*e{k}")
             if isinstance(step.fn, Conditional):   # its branch's launches are observed one by one
                 call_args.append("obs=obs")
             call = f"k{k}({', '.join(call_args)})"
@@ -297,10 +347,32 @@ class Plan:
                 lines.append(f"{indent}{call}")
         lines.append(f"    return [{', '.join(f'p{k}[0]' for k in range(len(self._output_ids)))}]")
         source = "\n".join(lines) + "\n"
-        exec(compile(source, "<graphkernel:runner>", "exec"), env)
+        code = compile(source, "<graphkernel:runner>", "exec")
+        if shared is not None:
+            shared[(observed, tuple(step.scratch for step in self.steps))] = (code, source)
+        exec(code, env)
         if not observed:
             self.runner_source = source
         return env["run"]
+
+    def _runner_env(self, observed: bool) -> dict:
+        """The names a shared runner's code reads (_make_runner writes the same ones)."""
+        env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
+                     "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
+                     "U16": np.uint16}
+        for s, st in enumerate(self.storages):
+            if st.kind == "const":
+                env[f"c{s}"] = st.array
+        for k, (dtype, shape) in enumerate(self._inputs):
+            env[f"D{k}"], env[f"S{k}"] = dtype, shape
+        launch_infos = self.kernels if observed else None
+        for k, step in enumerate(self.steps):
+            env[f"k{k}"] = step.fn
+            if observed and not isinstance(step.fn, Conditional):
+                env[f"info{k}"] = launch_infos[self.positions[k]]
+            if step.extra:
+                env[f"e{k}"] = tuple(step.extra)
+        return env
 
     # --- per thread state ----------------------------------------------------------------
     def new_state(self, st, raw: np.ndarray | None = None):

@@ -34,24 +34,23 @@ import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.graph import Graph, Node, Value
-from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, is_dynamic, symbols_of
+from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, is_dynamic, symbols_of
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
-from kernels.compile import multi_tensor_signature, signature
+from kernels.compile import multi_tensor_signature
 from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.in_place import plan_in_place
 from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
 from kernels.layout import describe
-from kernels.plan import KernelLaunch, Planner, alone, info_at
+from kernels.plan import KernelLaunch, Planner, alone
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.random import dropout_fn
-from kernels.reduction import split_partials
 from kernels.scatter import segment_sum_fn
 
 
@@ -123,10 +122,9 @@ class _Builder:
         return len(self.storages) - 1
 
     def add_step(self, step: Step, template=None) -> None:
-        """A step, and (with symbolic sizes) how to make it at other sizes: `template(sizes, storages)`."""
+        """A step, and (with symbolic sizes) how to make it at other sizes: `template(sizes, storages)`;
+        None: the step is the same at every size (a copy over flat buffers)."""
         self.steps.append(step)
-        if self.dynamic and template is None:   # the types it shows at those sizes
-            template = lambda sizes, storages, step=step: replace(step, info=info_at(step.info, sizes))  # noqa: E731
         self.templates.append(template)
 
     def build(self) -> Program:
@@ -173,20 +171,20 @@ class _Builder:
                 self.where[node.out] = self.storage("const", node.out.type,
                                                     array=np.array([size], node.out.dtype.np))
         elif node.op in ("MatMul", "BatchMatMul"):
-            self.numpy_step(node, gemm_fn, "numpy", blas=True)
+            self.numpy_step(node, _gemm_fn, "numpy", blas=True)
         elif node.op == "Transpose":
             self.numpy_step(node, _transpose_fn, "numpy")
         elif (spatial := spatial_kernel(node)) is not None:   # convolutions, pooling: kernels/conv.py
             variant = spatial[1]
-            self.numpy_step(node, lambda n: spatial_kernel(n)[0], variant, blas=variant == "conv")
+            self.numpy_step(node, _spatial_fn, variant, blas=variant == "conv")
         elif node.op == "UnsortedSegmentSum":
             self.numpy_step(node, _segment_sum_fn, "scatter")
         elif node.op == "Dropout":
             self.numpy_step(node, _dropout_fn, "random")
         elif node.op in COPY_OPS:  # a real copy across the host/device boundary
-            self.numpy_step(node, lambda n: _copy, "copy")
+            self.numpy_step(node, _copy_fn, "copy")
         elif is_host(node):
-            self.numpy_step(node, lambda n: _reference_fn(n, run_host), "host")
+            self.numpy_step(node, _host_fn, "host")
         else:
             self.numpy_step(node, _reference_fn, "reference")
 
@@ -202,7 +200,7 @@ class _Builder:
         def at(sizes, storages):   # each branch's program plans itself from the arrays it is given
             branch = Conditional(then, else_, tuple(evaluate_shape(s, sizes) for s in in_shapes))
             branch.position = fn.position
-            return replace(step, fn=branch, info=info_at(info, sizes))
+            return replace(step, fn=branch)
         self.add_step(step, at if self.dynamic else None)
 
     def outputs_of(self, node: Node) -> tuple[int, ...]:
@@ -213,18 +211,26 @@ class _Builder:
         return tuple(self.where[v] for v in node.outputs)
 
     def numpy_step(self, node: Node, make, variant: str, blas: bool = False) -> None:
-        """A step calling `make(node)`, a function of flat buffers; with symbolic sizes, made again per
-        plan from the node at the plan's sizes. `blas`: it calls BLAS (Step.blas)."""
+        """A step calling `make(node, shapes)`, a function of flat buffers, `shapes` the node's input and
+        output shapes; with symbolic sizes, made again per plan at its sizes (a function that needs
+        more than the shapes gets the node itself at those sizes: kernels/plan.py alone). `blas`: it
+        calls BLAS (Step.blas)."""
         target = placement(node)
         info = KernelInfo(node.name or node.op, (node.op,), 1, tuple(v.type for v in node.inputs),
                           node.types, target, None, variant, phase=phase_of(node, self.updates_only))
-        ins = tuple(self.where[v] for v in node.inputs)
-        step = Step(info, make(node if not self.dynamic else alone(node, self.hints)), ins, self.outputs_of(node),
-                    values_in=node.inputs, values_out=node.outputs, blas=blas)
+        ins, outs = tuple(self.where[v] for v in node.inputs), self.outputs_of(node)
+        types = [v.type for v in node.inputs] + list(node.types)
+        symbolic = self.dynamic and any(isinstance(d, Dim) for t in types for d in t.shape) or (
+            self.dynamic and any(has_dims(v) for _, v in node.attrs))
+
+        def fn_at(sizes):
+            shapes = [evaluate_shape(t.shape, sizes) for t in types] if symbolic else [t.shape for t in types]
+            return make(node if not symbolic or make in SHAPE_FUNCTIONS else alone(node, sizes), shapes)
+        step = Step(info, fn_at(self.hints), ins, outs, values_in=node.inputs, values_out=node.outputs, blas=blas)
 
         def at(sizes, storages):
-            return replace(step, fn=make(alone(node, sizes)), info=info_at(info, sizes))
-        self.add_step(step, at if self.dynamic else None)
+            return Step(info, fn_at(sizes), ins, outs, values_in=node.inputs, values_out=node.outputs, blas=blas)
+        self.add_step(step, at if symbolic else None)
 
     def generated(self, node: Node, sub: Graph, ext: tuple[Value, ...], label: str) -> None:
         # a node writing a Parameter in place must compute all its results before writing any: the
@@ -302,24 +308,24 @@ class _Builder:
         in_types, out_types = tuple(v.type for v in sub.inputs), tuple(v.type for v in sub.outputs)
         outs = self.outputs_of(node)
 
-        def step_at(values: tuple, type_sizes: dict | None, storages: list | None) -> tuple[Step, str]:
-            info, fn, extra, n_threads, partials, origin = launch.at(values)
-            ins_t, outs_t = in_types, out_types
-            if type_sizes is not None:
-                ins_t = tuple(specialize_value_type(t, type_sizes) for t in in_types)
-                outs_t = tuple(specialize_value_type(t, type_sizes) for t in out_types)
-            info = replace(info, name=node.name or node.op, phase=phase, inputs=ins_t, outputs=outs_t)
-            scratch = tuple(self.scratch(dtype, count, storages) for dtype, count in partials)
-            return Step(info, fn, ins, outs, extra=extra, threads=n_threads, values_in=tuple(ext),
-                        values_out=node.outputs, in_place=aliases, scratch=scratch), origin
+        named: dict = {}   # the launch's KernelInfo per launch choice, named after this node
 
-        if not self.dynamic:
-            step, origin = step_at(tuple(sizes), None, None)
+        def step_at(values: tuple, storages: list | None) -> tuple[Step, str]:
+            info, fn, extra, n_threads, partials, origin = launch.at(values)
+            if id(info) not in named:
+                named[id(info)] = (info, replace(info, name=node.name or node.op, phase=phase, inputs=in_types,
+                                                 outputs=out_types))
+            info = named[id(info)][1]
+            scratch = tuple(self.scratch(dtype, count, storages) for dtype, count in partials)
+            return Step(info, fn, ins, outs, extra, n_threads, tuple(ext), node.outputs, aliases, scratch), origin
+
+        if not any(isinstance(d, Dim) for d in sizes):
+            step, origin = step_at(tuple(sizes), None)
             return (step, None), origin
-        step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), self.hints, None)
+        step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), None)
 
         def at(plan_sizes, storages):
-            return step_at(tuple(value_at(d, plan_sizes) for d in sizes), plan_sizes, storages)[0]
+            return step_at(tuple(value_at(d, plan_sizes) for d in sizes), storages)[0]
         return (step, at), origin
 
     def _build(self, spec, variant: str, sig: tuple):
@@ -423,28 +429,40 @@ def _copy(src, dst):
     dst[:] = src
 
 
-def specialize_value_type(t, sizes: dict):
-    return type(t)(evaluate_shape(t.shape, sizes), t.dtype) if any(isinstance(d, Dim) for d in t.shape) else t
+def _gemm_fn(node: Node, shapes):
+    return gemm_fn(node, shapes)
 
 
-def _segment_sum_fn(node: Node):
+def _segment_sum_fn(node: Node, shapes):
     x, ids = node.inputs
-    return segment_sum_fn(x.shape, ids.shape, node.attr("num_segments"), x.dtype.np)
+    return segment_sum_fn(shapes[0], shapes[1], shapes[2][0], x.dtype.np)   # num_segments: the result's rows
 
 
-def _dropout_fn(node: Node):
+def _dropout_fn(node: Node, shapes):
     return dropout_fn(node.attr("keep_prob"), node.attr("seed"), node.attr("op_id"), node.out.dtype.np)
 
 
-def _transpose_fn(node: Node):
-    shape, perm, out_shape = node.inputs[0].shape, node.attr("perm"), node.out.shape
+def _copy_fn(node: Node, shapes):
+    return _copy
+
+
+def _spatial_fn(node: Node, shapes):
+    return spatial_kernel(node)[0]   # from the node (at a plan's sizes: kernels/plan.py alone)
+
+
+def _host_fn(node: Node, shapes):
+    return _reference_fn(node, shapes, run_host)
+
+
+def _transpose_fn(node: Node, shapes):
+    shape, perm, out_shape = shapes[0], node.attr("perm"), shapes[1]
 
     def transpose(x, out):
         np.copyto(out.reshape(out_shape), x.reshape(shape).transpose(perm))
     return transpose
 
 
-def _reference_fn(node: Node, run=evaluate):
+def _reference_fn(node: Node, _shapes=None, run=evaluate):
     """The numpy reference of `node` (a composite: of its subgraph) writing into flat output buffers."""
     if node.subgraph is not None:
         run = lambda n, arrays: interpret(n.subgraph, arrays)  # noqa: E731
@@ -456,6 +474,10 @@ def _reference_fn(node: Node, run=evaluate):
         for r, out in zip(results, arrays[n_in:]):
             out[:] = r.reshape(-1)
     return reference
+
+
+# the numpy steps' functions that need only the shapes (others get the node at the plan's sizes)
+SHAPE_FUNCTIONS = (_gemm_fn, _segment_sum_fn, _dropout_fn, _copy_fn, _transpose_fn)
 
 
 def kernels_to_build(graph: Graph) -> int:

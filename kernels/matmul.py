@@ -47,10 +47,13 @@ def plan_chunks(batch: int, m: int, n: int, k: int) -> tuple[str, list[tuple[int
     return (axis, bounds) if len(bounds) > 1 else ("none", [(0, 0)])
 
 
-def gemm_fn(node: Node):
-    """The executor's call for a MatMul/BatchMatMul node: fn(a, b, out) over flat buffers."""
+def gemm_fn(node: Node, shapes=None):
+    """The executor's call for a MatMul/BatchMatMul node: fn(a, b, out) over flat buffers; `shapes` (a,
+    b, out), the node's own when not given (a graph of symbolic sizes gives them per plan:
+    kernels/plan.py), choose its chunks."""
     ta, tb = node.attr("transpose_a"), node.attr("transpose_b")
-    shape_a, shape_b, out_shape = node.inputs[0].shape, node.inputs[1].shape, tuple(node.out.shape)
+    shape_a, shape_b, out_shape = (tuple(s) for s in shapes) if shapes is not None else (
+        node.inputs[0].shape, node.inputs[1].shape, tuple(node.out.shape))
     m, k = (shape_a[-1], shape_a[-2]) if ta else (shape_a[-2], shape_a[-1])
     n = shape_b[-2] if tb else shape_b[-1]
     batch = math.prod(out_shape[:-2])

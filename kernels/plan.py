@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import threading
 import types
-import weakref
 from collections import OrderedDict
 from dataclasses import replace
 
@@ -88,12 +87,6 @@ def alone(node: Node, sizes: dict) -> Node:
     return specialize_node(node, sizes, inputs)
 
 
-def info_at(info: KernelInfo, sizes: dict) -> KernelInfo:
-    """A launch's KernelInfo with its types at `sizes`."""
-    return replace(info, inputs=tuple(specialize_type(t, sizes) for t in info.inputs),
-                   outputs=tuple(specialize_type(t, sizes) for t in info.outputs))
-
-
 def symbolic_storage(storage: Storage) -> bool:
     return isinstance(storage.size, Dim) or storage.kind == "size" or any(isinstance(d, Dim) for d in storage.shape)
 
@@ -109,9 +102,12 @@ class Planner:
         self.types = [v.type for v in graph.inputs]
         self.names = [v.node.name for v in graph.inputs]
         self.dynamic_inputs = tuple(k for k, t in enumerate(self.types) if any(isinstance(d, Dim) for d in t.shape))
+        # the plan cache's key: the dynamic inputs' shapes (a generated function: a call's one lookup)
+        self._key = eval("lambda a: (" + "".join(f"a[{k}].shape, " for k in self.dynamic_inputs) + ")")  # noqa: S307
         self.hints = symbols_of(graph)
         self.assumptions: Assumptions | None = None   # the compile's (graphkernel/compiler.py sets it)
         self._plans: OrderedDict = OrderedDict()
+        self._runners: dict = {}    # runner source -> its compiled code, shared by the plans
         self._lock = threading.Lock()
 
     # --- plans ---------------------------------------------------------------------------------
@@ -126,7 +122,7 @@ class Planner:
     def plan_for(self, arrays) -> Plan:
         """The plan of a call on `arrays` (cached by their shapes)."""
         try:
-            key = tuple(arrays[k].shape for k in self.dynamic_inputs)
+            key = self._key(arrays)
         except (AttributeError, IndexError):
             key = tuple(np.shape(arrays[k]) if k < len(arrays) else None for k in self.dynamic_inputs)
         plan = self._plans.get(key)
@@ -171,7 +167,7 @@ class Planner:
         steps = [step if t is None else t(sizes, storages) for step, t in zip(self.steps, self.templates)]
         shapes = [evaluate_shape(t.shape, sizes) for t in self.types]
         return Plan(self.graph, steps, storages, self.input_ids, self.output_ids, self.max_bytes, self.assigned,
-                    input_shapes=shapes, sizes=sizes)
+                    input_shapes=shapes, sizes=sizes, shared=self._runners)
 
     @staticmethod
     def _storage_at(st: Storage, sizes: dict) -> Storage:
@@ -185,18 +181,21 @@ class Planner:
     @staticmethod
     def state(st, plan: Plan):
         """A thread's buffers for `plan`: views of the thread's one arena (grown to the largest plan
-        it ran), kept per plan while the arena stays."""
+        it ran), kept per plan (PLAN_CACHE of them) while the arena stays; the last plan's first."""
+        if getattr(st, "plan", None) is plan:
+            return st.state
         views = getattr(st, "views", None)
         if views is None:
-            st.views = views = weakref.WeakKeyDictionary()
+            st.views = views = {}
             st.raw = np.empty(0, np.uint8)
         state = views.get(plan)
         if state is None:
             _, need = plan.arena_offsets()
-            if need > st.raw.size:
-                st.raw = np.empty(need, np.uint8)
+            if need > st.raw.size or len(views) >= PLAN_CACHE:   # grown with headroom: shapes that grow
+                st.raw = np.empty(max(need + need // 4, st.raw.size), np.uint8)   # a little reuse it
                 views.clear()
             state = views[plan] = plan.new_state(types.SimpleNamespace(), st.raw)
+        st.plan, st.state = plan, state
         return state
 
 

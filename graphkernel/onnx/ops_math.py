@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import onnx.defs
 
 from ir.dtypes import DType

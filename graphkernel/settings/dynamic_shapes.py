@@ -28,7 +28,7 @@ gears and ranges at once) is a DynamicShapeSettingError naming the option.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ir.dtypes import DType
 from ir.errors import GraphKernelError
@@ -189,9 +189,17 @@ class SessionShapes:
     shapes: tuple                       # ((name, (InputSpec, ...)), ...)
     gears: tuple | None                 # gears: the accepted values of the -1 dims, in input_shape's order
     origin: str
+    _made: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def declaration(self, names: list[str]) -> Declaration | None:
-        """The declaration for a call whose inputs are called `names`; None when no option names one."""
+        """The declaration for a call whose inputs are called `names`; None when no option names one
+        (the same object for the same names: a Cell remembers fits by it)."""
+        key = tuple(names)
+        if key not in self._made:
+            self._made[key] = self._declaration(names)
+        return self._made[key]
+
+    def _declaration(self, names: list[str]) -> Declaration | None:
         by_name = dict(self.shapes)
         specs: list = [None] * len(names)
         matched = []
