@@ -15,11 +15,16 @@ crossed pairwise (every pair of values of any two factors appears in some case) 
                 sibling fusion)
     size        SIZES: each on one side of a threshold of kernels/lower.py or kernels/aicore.py
     core_num    1, 2, 32
+    dims        static | dynamic: some dims symbolic sizes (ir/symbolic.py: the innermost reduced axis, a
+                kept one or all), the graph compiled once and run at the case's shape, at 1 and at an
+                odd size (the launch choices made per call: a long row that splits at its own size is
+                rows at the odd one)
 
 Elementwise: every broadcast pattern of two operands over ranks 0-5 (per axis: both present, only
 one present, or neither: a size-1 axis), crossed pairwise with the chain (arithmetic, select, transcendental,
 or random: a Dropout between fusible ops, its mask regenerated from counters), the dtype, aliasing (the
-same value as both operands, or the same array passed for both inputs), size and core_num.
+same value as both operands, or the same array passed for both inputs), size, core_num and dims (the
+last, the first or every present axis symbolic, run at three sizes as above).
 
 Data are dyadic (k / 8, |k| <= 16), so every chain and every sum short enough is exact: the sweep
 demands bit-for-bit equality with the numpy reference wherever the result is exact, and the dtype's
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ir.symbolic import Dim
 from kernels import aicore
 from kernels.launch import COLUMN_LANES, COLUMN_MIN
 from kernels.reduction import SWEEP_CHUNK
@@ -43,6 +49,7 @@ DTYPES = ("float32", "float16")
 OPERANDS = ("input", "scalar_chain", "broadcast_chain", "escaping")
 CONSUMERS = ("none", "elementwise", "broadcast_back", "second", "sibling")
 CORE_NUMS = (1, 2, 32)
+DIMS = ("static", "dynamic")
 SPLIT_ROW = 2 * aicore.REDUCE_CHUNK_ELEMENTS   # a row at least this long over few units splits
 
 # size classes: extents of the reduced and kept axes, each class on one side of a threshold
@@ -129,12 +136,28 @@ class ReduceCase:
     consumer: str
     size: str
     core_num: int
+    dims: str = "static"
 
     @property
     def id(self) -> str:
         axes = "_".join(map(str, self.axes))
         return (f"{self.reduction[6:]}-r{self.rank}-a{axes}-{'keep' if self.keep_dims else 'drop'}-"
-                f"{self.dtype[5:]}-{self.operand}-{self.consumer}-{self.size}-c{self.core_num}")
+                f"{self.dtype[5:]}-{self.operand}-{self.consumer}-{self.size}-c{self.core_num}"
+                f"{'-dyn' if self.dims == 'dynamic' else ''}")
+
+    @property
+    def dynamic_axes(self) -> tuple[int, ...]:
+        """The axes a dynamic case makes symbolic: the innermost reduced one, a kept one, or all."""
+        kept = [a for a in range(self.rank) if a not in self.axes]
+        style = self.seed % 3
+        if style == 2:
+            return tuple(range(self.rank))
+        return (kept[-1],) if style == 1 and kept else (max(self.axes),)
+
+    def other_sizes(self) -> list[dict]:
+        """The sizes a dynamic case runs at besides its own: every dynamic dim 1, then odd."""
+        shape = self.shape()
+        return other_sizes({f"d{a}": shape[a] for a in self.dynamic_axes})
 
     @property
     def seed(self) -> int:
@@ -154,13 +177,13 @@ class ReduceCase:
         return reduce_shape(self.rank, self.axes, self.size, self.seed)
 
 
-REDUCE_FACTORS = ("reduction", "axes", "keep_dims", "dtype", "operand", "consumer", "size", "core_num")
+REDUCE_FACTORS = ("reduction", "axes", "keep_dims", "dtype", "operand", "consumer", "size", "core_num", "dims")
 
 
 def reduce_design() -> list[tuple]:
     base = [(red, (rank, axes), keep, dtype) for red in REDUCTIONS for rank, axes in canonical_axis_sets()
             for keep in (True, False) for dtype in DTYPES]
-    extra = {"operand": OPERANDS, "consumer": CONSUMERS, "size": tuple(SIZES), "core_num": CORE_NUMS}
+    extra = {"operand": OPERANDS, "consumer": CONSUMERS, "size": tuple(SIZES), "core_num": CORE_NUMS, "dims": DIMS}
     cost = ("small", "tiny", "columns", "lanes", "long", "blocks", "heavy", "parallel")   # run time, roughly
     return pairwise(base, REDUCE_FACTORS[:4], extra, cost=lambda combo: cost.index(combo[2]))
 
@@ -168,15 +191,22 @@ def reduce_design() -> list[tuple]:
 # cases beside the design that make sure of a launch kind the pairs do not promise together (a column
 # reduction over several blocks needs its size, its axes and a core_num above 1 in one case)
 LAUNCH_CASES = [
-    ("ReduceSum", 2, (0,), True, "float32", "scalar_chain", "broadcast_back", "blocks", 32),
-    ("ReduceMax", 3, (0, 1), False, "float32", "input", "elementwise", "blocks", 2),
-    ("ReduceMean", 3, (1,), True, "float32", "escaping", "second", "parallel", 32),
+    ("ReduceSum", 2, (0,), True, "float32", "scalar_chain", "broadcast_back", "blocks", 32, "static"),
+    ("ReduceMax", 3, (0, 1), False, "float32", "input", "elementwise", "blocks", 2, "static"),
+    ("ReduceMean", 3, (1,), True, "float32", "escaping", "second", "parallel", 32, "static"),
+    # below PARALLEL_MIN_ELEMENTS points, work heavy enough (a tanh per point) to launch over the threads
+    ("ReduceSum", 2, (1,), True, "float32", "scalar_chain", "second", "heavy", 32, "static"),
 ]
 
 
+def other_sizes(hints: dict) -> list[dict]:
+    """Sizes for the symbols of `hints` besides their own: all 1, then an odd size below the hint."""
+    return [{k: 1 for k in hints}, {k: max(3, (v // 3) | 1) for k, v in hints.items()}]
+
+
 def reduce_cases() -> list[ReduceCase]:
-    rows = [(red, rank, axes, keep, dtype, operand, consumer, size, core)
-            for red, (rank, axes), keep, dtype, operand, consumer, size, core in reduce_design()]
+    rows = [(red, rank, axes, keep, dtype, operand, consumer, size, core, dims)
+            for red, (rank, axes), keep, dtype, operand, consumer, size, core, dims in reduce_design()]
     return [ReduceCase(*row) for row in rows + LAUNCH_CASES]
 
 
@@ -254,11 +284,41 @@ class ElementwiseCase:
     aliasing: str
     size: str
     core_num: int
+    dims: str = "static"
 
     @property
     def id(self) -> str:
         pattern = "".join(p[0] for p in self.pattern) or "scalar"
-        return f"{pattern}-{self.chain}-{self.dtype[5:]}-{self.aliasing}-{self.size}-c{self.core_num}"
+        return (f"{pattern}-{self.chain}-{self.dtype[5:]}-{self.aliasing}-{self.size}-c{self.core_num}"
+                f"{'-dyn' if self.dims == 'dynamic' else ''}")
+
+    @property
+    def dynamic_axes(self) -> tuple[int, ...]:
+        """The axes a dynamic case makes symbolic (of those not "none"): the last, the first, or all."""
+        present = [a for a, p in enumerate(self.pattern) if p != "none"]
+        if not present:
+            return ()
+        style = self.seed % 3
+        return tuple(present) if style == 2 else (present[-1],) if style == 0 else (present[0],)
+
+    def symbolic_shapes(self) -> tuple[tuple, tuple]:
+        """shapes() with the dims of dynamic_axes symbolic sizes d<axis> where the operand has the axis
+        (x and y share them; the other operand keeps its 1 there)."""
+        xs, ys = self.shapes()
+
+        def sym(shape, who: str) -> tuple:
+            lead = self.rank - len(shape)
+            return tuple(Dim.symbol(f"d{lead + i}", n) if lead + i in self.dynamic_axes and
+                         self.pattern[lead + i] in ("both", who) else n for i, n in enumerate(shape))
+        if self.aliasing != "distinct":
+            x = sym(xs, "x")
+            return x, x
+        return sym(xs, "x"), sym(ys, "y")
+
+    def other_sizes(self) -> list[dict]:
+        xs, ys = self.symbolic_shapes()
+        hints = {str(d): int(d) for d in xs + ys if isinstance(d, Dim)}
+        return other_sizes(hints) if hints else []
 
     @property
     def seed(self) -> int:
@@ -301,7 +361,10 @@ def _ew_extents(rank: int, size: str, rng) -> list[int]:
     return [2] * (rank - 1) + [inner + int(rng.integers(1, 97))]
 
 
-EW_PAIRED = ("rank", "dtype", "chain", "aliasing", "size", "core_num")
+EW_PAIRED = ("rank", "dtype", "chain", "aliasing", "size", "core_num", "dims")
+
+
+
 
 
 def elementwise_design() -> list[tuple]:
@@ -309,14 +372,22 @@ def elementwise_design() -> list[tuple]:
     rank and the other factors (a pattern has too few rows to pair with every value)."""
     base = [(r, pattern) for r in range(0, 6) for pattern in itertools.product(AXIS_PATTERNS, repeat=r)]
     base += [(1, pattern) for pattern in itertools.product(AXIS_PATTERNS, repeat=1)]  # rank 1 pairs with 5 sizes
-    extra = {"dtype": DTYPES, "chain": CHAINS, "aliasing": ALIASING, "size": EW_SIZES, "core_num": CORE_NUMS}
+    extra = {"dtype": DTYPES, "chain": CHAINS, "aliasing": ALIASING, "size": EW_SIZES, "core_num": CORE_NUMS,
+             "dims": DIMS}
     cost = ("small", "tiny", "long_row", "blocks", "heavy", "parallel")   # run time, roughly
     rows = pairwise(base, ("rank",), extra, cost=lambda combo: cost.index(combo[3]))
-    return [(p, chain, dtype, alias, size, core) for _, p, dtype, chain, alias, size, core in rows]
+    return [(p, chain, dtype, alias, size, core, dims) for _, p, dtype, chain, alias, size, core, dims in rows]
+
+
+# beside the design: a heavy transcendental chain over several blocks (a parallel launch below
+# PARALLEL_MIN_ELEMENTS points), which the pairs do not promise in one case
+EW_LAUNCH_CASES = [
+    (("both", "both"), "transcendental", "float32", "distinct", "heavy", 32, "static"),
+]
 
 
 def elementwise_cases() -> list[ElementwiseCase]:
-    return [ElementwiseCase(*row) for row in elementwise_design()]
+    return [ElementwiseCase(*row) for row in elementwise_design() + EW_LAUNCH_CASES]
 
 
 def dyadic(shape, dtype: str, seed: int) -> np.ndarray:

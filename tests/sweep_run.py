@@ -17,6 +17,7 @@ import numpy as np
 from ir.dtypes import as_dtype
 from ir.graph import Graph
 from ir.interpret import interpret
+from ir.symbolic import Dim, bind, evaluate_shape, is_dynamic, specialize
 from ir.verify import verify
 from kernels import DeviceConfig, lower
 from kernels.fusible import unsupported_reason
@@ -47,14 +48,14 @@ def programs(graph: Graph, core_num: int) -> tuple[list[np.ndarray] | None, dict
 
 
 def run_everywhere(graph: Graph, arrays: list[np.ndarray], core_num: int, *, exact: bool,
-                   elementwise_float32: bool = False) -> dict:
+                   elementwise_float32: bool = False, others=()) -> dict:
     """Run every program; check each against the reference (bitwise when `exact`) and every program
-    against the unfused one (bitwise when exact or a float32 elementwise chain). Returns the
-    lowered programs by label, for coverage checks."""
+    against the unfused one (bitwise when exact or a float32 elementwise chain). A graph of symbolic
+    sizes (the sweep's dynamic dims) is lowered once and run at the sizes of `arrays` and then at each
+    of `others`, (arrays, exact) at other sizes: the same programs, planned per shape, against the
+    reference at each. Returns the lowered programs by label, for coverage checks."""
     prepared, graphs = programs(graph, core_num)
-    want = interpret(prepared, arrays)
-    snapshot = [a.copy() for a in arrays]
-    lowered, results = {}, {}
+    lowered: dict = {}
     for label, g in graphs.items():
         default = None
         for threshold in (None, 0):
@@ -64,9 +65,20 @@ def run_everywhere(graph: Graph, arrays: list[np.ndarray], core_num: int, *, exa
             if default is not None and [s.threads > 1 for s in program.steps] == default:
                 continue   # no launch turned parallel: the same kernels ran already
             default = [s.threads > 1 for s in program.steps]
-            key = f"{label}, parallel threshold {'default' if threshold is None else threshold}"
-            lowered[key] = program
-            results[key] = [np.array(r) for r in program.run(arrays)]
+            lowered[f"{label}, parallel threshold {'default' if threshold is None else threshold}"] = program
+    for run_arrays, run_exact in [(arrays, exact), *others]:
+        _check_all(prepared, lowered, run_arrays, run_exact, elementwise_float32)
+    return lowered
+
+
+def _check_all(prepared: Graph, lowered: dict, arrays: list[np.ndarray], exact: bool,
+               elementwise_float32: bool) -> None:
+    reference = prepared
+    if is_dynamic(prepared):   # the reference at these arrays' sizes
+        reference = specialize(prepared, bind([v.type for v in prepared.inputs], [a.shape for a in arrays]))
+    want = interpret(reference, arrays)
+    snapshot = [a.copy() for a in arrays]
+    results = {key: [np.array(r) for r in program.run(arrays)] for key, program in lowered.items()}
     for a, s in zip(arrays, snapshot):
         assert_close(a, s, bitwise=True, err_msg="an input array was written")
     base = results["unfused, parallel threshold default"]
@@ -76,7 +88,6 @@ def run_everywhere(graph: Graph, arrays: list[np.ndarray], core_num: int, *, exa
             where = f"{key}, output {k}"
             assert_close(got, ref, bitwise=exact, err_msg=f"{where} vs the reference")
             assert_close(got, unf, bitwise=exact or elementwise_float32, err_msg=f"{where} vs unfused")
-    return lowered
 
 
 # --- reductions --------------------------------------------------------------------------------
@@ -84,11 +95,13 @@ def run_everywhere(graph: Graph, arrays: list[np.ndarray], core_num: int, *, exa
 CHAIN_MAGNITUDE = {"input": 2.0, "scalar_chain": 4.8125, "broadcast_chain": 4.0, "escaping": 3.25}
 
 
-def reduce_graph(case: ReduceCase) -> tuple[Graph, list[np.ndarray]]:
+def reduce_graph(case: ReduceCase, sizes: dict | None = None) -> tuple[Graph, list[np.ndarray]]:
+    """The case's graph and inputs; with dynamic dims the graph's are symbolic sizes (hinted at the
+    case's shape) and the inputs are at `sizes` (the case's own when not given)."""
     b = GraphBuilder(dtype=case.dtype)
-    shape = case.shape()
+    shape = symbolic_shape(case.shape(), case.dynamic_axes) if case.dims == "dynamic" else case.shape()
     x = b.input(shape)
-    arrays = [dyadic(shape, case.dtype, case.seed)]
+    arrays = [dyadic(at(shape, sizes), case.dtype, case.seed)]
     outputs = []
     if case.operand == "input":
         t = x
@@ -97,7 +110,7 @@ def reduce_graph(case: ReduceCase) -> tuple[Graph, list[np.ndarray]]:
     elif case.operand == "broadcast_chain":
         bshape = broadcast_operand_shape(shape, case.axes, case.seed)
         y = b.input(bshape)
-        arrays.append(dyadic(bshape, case.dtype, case.seed + 1))
+        arrays.append(dyadic(at(bshape, sizes), case.dtype, case.seed + 1))
         t = b.op("Add", x, y)
     elif case.operand == "escaping":
         t = b.op("Add", b.op("Mul", x, b.const(1.5)), b.const(0.25))
@@ -150,35 +163,43 @@ def broadcast_operand_shape(shape, axes, seed) -> tuple[int, ...]:
     return out
 
 
-def reduce_exact(case: ReduceCase) -> bool:
+def reduce_exact(case: ReduceCase, shape: tuple[int, ...] | None = None) -> bool:
     """Whether every result of the case is exact with dyadic data, so any correct program gives the
     reference's bits: sums of few enough terms, no transcendental (the `second` consumer)."""
     if case.consumer == "second":
         return False
     if case.reduction in ("ReduceMax", "ReduceMin"):
         return True
-    shape = case.shape()
+    shape = case.shape() if shape is None else shape
     terms = int(np.prod([shape[a] for a in case.axes]))
     return sum_is_exact(terms, CHAIN_MAGNITUDE[case.operand], case.dtype)
 
 
 def run_reduce_case(case: ReduceCase) -> dict:
     graph, arrays = reduce_graph(case)
-    return run_everywhere(graph, arrays, case.core_num, exact=reduce_exact(case))
+    others = []
+    if case.dims == "dynamic":   # the same compile at other sizes: a 1-row (or 1-long) and an odd one
+        for sizes in case.other_sizes():
+            _, at_sizes = reduce_graph(case, sizes)
+            others.append((at_sizes, reduce_exact(case, at(symbolic_shape(case.shape(), case.dynamic_axes),
+                                                            sizes))))
+    return run_everywhere(graph, arrays, case.core_num, exact=reduce_exact(case), others=others)
 
 
 # --- elementwise -------------------------------------------------------------------------------
 
-def elementwise_graph(case: ElementwiseCase) -> tuple[Graph, list[np.ndarray]]:
+def elementwise_graph(case: ElementwiseCase, sizes: dict | None = None) -> tuple[Graph, list[np.ndarray]]:
     b = GraphBuilder(dtype=case.dtype)
     xs, ys = case.shapes()
+    if case.dims == "dynamic":
+        xs, ys = case.symbolic_shapes()
     x = b.input(xs)
-    arrays = [dyadic(xs, case.dtype, case.seed)]
+    arrays = [dyadic(at(xs, sizes), case.dtype, case.seed)]
     if case.aliasing == "same_value":
         y = x
     else:
         y = b.input(ys)
-        arrays.append(arrays[0] if case.aliasing == "same_array" else dyadic(ys, case.dtype, case.seed + 1))
+        arrays.append(arrays[0] if case.aliasing == "same_array" else dyadic(at(ys, sizes), case.dtype, case.seed + 1))
     if case.chain == "arith":       # exact on dyadic data: bitwise everywhere
         out = b.op("Sub", b.op("Mul", x, y), b.op("Mul", y, b.const(0.5)))
         outs = [b.op("Maximum", out, b.op("Neg", x))]
@@ -200,5 +221,19 @@ def elementwise_graph(case: ElementwiseCase) -> tuple[Graph, list[np.ndarray]]:
 def run_elementwise_case(case: ElementwiseCase) -> dict:
     graph, arrays = elementwise_graph(case)
     exact = case.chain != "transcendental"
+    others = [(elementwise_graph(case, sizes)[1], exact) for sizes in case.other_sizes()] \
+        if case.dims == "dynamic" else []
     return run_everywhere(graph, arrays, case.core_num, exact=exact,
-                          elementwise_float32=case.dtype == "float32")
+                          elementwise_float32=case.dtype == "float32", others=others)
+
+
+# --- dynamic dims ------------------------------------------------------------------------------
+
+def symbolic_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple:
+    """`shape` with the dims of `axes` symbolic sizes d<axis> (ir/symbolic.py), hinted at their extent."""
+    return tuple(Dim.symbol(f"d{a}", n) if a in axes else n for a, n in enumerate(shape))
+
+
+def at(shape: tuple, sizes: dict | None) -> tuple[int, ...]:
+    """A (symbolic) shape's extents at `sizes`; its hints without them."""
+    return tuple(int(d) for d in shape) if sizes is None else evaluate_shape(shape, sizes)

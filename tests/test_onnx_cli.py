@@ -58,6 +58,18 @@ def test_run_random_inputs_fused_and_unfused(bert_path, tmp_path):
     assert _kernel_count(unfused.stdout) > _kernel_count(out)
 
 
+def test_run_a_model_with_dim_params_without_dim(dynamic_path, tmp_path):
+    """A dim_param needs no --dim: random inputs size it 1, given inputs whatever their arrays are."""
+    res = graphkernel("run", dynamic_path, "--random", "--repeat", "2", "--device-target", "CPU")
+    assert res.returncode == 0, res.stderr
+    assert "x  float32[1, 4]" in res.stdout
+    for batch in (3, 5):
+        np.savez(tmp_path / f"in{batch}.npz", x=np.ones((batch, 4), np.float32))
+        res = graphkernel("run", dynamic_path, "--inputs", tmp_path / f"in{batch}.npz", "--repeat", "2")
+        assert res.returncode == 0, res.stderr
+        assert f"y  float32[{batch}, 4]" in res.stdout
+
+
 def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     x = np.linspace(-1, 3, 12, dtype=np.float32).reshape(3, 4)
     np.savez(tmp_path / "in.npz", x=x)
@@ -74,8 +86,6 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "missing.onnx"], "missing.onnx"),
-    (["run", "{dynamic}", "--random"], "dim 0 is dynamic ('batch' in 'x': float32[batch, 4]); give its size "
-                                       "(e.g. --dim batch=N; the model's dynamic dims: batch)"),
     (["run", "{dynamic}", "--dim", "btch=4"], "dim 'btch': the model has no dynamic dim of that name (did you mean "
                                               "'batch'?); its dynamic dims: 'batch'"),
     (["run", "{dynamic}", "--inputs", "{bad_npz}"], "no array for input"),

@@ -127,13 +127,16 @@ def test_parameter_set_data_changes_result_without_retrace(cpu):
     assert len(cell._variants) == 1 and next(iter(cell._variants.values())).trace_count == 1
 
 
-def test_dynamic_dims_compile_per_signature(cpu):
+def test_dynamic_dims_compile_once_for_every_size(cpu):
     m = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", ["batch", 5])],
               [vi("y", ["batch", 5])])
     cell = gx.load(m)
-    for batch in (2, 3):
+    compiled = set()
+    for batch in (2, 3, 1, 17):
         x = np.random.default_rng(batch).standard_normal((batch, 5)).astype(np.float32)
         assert_close(cell(Tensor(x)).asnumpy(), reference(m, {"x": x})[0])
+        compiled.add(id(cell.compile(Tensor(x))))
+    assert len(compiled) == 1
 
 
 def test_static_input_compiles_per_value(cpu):

@@ -40,11 +40,11 @@ def test_elementwise(case):
 def test_reductions_are_the_full_product_crossed_pairwise():
     full = {(c.reduction, c.rank, c.axes, c.keep_dims, c.dtype) for c in REDUCE_CASES}
     assert len(full) == len(REDUCE_CASES) - len(sc.LAUNCH_CASES) == 4 * 26 * 2 * 2
-    rows = [(c.reduction, (c.rank, c.axes), c.keep_dims, c.dtype, c.operand, c.consumer, c.size, c.core_num)
-            for c in REDUCE_CASES]
+    rows = [(c.reduction, (c.rank, c.axes), c.keep_dims, c.dtype, c.operand, c.consumer, c.size, c.core_num,
+             c.dims) for c in REDUCE_CASES]
     values = {"reduction": sc.REDUCTIONS, "axes": tuple(sc.canonical_axis_sets()), "keep_dims": (True, False),
               "dtype": sc.DTYPES, "operand": sc.OPERANDS, "consumer": sc.CONSUMERS, "size": tuple(sc.SIZES),
-              "core_num": sc.CORE_NUMS}
+              "core_num": sc.CORE_NUMS, "dims": sc.DIMS}
     assert sc.missing_pairs(rows, sc.REDUCE_FACTORS, values) == []
     spellings = {("canonical" if c.spelled_axes == c.axes else "all" if c.spelled_axes == () else "negative")
                  for c in REDUCE_CASES}
@@ -55,9 +55,9 @@ def test_elementwise_cases_hold_every_pattern_crossed_pairwise():
     patterns = {c.pattern for c in ELEMENTWISE_CASES}
     assert len(patterns) == sum(4 ** r for r in range(6))
     # a scalar (rank 0) has one pattern and no sizes: pairs are asked of ranks 1-5
-    rows = [(c.rank, c.dtype, c.chain, c.aliasing, c.size, c.core_num) for c in ELEMENTWISE_CASES if c.rank]
+    rows = [(c.rank, c.dtype, c.chain, c.aliasing, c.size, c.core_num, c.dims) for c in ELEMENTWISE_CASES if c.rank]
     values = {"rank": (1, 2, 3, 4, 5), "dtype": sc.DTYPES, "chain": sc.CHAINS, "aliasing": sc.ALIASING,
-              "size": sc.EW_SIZES, "core_num": sc.CORE_NUMS}
+              "size": sc.EW_SIZES, "core_num": sc.CORE_NUMS, "dims": sc.DIMS}
     assert sc.missing_pairs(rows, sc.EW_PAIRED, values) == []
 
 
@@ -128,3 +128,23 @@ def test_heavy_cases_sit_on_both_sides_of_the_weighted_threshold(monkeypatch):
                       _launches(elementwise_graph(case)[0], case.core_num, (aicore.PARALLEL_MIN_ELEMENTS,))}
     assert {("reduce", False, True), ("reduce", False, False), ("elementwise", True, True),
             ("elementwise", True, False)} <= found, found
+
+
+def test_dynamic_cases_change_launch_choices_within_one_compile():
+    """The dynamic cases' kernels, compiled once for symbolic sizes, launch differently at the sizes they
+    run at (kernels/plan.py chooses per call): a variant and a block_dim that change within one compile."""
+    from ir.symbolic import evaluate
+    variants, block_dims = False, False
+    for case in REDUCE_CASES:
+        if case.dims != "dynamic":
+            continue
+        hints = {f"d{a}": case.shape()[a] for a in case.dynamic_axes}
+        _, graphs = programs(reduce_graph(case)[0], case.core_num)
+        for g in graphs.values():
+            for sub in [n.subgraph for n in g.nodes if n.subgraph is not None]:
+                spec, sizes = describe(sub)
+                launches = {choose_launch(spec, tuple(evaluate(d, s) for d in sizes), case.core_num)[:2]
+                            for s in [hints] + case.other_sizes()}
+                variants |= len({v for v, _ in launches}) > 1
+                block_dims |= len({b for _, b in launches}) > 1
+    assert variants and block_dims
