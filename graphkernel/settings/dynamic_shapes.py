@@ -192,8 +192,8 @@ class SessionShapes:
     _made: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def declaration(self, names: list[str]) -> Declaration | None:
-        """The declaration for a call whose inputs are called `names`; None when no option names one
-        (the same object for the same names: a Cell remembers fits by it)."""
+        """The declaration for a call whose inputs are called `names` (the same object for the same
+        names: a Cell remembers fits by it); a name no input has is a DynamicShapeSettingError."""
         key = tuple(names)
         if key not in self._made:
             self._made[key] = self._declaration(names)
@@ -214,8 +214,6 @@ class SessionShapes:
                                                    f"{len(by_name[n])} shapes")
                 specs[k] = by_name[n][0]
                 matched.append(n)
-        if not matched:
-            return None
         missing = [n for n, _ in self.shapes if n not in matched]
         if missing:
             raise DynamicShapeSettingError(f"{self.origin}: no input is called {', '.join(missing)} (the inputs: "

@@ -23,7 +23,7 @@ from ir.graph import TensorType
 from ir.symbolic import Dim
 from graphkernel.settings.dynamic_shapes import Declaration, DynamicShapeSettingError, InputSpec
 from graphkernel.tensor import Tensor
-from graphkernel.tracing.arguments import Mutable, signature
+from graphkernel.tracing.arguments import ArgumentError, Mutable, signature
 
 
 class InputShapeError(GraphKernelError, ValueError):
@@ -58,6 +58,9 @@ def fitted_signature(decl: Declaration, args, names=()) -> tuple:
         spec = specs[k] if k < len(specs) else None
         if spec is None:
             continue
+        if isinstance(a, Tensor) and a.is_declaration:
+            raise ArgumentError(f"{_label(k, spec, names)}: a Tensor declaring the shape {list(a.shape)} holds no data: "
+                                "declare shapes with set_inputs, call with Tensors of data")
         if not isinstance(a, Tensor):
             if isinstance(a, Mutable):
                 raise InputShapeError(f"{_label(k, spec, names)}: declared {spec.text()} by {decl.origin}, given a "
