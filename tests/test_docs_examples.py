@@ -7,7 +7,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "mixed_compute.md",
          "model.md", "control_flow.md", "mindspore2.md", "mindspore_scripts.md", "primitives.md", "report.md",
-         "distributed.md", "convolution.md"]
+         "distributed.md", "convolution.md", "shapes.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
