@@ -240,7 +240,7 @@ class Cell:
         decl = declaration_of(entries, arg_names, "set_inputs")
         object.__setattr__(self, "_declared", decl if any(s is not None for s in decl.specs) else None)
         object.__setattr__(self, "_declared_entries", tuple(inputs) if inputs else dict(kwargs))
-        _structure_version[0] += 1
+        # no other Cell's compiles change: this one's calls now key by the declaration (_cache_key)
 
     def get_inputs(self):
         """The inputs set_inputs was given (None when it was not called)."""

@@ -335,6 +335,27 @@ def evaluate_shape(shape, sizes: dict) -> tuple[int, ...]:
     return tuple(d.expr.evaluate(sizes) if isinstance(d, Dim) else d for d in shape)
 
 
+_SHAPE_FUNCTIONS: dict = {}
+
+
+def shape_function(shape):
+    """A function sizes -> the shape's extents (a tuple), compiled once per shape: what a plan evaluates
+    many times (kernels/plan.py). A static shape gives a function returning it."""
+    fn = _SHAPE_FUNCTIONS.get(shape)
+    if fn is None:
+        if not any(isinstance(d, Dim) for d in shape):
+            static = tuple(shape)
+            fn = lambda z: static  # noqa: E731
+        else:
+            items = "".join(f"{_NAME.sub(lambda m: f'z[{m.group(0)!r}]', str(d)) if isinstance(d, Dim) else int(d)}, "
+                            for d in shape)
+            fn = eval(f"lambda z: ({items})", {})  # noqa: S307 - Expr texts: ints, names, + - * // %
+        if len(_SHAPE_FUNCTIONS) > 1 << 16:
+            _SHAPE_FUNCTIONS.clear()
+        _SHAPE_FUNCTIONS[shape] = fn
+    return fn
+
+
 def shape_text(shape) -> str:
     """`[s0, 128]`: a shape for messages, symbolic sizes by name."""
     return "[" + ", ".join(str(d) for d in shape) + "]"

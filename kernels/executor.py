@@ -139,6 +139,26 @@ def plan_arena(steps: list[Step], storages: list[Storage]) -> tuple[list[int], d
     return blocks, placed
 
 
+def layout_arena(layout: dict[int, int], steps: list[Step], storages: list[Storage]) -> tuple[list[int], dict]:
+    """plan_arena's result for a plan of symbolic sizes (kernels/plan.py) from another plan's `layout`
+    (temp storage -> block): the same temps share a block (their liveness is the same at any size), each
+    block as large as its largest temp here; a temp the layout does not hold (a plan's own scratch) takes
+    a block of its own. One pass, no search: a new shape's plan stays cheap."""
+    blocks = [0] * (max(layout.values(), default=-1) + 1)
+    placed: dict[int, tuple[int, int]] = {}
+    for s, b in layout.items():
+        nbytes = storages[s].size * storages[s].dtype.itemsize
+        placed[s] = (b, nbytes)
+        if nbytes > blocks[b]:
+            blocks[b] = nbytes
+    for step in steps:
+        for s in step.scratch:
+            if s not in placed:
+                placed[s] = (len(blocks), storages[s].size * storages[s].dtype.itemsize)
+                blocks.append(placed[s][1])
+    return blocks, placed
+
+
 def _check_values(steps: list[Step], max_bytes: int | None) -> None:
     """ResourceLimitError naming the node whose result alone is larger than `max_bytes`."""
     if max_bytes is None:
@@ -205,7 +225,7 @@ class Plan:
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
                  input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
                  assigned: list[int] = (), input_shapes: list[tuple] | None = None, sizes: dict | None = None,
-                 shared: dict | None = None):
+                 shared: dict | None = None, layout: dict | None = None):
         self.graph = graph
         self.sizes = sizes          # the symbolic sizes' values this plan is for (kernels/plan.py), or None
         self._shared = shared       # a planner's compiled runners by source (plans of one program share them)
@@ -232,7 +252,8 @@ class Plan:
             _check_values(steps, max_bytes)
         else:   # a plan of symbolic sizes: its buffers' sizes are the values' (the nodes show hints)
             _check_storages(steps, storages, max_bytes)
-        self._blocks, self._placed = plan_arena(steps, storages)
+        self._blocks, self._placed = plan_arena(steps, storages) if layout is None else \
+            layout_arena(layout, steps, storages)
         if max_bytes is not None and self.peak_bytes > max_bytes:
             raise ResourceLimitError(over_limit_message(
                 f"one call of this program (temporaries' peak {self.temp_bytes} bytes + outputs "

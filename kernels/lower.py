@@ -34,7 +34,8 @@ import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.graph import Graph, Node, Value
-from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, is_dynamic, symbols_of
+from ir.symbolic import (SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, is_dynamic, shape_function,
+                         symbols_of)
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
@@ -223,8 +224,10 @@ class _Builder:
         symbolic = self.dynamic and any(isinstance(d, Dim) for t in types for d in t.shape) or (
             self.dynamic and any(has_dims(v) for _, v in node.attrs))
 
+        getters = [shape_function(tuple(t.shape)) for t in types]
+
         def fn_at(sizes):
-            shapes = [evaluate_shape(t.shape, sizes) for t in types] if symbolic else [t.shape for t in types]
+            shapes = [get(sizes) for get in getters] if symbolic else [t.shape for t in types]
             return make(node if not symbolic or make in SHAPE_FUNCTIONS else alone(node, sizes), shapes)
         step = Step(info, fn_at(self.hints), ins, outs, values_in=node.inputs, values_out=node.outputs, blas=blas)
 
@@ -324,8 +327,10 @@ class _Builder:
             return (step, None), origin
         step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), None)
 
+        sizes_at = shape_function(tuple(sizes))
+
         def at(plan_sizes, storages):
-            return step_at(tuple(value_at(d, plan_sizes) for d in sizes), storages)[0]
+            return step_at(sizes_at(plan_sizes), storages)[0]
         return (step, at), origin
 
     def _build(self, spec, variant: str, sig: tuple):

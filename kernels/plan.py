@@ -23,14 +23,13 @@ import math
 import threading
 import types
 from collections import OrderedDict
-from dataclasses import replace
 
 import numpy as np
 
 from ir.errors import ShapeError
 from ir.graph import Graph, Node, TensorType, input_node
-from ir.symbolic import Assumptions, Dim, bind, evaluate, evaluate_shape, specialize_node, specialize_type, \
-    symbols_of
+from ir.symbolic import (Assumptions, Dim, bind, evaluate, evaluate_shape, shape_function, specialize_node,
+                         specialize_type, symbols_of)
 from kernels import aicore
 from kernels.compile import signature
 from kernels.executor import InputMismatchError, KernelInfo, Plan, Step, Storage
@@ -108,6 +107,9 @@ class Planner:
         self.assumptions: Assumptions | None = None   # the compile's (graphkernel/compiler.py sets it)
         self._plans: OrderedDict = OrderedDict()
         self._runners: dict = {}    # runner source -> its compiled code, shared by the plans
+        self._symbolic = [(i, st, shape_function((st.size,)), shape_function(tuple(st.shape)))
+                          for i, st in enumerate(storages) if symbolic_storage(st)]
+        self._layout: dict | None = None   # temp storage -> arena block, from the first plan
         self._lock = threading.Lock()
 
     # --- plans ---------------------------------------------------------------------------------
@@ -163,19 +165,22 @@ class Planner:
         return plan
 
     def plan_at(self, sizes: dict) -> Plan:
-        storages = [self._storage_at(st, sizes) for st in self.storages]
+        storages = list(self.storages)
+        for i, st, size_at, shape_at in self._symbolic:
+            if st.kind == "size":   # a SizeValue: a constant of this plan
+                storages[i] = Storage("const", st.dtype, 1, array=np.array([evaluate(st.value, sizes)], st.dtype))
+            else:
+                storages[i] = Storage(st.kind, st.dtype, size_at(sizes)[0], st.index, st.array, shape_at(sizes),
+                                      st.value)
         steps = [step if t is None else t(sizes, storages) for step, t in zip(self.steps, self.templates)]
         shapes = [evaluate_shape(t.shape, sizes) for t in self.types]
-        return Plan(self.graph, steps, storages, self.input_ids, self.output_ids, self.max_bytes, self.assigned,
-                    input_shapes=shapes, sizes=sizes, shared=self._runners)
+        plan = Plan(self.graph, steps, storages, self.input_ids, self.output_ids, self.max_bytes, self.assigned,
+                    input_shapes=shapes, sizes=sizes, shared=self._runners, layout=self._layout)
+        if self._layout is None:   # the first plan's arena layout serves the others (layout_arena)
+            base = len(self.storages)
+            self._layout = {s: b for s, (b, _) in plan._placed.items() if s < base}
+        return plan
 
-    @staticmethod
-    def _storage_at(st: Storage, sizes: dict) -> Storage:
-        if st.kind == "size":   # a SizeValue: a constant of this plan
-            return Storage("const", st.dtype, 1, array=np.array([evaluate(st.value, sizes)], st.dtype))
-        if not symbolic_storage(st):
-            return st
-        return replace(st, size=evaluate(st.size, sizes), shape=evaluate_shape(st.shape, sizes))
 
     # --- buffers -------------------------------------------------------------------------------
     @staticmethod
