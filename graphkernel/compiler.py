@@ -29,7 +29,8 @@ from ir.autodiff import phase_of, update_nodes
 from ir.errors import GraphKernelError
 from ir.errors import IRError, ShapeError
 from ir.graph import Graph, TensorType
-from ir.symbolic import Assumptions, Dim, bind, evaluate_shape, is_dynamic, specialize, symbols_of
+from ir.symbolic import Assumptions, Dim, evaluate_shape
+from ir.specialize import bind, is_dynamic, specialize, symbols_of
 from ir.verify import verify
 from ir.interpret import interpret
 from ir.limits import check_graph, check_reference_peak

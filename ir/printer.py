@@ -33,7 +33,8 @@ import numpy as np
 from ir.dtypes import DType, SHORT_NAMES, as_dtype
 from ir.errors import IRError
 from ir.graph import Branch, Graph, Literal, Node, TensorType, Value
-from ir.symbolic import Dim, symbols_of
+from ir.symbolic import Dim
+from ir.specialize import symbols_of
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Words the parser reads as keywords or constants; op names and attr keys spelled so are quoted.

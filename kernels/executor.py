@@ -33,7 +33,7 @@ from ir.dtypes import HALF_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
-from ir.symbolic import specialize_type
+from ir.specialize import specialize_type
 from kernels.threads import blas_single_threaded
 
 

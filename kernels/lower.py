@@ -34,8 +34,8 @@ import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
 from ir.graph import Graph, Node, Value
-from ir.symbolic import (SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, is_dynamic, shape_function,
-                         symbols_of)
+from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, shape_function
+from ir.specialize import is_dynamic, symbols_of
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement

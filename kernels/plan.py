@@ -28,8 +28,8 @@ import numpy as np
 
 from ir.errors import ShapeError
 from ir.graph import Graph, Node, TensorType, input_node
-from ir.symbolic import (Assumptions, Dim, bind, evaluate, evaluate_shape, shape_function, specialize_node,
-                         specialize_type, symbols_of)
+from ir.symbolic import Assumptions, Dim, evaluate, evaluate_shape, shape_function
+from ir.specialize import bind, specialize_node, specialize_type, symbols_of
 from kernels import aicore
 from kernels.compile import signature
 from kernels.executor import InputMismatchError, KernelInfo, Plan, Step, Storage

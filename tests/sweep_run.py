@@ -17,7 +17,8 @@ import numpy as np
 from ir.dtypes import as_dtype
 from ir.graph import Graph
 from ir.interpret import interpret
-from ir.symbolic import Dim, bind, evaluate_shape, is_dynamic, specialize
+from ir.symbolic import Dim, evaluate_shape
+from ir.specialize import bind, is_dynamic, specialize
 from ir.verify import verify
 from kernels import DeviceConfig, lower
 from kernels.fusible import unsupported_reason

@@ -12,7 +12,8 @@ import numpy as np
 from hypothesis import given, note, settings, strategies as st
 
 from ir import print_graph
-from ir.symbolic import Dim, evaluate_shape, specialize, symbols_of
+from ir.symbolic import Dim, evaluate_shape
+from ir.specialize import specialize, symbols_of
 from kernels import DeviceConfig, lower
 from ir import GraphBuilder
 from tests.kernel_graphs import fused, random_array, reference

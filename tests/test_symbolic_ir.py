@@ -7,8 +7,9 @@ from ir import DType, GraphBuilder, TensorType, parse_graph, print_graph, verify
 from ir.errors import IRError, ParseError, ShapeError
 from ir.graph import Graph
 from ir.ops import OPS, make_node
-from ir.symbolic import (Assumptions, Dim, SymbolicError, bind, clamp, evaluate, evaluate_shape, parse_dim,
-                         range_length, same_size, specialize, symbols_of)
+from ir.symbolic import (Assumptions, Dim, SymbolicError, clamp, evaluate, evaluate_shape, parse_dim,
+                         range_length, same_size)
+from ir.specialize import bind, specialize, symbols_of
 from tests.ir_graphs import op_graph
 
 F32 = DType.float32

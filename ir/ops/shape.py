@@ -9,7 +9,7 @@ from ir.dtypes import as_dtype
 from ir.errors import ShapeError
 from ir.graph import Literal, TensorType
 from ir.ops.checks import fmt, is_int, is_int_tuple
-from ir.symbolic import SIZE_RANGE, SIZE_VALUE, Dim, range_length, same_size
+from ir.symbolic import SIZE_RANGE, SIZE_VALUE, range_length, same_size
 from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, register
 
 
