@@ -137,3 +137,14 @@ def bind(types, shapes, names=()) -> dict[str, int]:
             raise ShapeError(f"{label}: given shape {list(shape)}, declared {shape_text(t.shape)}: dim {a} is {n}, "
                              f"{d} is {value} here")
     return sizes
+
+
+def corresponding_values(graph: Graph, specialized: Graph) -> dict:
+    """Each value of `graph` (its composites' subgraphs too) -> the same value in `specialize(graph, ...)`,
+    whose nodes stand in the same order: what relates a check at those sizes to the symbolic graph."""
+    out = dict(zip(graph.inputs, specialized.inputs))
+    for old, new in zip(graph.nodes, specialized.nodes):
+        out.update(zip(old.outputs, new.outputs))
+        if old.subgraph is not None:
+            out.update(corresponding_values(old.subgraph, new.subgraph))
+    return out

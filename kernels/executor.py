@@ -34,6 +34,7 @@ from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
 from ir.specialize import specialize_type
+from ir.symbolic import evaluate_shape
 from kernels.threads import blas_single_threaded
 
 
@@ -244,6 +245,7 @@ class Plan:
         self.launch_count = len(self.launch_list)
         self._kernels = None
         shapes = input_shapes if input_shapes is not None else [tuple(v.shape) for v in graph.inputs]
+        self.input_shapes = shapes
         self._inputs = [(np.dtype(storages[i].dtype), shape) for i, shape in zip(input_ids, shapes)]
         self._input_ids = input_ids
         self.assigned = tuple(assigned)   # input positions the call updates in place (Parameters)
@@ -457,14 +459,16 @@ class Plan:
         if len(arrays) != len(step.values_in):
             raise InputMismatchError(f"step {index} ({step.info.name}) takes {len(step.values_in)} inputs, "
                                      f"got {len(arrays)}")
+        def shape(v):   # a plan of symbolic sizes: the value's shape at its sizes
+            return tuple(v.shape) if self.sizes is None else evaluate_shape(v.shape, self.sizes)
         flat = []
         for k, (a, v) in enumerate(zip(arrays, step.values_in)):
             a = np.asarray(a)
-            if a.dtype != v.dtype.np or a.shape != tuple(v.shape):
+            if a.dtype != v.dtype.np or a.shape != shape(v):
                 raise InputMismatchError(f"step {index} ({step.info.name}) input {k}: got "
-                                         f"{a.dtype}{list(a.shape)}, the kernel takes {v.dtype.np}{list(v.shape)}")
+                                         f"{a.dtype}{list(a.shape)}, the kernel takes {v.dtype.np}{list(shape(v))}")
             flat.append(np.array(a, order="C").reshape(-1))   # a private, writable, contiguous copy
-        outs = [np.empty(v.shape, v.dtype.np) for v in step.values_out]
+        outs = [np.empty(shape(v), v.dtype.np) for v in step.values_out]
         aliased = dict(step.in_place)
         flat_ins = flat
         flat = flat + [o.reshape(-1) for k, o in enumerate(outs) if k not in aliased]

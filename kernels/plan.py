@@ -49,16 +49,18 @@ class KernelLaunch:
         self.weight = work_weight(spec)
         self.dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
                                                      if k not in spec.aliased]
-        self.built: dict[str, tuple] = {}       # variant -> (Built, origin)
+        self.built: dict = {}       # variant -> Built (kernels/launch.py)
         self.at_sizes: dict[tuple, tuple] = {}
 
-    def kernel(self, variant: str, n_sizes: int, parts) -> tuple:
-        if variant not in self.built:
-            fold = variant == "split"
-            sig = signature(self.dtypes + [d for d, _ in parts], n_sizes + 5 + fold)
-            built = self.build(self.spec, variant, sig)
-            self.built[variant] = built, built.origin
-        return self.built[variant]
+    def kernel(self, variant: str, n_sizes: int, partials) -> tuple:
+        """(Built, origin) of the kernel of `variant`: built (or fetched from the kernel cache) the first
+        time, "memory" after."""
+        if variant in self.built:
+            return self.built[variant], "memory"
+        fold = variant == "split"
+        sig = signature(self.dtypes + [d for d, _ in partials], n_sizes + 5 + fold)
+        built = self.built[variant] = self.build(self.spec, variant, sig)
+        return built, built.origin
 
     def at(self, sizes: tuple[int, ...]) -> tuple:
         """(KernelInfo without its node's name, callable, int arguments, threads, partials, origin) of a
@@ -68,15 +70,16 @@ class KernelLaunch:
             return hit[:5] + ("memory",)
         spec = self.spec
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.core_num)
-        parts = split_partials(spec, sizes, tile) if variant == "split" else []
-        built, origin = self.kernel(variant, len(sizes), parts)
+        partials = split_partials(spec, sizes, tile) if variant == "split" else []
+        built, origin = self.kernel(variant, len(sizes), partials)
+        # kernels.launch.threads_for, its work weight computed once
         n_threads = aicore.launch_threads(block_dim, math.prod(sizes), self.min_elements, self.weight)
         fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes),
                               variant == "split")
         info = KernelInfo(built.name, spec.op_names, block_dim, (), (), "device", built.source, variant,
                           kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
-        self.at_sizes[sizes] = (info, fn, extra, n_threads, parts)
-        return info, fn, extra, n_threads, parts, origin
+        self.at_sizes[sizes] = (info, fn, extra, n_threads, partials)
+        return info, fn, extra, n_threads, partials, origin
 
 
 def alone(node: Node, sizes: dict) -> Node:

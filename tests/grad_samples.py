@@ -30,6 +30,8 @@ without_rule = {
     "Barrier": "its i32[1] token orders it; it carries no value",
     "AllReduceStart": "the gradient reducer's bucket, applied to gradients (ir/ops/collective.py)",
     "AllReduceWait": "the gradient reducer's bucket, applied to gradients (ir/ops/collective.py)",
+    "SizeValue": "no inputs: a size's value at each call",
+    "SizeRange": "no inputs: a range of a size's length",
     "AdamWeightDecay": "an optimizer update, written into its Parameters after the gradients",
     "ApplyMomentum": "an optimizer update, written into its Parameters after the gradients",
     "Adam": "an optimizer update, written into its Parameters after the gradients",

@@ -383,6 +383,8 @@ BAD += [
 # rows without a case above, and where they are tested
 TESTED_ELSEWHERE = {
     "Const": "no inputs: every graph with a constant",
+    "SizeValue": "no inputs, a symbolic size: tests/test_dynamic_shapes.py, tests/test_symbolic_ir.py",
+    "SizeRange": "no inputs, a symbolic bound: tests/test_dynamic_shapes.py (F.make_range), tests/test_symbolic_ir.py",
     "Reshape": "tests/test_simplify.py, tests/test_kernels_executor.py (a view)",
     "Transpose": "tests/test_kernels_executor.py, tests/test_gradients.py",
     "BroadcastTo": "tests/test_sweep.py (every broadcast pattern)",

@@ -65,9 +65,9 @@ def test_run_a_model_with_dim_params_without_dim(dynamic_path, tmp_path):
     assert "x  float32[1, 4]" in res.stdout
     for batch in (3, 5):
         np.savez(tmp_path / f"in{batch}.npz", x=np.ones((batch, 4), np.float32))
-        res = graphkernel("run", dynamic_path, "--inputs", tmp_path / f"in{batch}.npz", "--repeat", "2")
+        res = graphkernel("run", dynamic_path, "--inputs", tmp_path / f"in{batch}.npz", "--repeat", "2", "--check")
         assert res.returncode == 0, res.stderr
-        assert f"y  float32[{batch}, 4]" in res.stdout
+        assert f"y  float32[{batch}, 4]" in res.stdout and "every kernel within tolerance" in res.stdout
 
 
 def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):

@@ -54,6 +54,7 @@ import numpy as np
 from ir.errors import ExecutionError, GraphKernelError
 from ir.interpret import reference_values
 from ir.printer import printable
+from ir.specialize import corresponding_values, specialize
 from kernels.executor import Conditional
 from graphkernel import context
 from graphkernel.cell import Cell
@@ -172,8 +173,17 @@ def compare_compiled(compiled, arrays) -> Comparison:
     program = compiled.program
     if program is None:
         raise CompareError("this graph was compiled for device_target='CPU': it has no kernels to compare")
+    if program.planner is not None and program.planner.plan_for(arrays) is not program.plan:
+        raise CompareError("a graph compiled for symbolic sizes (docs/shapes.md) is compared at the shapes it was "
+                           f"compiled for (its first call's): {', '.join(str(list(s)) for s in program.plan.input_shapes)}")
     wanted = {v for step in program.steps for v in (*step.values_in, *step.values_out)}
-    reference = reference_values(compiled.graph, arrays, wanted)
+    if program.planner is None:
+        reference = reference_values(compiled.graph, arrays, wanted)
+    else:   # the reference at the representative sizes, its values under the symbolic graph's
+        at_sizes = specialize(compiled.graph, program.plan.sizes)
+        same = corresponding_values(compiled.graph, at_sizes)
+        values = reference_values(at_sizes, arrays, [same[v] for v in wanted])
+        reference = {v: values[same[v]] for v in wanted}
     rows = []
     launch_list = launches(compiled)
     for k, step in enumerate(program.steps):
