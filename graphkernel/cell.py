@@ -33,6 +33,13 @@ class CellCallError(GraphKernelError, TypeError):
     """A Cell called with arguments construct cannot take."""
 
 
+class DynamicShapeWarning(UserWarning):
+    """Dynamic-shape session options that name none of a called Cell's inputs (it compiles per shape)."""
+
+
+_UNNAMED: set = set()   # (options, Cell class) warned about once
+
+
 # Bumped when a Parameter or Cell attribute of any Cell is replaced: compiled graphs read Parameters by
 # identity, so every cached compile becomes stale (rare; first assignments do not bump it).
 _structure_version = [0]
@@ -255,15 +262,27 @@ class Cell:
         if self._declared is not None:
             return self._declared
         session = context.dynamic_shapes()
-        return None if session is None else session.declaration(names)
+        if session is None:
+            return None
+        decl = session.declaration(names)
+        if decl is None and (session.origin, type(self).__name__) not in _UNNAMED:
+            _UNNAMED.add((session.origin, type(self).__name__))
+            warnings.warn(f"{session.origin} names {', '.join(n for n, _ in session.shapes)}: no argument of "
+                          f"{type(self).__name__}.construct ({', '.join(names) or 'none'}) has one of those names, "
+                          "so its calls compile per shape", DynamicShapeWarning, stacklevel=4)
+        return decl
 
     def _arg_names(self, count: int) -> list[str]:
-        """The names of a call's `count` arguments: construct's parameters, then input<k>."""
+        """The names of a call's `count` arguments: construct's parameters, then (construct(*inputs) of a
+        train cell passing them on to its network) the network's, then input<k>."""
         names = self._names.get(count)
         if names is None:
-            params = [n for n, p in inspect.signature(self.construct).parameters.items()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            names = self._names[count] = params[:count] + [f"input{k}" for k in range(len(params), count)]
+            params = inspect.signature(self.construct).parameters.values()
+            named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            inner = self._cells.get("network")
+            if any(p.kind == p.VAR_POSITIONAL for p in params) and inner is not None and not named:
+                named = inner._arg_names(count)
+            names = self._names[count] = named[:count] + [f"input{k}" for k in range(len(named), count)]
         return names
 
     # -- calling --------------------------------------------------------------------------------

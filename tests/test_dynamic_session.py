@@ -85,7 +85,7 @@ def test_getnext_names_the_call_inputs_in_order():
      'needs dynamic_graph_execute_mode="dynamic_execute"'),
     (dict(dynamic_input=True, dynamic_graph_execute_mode="dynamic_execute"), "needs dynamic_inputs_shape_range"),
     (dict(dynamic_input=True, dynamic_graph_execute_mode="dynamic_execute",
-          dynamic_inputs_shape_range="input:[1,1,40,2~64]"), r"no input is called input \(the inputs: data, mask"),
+          dynamic_inputs_shape_range="data:[1,1,40,2~64];input:[2]"), r"no input is called input \(the inputs: data, mask"),
 ])
 def test_each_inconsistency_names_the_option(options, message):
     context.set_context(device_target="CPU", **options)
@@ -109,3 +109,40 @@ def test_each_inconsistency_names_the_option(options, message):
 def test_a_malformed_option_is_refused_when_set(key, value, message):
     with pytest.raises(ContextError, match=f"set_context\\({key}=...\\).*{message}"):
         context.set_context(**{key: value})
+
+
+def test_options_naming_no_input_leave_a_cell_static_with_a_warning():
+    from graphkernel.cell import DynamicShapeWarning
+    context.set_context(device_target="CPU", dynamic_input=True, dynamic_graph_execute_mode="dynamic_execute",
+                        dynamic_inputs_shape_range="images:[-1,3]")
+
+    class Other(nn.Cell):
+        def construct(self, x):
+            return x * 2.0
+
+    net = Other()
+    with pytest.warns(DynamicShapeWarning, match=r"names images: no argument of Other.construct \(x\)"):
+        net(Tensor(np.ones((2, 3), np.float32)))
+    net(Tensor(np.ones((4, 3), np.float32)))
+    assert net.trace_count == 2
+
+
+def test_a_train_cell_takes_the_names_of_its_network():
+    context.set_context(device_target="CPU", dynamic_input=True, dynamic_graph_execute_mode="dynamic_execute",
+                        dynamic_inputs_shape_range="data:[-1,4];label:[-1]")   # WithLossCell(data, label)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.dense = nn.Dense(4, 3)
+
+        def construct(self, x):
+            return self.dense(x)
+
+    net = Net()
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")),
+                               nn.Momentum(net.trainable_params(), 0.1, 0.9))
+    rng = np.random.default_rng(0)
+    for n in (4, 7, 1):
+        step(Tensor(rng.standard_normal((n, 4)).astype(np.float32)), Tensor(rng.integers(0, 3, n).astype(np.int32)))
+    assert step.trace_count == 1

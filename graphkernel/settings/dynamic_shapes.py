@@ -20,8 +20,9 @@ Seed 004's options (`set_context` keys), in its syntax:
                                                                    are that name's inputs in order);
                                                                    a~b a range, -1 any size
 
-A name is a parameter name of the Cell's construct; `getnext` (the dataset's) stands for the call's
-inputs in order. The three gear options go together, and so do the three range options: each
+A name is a parameter name of the called Cell's construct (a train cell's `construct(*inputs)`: its
+network's); `getnext` (the dataset's) stands for the call's inputs in order. Options that name none of a
+Cell's inputs leave it static (graphkernel/cell.py warns once); naming some and not others is an error. The three gear options go together, and so do the three range options: each
 inconsistency (gears that do not match the -1 count, a single gear, a range without dynamic_input,
 gears and ranges at once) is a DynamicShapeSettingError naming the option.
 """
@@ -193,7 +194,8 @@ class SessionShapes:
 
     def declaration(self, names: list[str]) -> Declaration | None:
         """The declaration for a call whose inputs are called `names` (the same object for the same
-        names: a Cell remembers fits by it); a name no input has is a DynamicShapeSettingError."""
+        names: a Cell remembers fits by it); None when the options name none of them, and a
+        DynamicShapeSettingError when they name some and not others."""
         key = tuple(names)
         if key not in self._made:
             self._made[key] = self._declaration(names)
@@ -214,6 +216,8 @@ class SessionShapes:
                                                    f"{len(by_name[n])} shapes")
                 specs[k] = by_name[n][0]
                 matched.append(n)
+        if not matched:
+            return None
         missing = [n for n, _ in self.shapes if n not in matched]
         if missing:
             raise DynamicShapeSettingError(f"{self.origin}: no input is called {', '.join(missing)} (the inputs: "
