@@ -20,6 +20,7 @@ from graphkernel.tensor import TensorShapeError
 from graphkernel.settings.dynamic_shapes import DynamicShapeSettingError
 from graphkernel.tracing.dynamic_jit import DynamicShapeTypeError
 from ir import parse_graph, print_graph
+from ir.symbolic import Dim
 from ir.errors import GraphKernelError
 from tests.tolerance import assert_close
 
@@ -136,6 +137,34 @@ def test_the_ir_dumps_show_symbolic_sizes(tmp_path):
     ir_files = [f for f in tmp_path.glob("*.ir") if not f.name.startswith("fusion_log")]
     assert ir_files and all(f.read_text().startswith("graph symbols(s0=2, s1=3) (") for f in ir_files)
     assert any("f32[s0,s1]" in f.read_text() for f in tmp_path.glob("*.dot"))
+
+
+class MulAddExp(nn.Cell):
+    def construct(self, x, y):
+        return P.Exp()(P.Add()(P.Mul()(x, y), 1.0))
+
+
+@pytest.mark.parametrize("target", ["CPU", "Ascend"])
+def test_a_profiled_call_shows_each_launch_at_its_own_shape(tmp_path, target):
+    """An observed run of a graph of symbolic sizes (a Profiler, a data dump) shows every launch with
+    its types at the call's sizes, on the device and on the reference."""
+    context.set_context(device_target=target)
+    net = MulAddExp()
+    net.set_inputs(Tensor(shape=[None, 5], dtype=F32), Tensor(shape=[None, 5], dtype=F32))
+    net(Tensor(np.ones((2, 5), np.float32)), Tensor(np.ones((2, 5), np.float32)))   # compiled at n=2
+    prof = ms.Profiler(output_path=str(tmp_path))
+    try:
+        for n in (3, 7):
+            x, y = np.full((n, 5), 0.5, np.float32), np.full((n, 5), 2.0, np.float32)
+            out = net(Tensor(x), Tensor(y))
+            assert_close(out.asnumpy(), np.exp(x * y + 1))
+        seen = [(la.name, tuple(tuple(t.shape) for t in la.inputs)) for _, _, la, _, _ in prof._launches]
+    finally:
+        rows = prof.analyse(print_table=False)
+    assert net.trace_count == 1
+    assert {shapes[0] for _, shapes in seen} == {(3, 5), (7, 5)}   # each launch at its call's shape
+    assert not any(isinstance(d, Dim) for _, shapes in seen for s in shapes for d in s)
+    assert rows and all(int(r["calls"]) == 2 for r in rows)
 
 
 def test_a_call_that_does_not_fit_names_input_declared_and_given_shape():

@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ir.graph import Graph, Node, TensorType
 from ir.interpret import interpret
 from ir.ops import branches, placement
+from ir.symbolic import SIZE_VALUE
 
-# Ops that are no kernel launch on the reference target: constants are buffers, a Reshape is a view.
-NOT_LAUNCHED = ("Const", "Reshape")
+# Ops that are no kernel launch on the reference target: constants are buffers (a SizeValue is the
+# constant of a call's size), a Reshape is a view.
+NOT_LAUNCHED = ("Const", "Reshape", SIZE_VALUE)
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,10 @@ def run_observed(compiled, arrays, profiler=None, done: list | None = None) -> l
             if done is not None:
                 done.append(True)
         else:
-            results = interpret(compiled.graph, arrays, relay)
+            graph = compiled.graph_at(arrays)
+            if graph is not compiled.graph:   # symbolic sizes: the graph at this call's, its nodes in order
+                relay.at = _reference_launches(graph, NOT_LAUNCHED)
+            results = interpret(graph, arrays, relay)
         seconds = time.perf_counter() - start
         for s in sinks:
             s.end_step(compiled, step, seconds, relay.count)
@@ -161,10 +166,13 @@ def run_observed(compiled, arrays, profiler=None, done: list | None = None) -> l
 class _Relay:
     """The run's observer: passes each launch on to the sinks. The executor shows it kernels by their
     index, with flat buffers (shaped here); the reference interpreter shows it nodes (those that are
-    no launch, constants and Reshapes, are passed over)."""
+    no launch, constants and Reshapes, are passed over). A graph of symbolic sizes (docs/shapes.md)
+    shows its sinks each launch with its types at the call's sizes."""
 
     def __init__(self, compiled, step: int, obs: GraphObservation, sinks: list):
         self.compiled, self.step, self.obs, self.sinks = compiled, step, obs, sinks
+        self.at = obs.at    # node -> Launch on the CPU target (of the graph at the call's sizes)
+        self.dynamic = getattr(compiled, "dynamic", False)
         self.count = 0
         commit = getattr(compiled, "commit", None)
         self.commit = None if commit is None else commit.launch   # from here on the step must finish
@@ -172,11 +180,14 @@ class _Relay:
 
     def kernel(self, index, info, inputs, outputs, seconds):
         launch = self.obs.launches[index]
+        if self.dynamic:   # the plan's launch at the call's sizes (kernels/plan.py)
+            launch = replace(launch, inputs=info.inputs, outputs=info.outputs, block_dim=info.block_dim,
+                             variant=info.variant, kernel=info.kernel)
         self.deliver(launch, [a.reshape(t.shape) for a, t in zip(inputs, launch.inputs)],
                      [a.reshape(t.shape) for a, t in zip(outputs, launch.outputs)], seconds)
 
     def node(self, node, inputs, outputs, seconds):
-        launch = self.obs.at.get(node)
+        launch = self.at.get(node)
         if launch is not None:
             self.deliver(launch, inputs, outputs, seconds)
 

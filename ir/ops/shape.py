@@ -130,6 +130,7 @@ def _size_dtype(v):
 register(OpDef(SIZE_VALUE, Pattern.OPAQUE, 0, _size_value_infer,
                lambda a, attrs: np.array(int(attrs["size"]), attrs["dtype"].np),
                (Attr("size", check=is_int), Attr("dtype", check=_size_dtype)), cost=Cost.FREE, api=Api(primitive=False),
+               precision=Precision("gray", True, "a size, no arithmetic"),
                doc="A size as a 0-d tensor (OPAQUE: filled per call, never inside a kernel): `size` is a "
                    "symbolic size (ir/symbolic.py), its value at each "
                    "call (the count a ReduceMean over a dynamic axis divides by, `x / F.shape(x)[1]`); a "
@@ -151,6 +152,7 @@ register(OpDef(SIZE_RANGE, Pattern.OPAQUE, 0, _size_range_infer,
                                           dtype=attrs["dtype"].np),
                (Attr("start", check=is_int), Attr("limit", check=is_int), Attr("delta", 1, check=is_int),
                 Attr("dtype", check=_size_dtype)), _size_range_canon, cost=Cost.FREE, api=Api(primitive=False),
+               precision=Precision("gray", True, "sizes, no arithmetic"),
                doc="start, start + delta, ... before limit as a 1-D tensor, where a bound is a symbolic size "
                    "(F.tuple_to_array(F.make_range(F.shape(x)[0]))); OPAQUE, computed per call. A static range "
                    "is a Const instead."))
