@@ -8,7 +8,8 @@
     kernel_graph_dot(program, "kernel_graph_0")          # the kernel graph dump
 """
 from kernels.cache import STATS as CACHE_STATS, CacheWarning
-from kernels.executor import InputMismatchError, KernelInfo, Program
+from kernels.executor import InputMismatchError, KernelInfo
+from kernels.plan import Program
 from kernels.kernel_graph import kernel_graph_dot
 from kernels.lower import DeviceConfig, KernelBuildWarning, kernels_to_build, lower
 

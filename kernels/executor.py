@@ -1,6 +1,7 @@
-"""The executor: a lowered graph as a fixed list of kernel calls over planned buffers.
+"""The executor: a lowered graph as a fixed list of kernel calls over planned buffers (a Plan; a
+Program runs one, or one per shape of its calls: kernels/plan.py).
 
-    plan (once per Program)
+    plan (once per Plan)
       storages   every value lives in one: a user input, a constant, a temporary or an output;
                  a Reshape shares its input's storage (a view: kernels see flat arrays)
       temps      packed into arena blocks by liveness: a block freed after a value's last use
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import sys
-import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -480,78 +480,6 @@ class Plan:
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
-
-
-class Program:
-    """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
-
-    An observer sees every launch: `observer.kernel(index, info, inputs, outputs, seconds)` with the
-    step's index in `steps`, its flat input and output arrays (float16 as float16; the buffers are
-    reused, so read them during the call) and the launch's wall time. `profiler` is the older,
-    narrower hook: `profiler.record(info, seconds)`. Without either, a call runs the plain runner:
-    no timing, no per-kernel Python. `run_step(index, arrays)` launches one step alone, on copies of
-    the arrays it is given.
-
-    The work itself is a Plan's. A static graph has one, made here. A graph with symbolic sizes
-    (ir/symbolic.py) has a `planner` (kernels/plan.py) that makes one per shape of its inputs, cached,
-    the kernels' launch choices and the buffers' sizes evaluated at that shape; `plan` is then the plan
-    of the representative sizes, which `steps`, `kernels` and the figures below describe. The
-    temporaries of every plan a thread runs share one arena, grown to the largest; a plan's views of
-    it and its output buffers are kept while the arena stays, so a repeated shape allocates nothing.
-    """
-
-    def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
-                 input_ids: list[int], output_ids: list[int], max_bytes: int | None = None,
-                 assigned: list[int] = (), planner=None):
-        self.graph = graph
-        self.profiler = None
-        self.planner = planner
-        self.plan = Plan(graph, steps, storages, input_ids, output_ids, max_bytes, assigned) if planner is None \
-            else planner.representative()
-        self._local = threading.local()
-        self.launch_count = self.plan.launch_count
-
-    # what a Plan tells, of the one plan (the representative one, with symbolic sizes)
-    steps = property(lambda self: self.plan.steps)
-    storages = property(lambda self: self.plan.storages)
-    kernels = property(lambda self: self.plan.kernels)
-    launch_list = property(lambda self: self.plan.launch_list)
-    positions = property(lambda self: self.plan.positions)
-    temp_bytes = property(lambda self: self.plan.temp_bytes)
-    peak_bytes = property(lambda self: self.plan.peak_bytes)
-    runner_source = property(lambda self: self.plan.runner_source)
-    uses_blas = property(lambda self: self.plan.uses_blas)
-    assigned = property(lambda self: self.plan.assigned)
-
-    def run(self, arrays, observer=None) -> list[np.ndarray]:
-        planner = self.planner
-        plan = self.plan if planner is None else planner.plan_for(arrays)
-        if len(arrays) != len(plan._inputs):
-            raise InputMismatchError(f"the program takes {len(plan._inputs)} inputs, got {len(arrays)}")
-        st = self._local
-        if planner is None:
-            if not hasattr(st, "outs"):
-                plan.new_state(st)
-            state = st
-        else:
-            state = planner.state(st, plan)
-        if observer is None and self.profiler is not None:
-            observer = _Recorder(self.profiler)
-        return plan.run(arrays, state, observer)
-
-    def run_step(self, index: int, arrays) -> list[np.ndarray]:
-        """Step `index` alone (Plan.run_step) of the representative plan."""
-        return self.plan.run_step(index, arrays)
-
-
-class _Recorder:
-    """The `profiler.record(info, seconds)` hook as an observer."""
-
-    def __init__(self, profiler):
-        self.record = profiler.record
-
-    def kernel(self, index, info, inputs, outputs, seconds):
-        self.record(info, seconds)
 
 
 def _tuple(names: list[str]) -> str:

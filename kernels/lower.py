@@ -44,11 +44,11 @@ from kernels import aicore
 from kernels.compile import multi_tensor_signature
 from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
-from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
+from kernels.executor import Conditional, KernelInfo, Step, Storage
 from kernels.in_place import plan_in_place
 from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
 from kernels.layout import describe
-from kernels.plan import KernelLaunch, Planner, alone
+from kernels.plan import KernelLaunch, Planner, Program, alone
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.random import dropout_fn
