@@ -18,6 +18,8 @@ float16 means accumulate in float32 and round once.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir.errors import ShapeError
@@ -205,7 +207,7 @@ def _adaptive_grad(b, node, douts):
     x = node.inputs[0]
     h, w = x.shape[-2:]
     oh, ow = node.out.shape[-2:]
-    lead = int(np.prod(x.shape[:-2]))
+    lead = math.prod(x.shape[:-2])   # a symbolic batch stays symbolic (ir/symbolic.py)
     d = b.op("Reshape", douts[0], shape=(lead, oh, ow))
     mh = b.const(bins(h, oh).T.reshape(1, h, oh).astype(x.dtype.np), x.dtype)
     mw = b.const(bins(w, ow).reshape(1, ow, w).astype(x.dtype.np), x.dtype)
@@ -225,7 +227,7 @@ def _flatten_infer(types, attrs):
     (x,) = types
     if x.rank < 1:
         raise ShapeError("x must have rank >= 1 (N, ...)")
-    return (TensorType((x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))), x.dtype),)
+    return (TensorType((x.shape[0], math.prod(x.shape[1:])), x.dtype),)   # symbolic sizes stay so
 
 
 composite("Flatten", 1, _flatten_infer, lambda a, attrs: a[0].reshape(a[0].shape[0], -1), domain="any",
