@@ -22,7 +22,7 @@ from graphkernel.settings.limits import ENV, machine_memory
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
 from ir import parse_graph
-from ir.errors import ExecutionError, GraphKernelError
+from ir.errors import ExecutionError, GraphKernelError, ShapeError
 from ir.limits import ResourceLimitError, reference_peak_bytes
 from kernels import DeviceConfig, lower
 from kernels.executor import Storage, plan_arena
@@ -96,13 +96,20 @@ def test_a_traced_op_over_the_limit_fails_naming_op_shape_bytes_and_limit(target
 
 
 def test_a_shape_whose_int64_product_wraps_around_is_still_caught(cpu):
-    """(2**32, 2**32) has 2**64 elements, which numpy's int64 product wraps to 0 (the size of the input):
-    shape inference lets the Reshape through, the limit does not."""
+    """(2**32, 2**32) has 2**64 elements, which numpy's int64 product wraps to 0: a BroadcastTo to it passes
+    shape inference and the limit catches it; a Reshape of 0 elements to it is refused at inference, whose
+    element counts are exact Python products (math.prod, which keeps symbolic sizes too: ir/symbolic.py)."""
+    class Wide(Cell):
+        def construct(self, x):
+            return P.BroadcastTo((2 ** 32, 2 ** 32))(x) + 1.0
+
     class Wrap(Cell):
         def construct(self, x):
             return P.Reshape()(x, (2 ** 32, 2 ** 32)) + 1.0
 
     with pytest.raises(ResourceLimitError, match="18446744073709551616 elements"):
+        Wide()(Tensor(np.ones((1,), np.float32)))
+    with pytest.raises(ShapeError, match=r"cannot reshape \(0,\) \(0 elements\) to \(4294967296, 4294967296\)"):
         Wrap()(Tensor(np.ones((0,), np.float32)))
 
 
