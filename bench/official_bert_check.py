@@ -123,10 +123,9 @@ def initial_value(name: str, shape) -> np.ndarray:
     return noise.astype(np.float32)
 
 
-def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False,
-        background: str | None = None) -> dict:
-    """Train one path in this process (a worker); returns losses and the Parameter names, or with
-    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
+def build(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False):
+    """The train cell of one path in this process, its batch, its trainable Parameters and those of the
+    decay group: (train, data, params, decay_params)."""
     sys.path.insert(0, sources)
     if framework == "mindspore":
         import mindspore as ms
@@ -178,6 +177,14 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
         train._ascend_check_overflow_mode, train.enable_allfinite = "INFNAN_MODE", False
     train.set_train()
     data = [Tensor(a) for a in (batch(LARGE, LARGE_BATCH) if bench else batch())]
+    return train, data, params, decay_params
+
+
+def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False,
+        background: str | None = None) -> dict:
+    """Train one path in this process (a worker); returns losses and the Parameter names, or with
+    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
+    train, data, params, decay_params = build(framework, path, steps, fused, target, sources, bench)
     if bench:
         return timed(framework, train, data, background)
     losses, scales = [], []

@@ -24,8 +24,10 @@ import bisect
 import sys
 import threading
 import time
+import types
+import warnings
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +35,7 @@ from ir.dtypes import HALF_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
+from kernels.background import KernelBuildWarning, PendingLaunch, wait
 from kernels.threads import blas_single_threaded
 
 
@@ -60,6 +63,7 @@ class KernelInfo:
     phase: str = "forward"      # forward | backward (ir.autodiff.phase_of)
     tile: int = 0               # a generated kernel's tile: elements, or rows (rows, columns variants)
     ub_bytes: int = 0           # the UB bytes one tile keeps live (kernels.lower.ub_bytes), 0: no tiles
+    standin: bool = False       # an observed launch ran its stand-in: the kernel was still building
 
 
 @dataclass
@@ -153,6 +157,7 @@ class Conditional:
 
     def __init__(self, then, else_, in_shapes):
         self.programs = (then, else_)
+        then.nested = else_.nested = True   # their kernels arrive between the enclosing program's steps
         self.in_shapes = in_shapes
         self.offsets = (0, then.launch_count)   # of each branch's launches, from the If's position
         self.position = 0                       # the If's position in its program's launch list
@@ -223,6 +228,13 @@ class Program:
         self.uses_blas = any(s.blas for s in self.launch_list)
         self._runner = self._make_runner(observed=False)
         self._observed_runner = None    # generated on the first observed call
+        # kernels building in the background (kernels/background.py): the steps that run a stand-in
+        # until their kernel arrives, swapped in before a call (`_arrive`), never during one
+        self.nested = False             # a branch of a Conditional: its enclosing program swaps for it
+        self.calls = 0                  # top-level calls so far
+        self.arrivals: list[Arrival] = []
+        self._pending = [k for k, step in enumerate(steps) if _waits(step.fn)]
+        self._swap_lock = threading.Lock()
 
     # --- planning ------------------------------------------------------------------------
     @property
@@ -277,7 +289,7 @@ class Program:
         indent = "    "
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
-            env[f"info{k}"] = step.info
+            env[f"info{k}"] = replace(step.info, standin=True) if isinstance(step.fn, PendingLaunch) else step.info
             passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
             if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
@@ -336,9 +348,70 @@ class Program:
         # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
         return a.astype(dtype, copy=not a.flags.writeable)
 
+    # --- kernels arriving from the background ----------------------------------------------
+    @property
+    def building(self) -> bool:
+        """Whether some launch still runs a stand-in: its kernel is building in the background."""
+        return bool(self._pending)
+
+    def pending_jobs(self) -> list:
+        """The background jobs (kernels/background.py) of the launches still on stand-ins."""
+        jobs = []
+        for k in self._pending:
+            fn = self.steps[k].fn
+            if isinstance(fn, Conditional):
+                jobs += [j for p in fn.programs for j in p.pending_jobs()]
+            else:
+                jobs.append(fn.job)
+        return list({id(j): j for j in jobs}.values())
+
+    def wait_kernels(self, timeout: float | None = None) -> bool:
+        """Wait until every kernel building for this program is done (built or failed); the next call
+        swaps them in. False when `timeout` seconds passed first."""
+        return wait(self.pending_jobs(), timeout)
+
+    def _arrive(self) -> list:
+        """Swap the real launch in for every stand-in whose kernel is ready (before a call: a step
+        runs one set of launches from its start to its end). Returns the (job, launch name) of the
+        kernels that failed to build: their launches keep their stand-in (run() warns)."""
+        failed = []
+        with self._swap_lock:
+            swapped, still, arrived = {}, [], {}
+            for k in self._pending:
+                fn = self.steps[k].fn
+                if isinstance(fn, Conditional):
+                    failed += [f for p in fn.programs for f in p._arrive()]
+                    if any(p._pending for p in fn.programs):
+                        still.append(k)
+                    self._observed_runner = None
+                    continue
+                state = fn.job.state
+                if state == "ready":
+                    swapped[k] = fn.launch()
+                    arrived.setdefault(fn.job, []).append(self.positions[k])
+                elif state == "failed":
+                    failed.append((fn.job, self.steps[k].info.name))
+                else:
+                    still.append(k)
+            self._pending = still
+            if swapped:
+                now = time.perf_counter()
+                for k, real in swapped.items():
+                    self.steps[k].fn = real
+                for job, positions in arrived.items():
+                    self.arrivals.append(Arrival(job.name, tuple(positions), job.queued_at, job.done_at,
+                                                 job.build_seconds, now, self.calls))
+                self._runner = _rebind(self._runner, {f"k{k}": real for k, real in swapped.items()})
+                self._observed_runner = None
+        return failed
+
     def run(self, arrays, observer=None) -> list[np.ndarray]:
         if len(arrays) != len(self._inputs):
             raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
+        if not self.nested:
+            if self._pending:
+                _warn_failed(self._arrive())
+            self.calls += 1
         state = self._local
         if not hasattr(state, "outs"):
             self._new_thread_state()
@@ -384,6 +457,44 @@ class Program:
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A kernel built in the background and swapped in for its stand-ins (time.perf_counter() times)."""
+    kernel: str                 # the kernel's name
+    positions: tuple[int, ...]  # its launches, in the program's launch list
+    queued_at: float            # when its build was asked for (while the graph was lowered)
+    built_at: float             # when the build process had it on disk and this process had loaded it
+    build_seconds: float        # the build process's time for it
+    swapped_at: float           # the start of the call that first ran it
+    call: int                   # calls of the program before that one (0: the first call ran the kernel)
+
+
+def _waits(fn) -> bool:
+    """A step function running a stand-in, or a Conditional with one in a branch."""
+    if isinstance(fn, Conditional):
+        return any(p._pending for p in fn.programs)
+    return isinstance(fn, PendingLaunch)
+
+
+def _rebind(runner, changes: dict):
+    """The runner with some of its globals changed: a new function, so a call still running the old
+    one (another thread's step) keeps its launches to its end."""
+    env = dict(runner.__globals__)
+    env.update(changes)
+    return types.FunctionType(runner.__code__, env, runner.__name__)
+
+
+def _warn_failed(failed: list) -> None:
+    names: dict = {}
+    for job, launch in failed:
+        names.setdefault(job, []).append(launch)
+    for job, launches in names.items():
+        shown = ", ".join(launches[:3]) + (f" and {len(launches) - 3} more" if len(launches) > 3 else "")
+        warnings.warn(f"kernel of {shown} ({job.name}) failed to build in the background ({job.error}); "
+                      "its launches stay on their stand-in (the numpy reference op by op)",
+                      KernelBuildWarning, stacklevel=4)
 
 
 class _Recorder:

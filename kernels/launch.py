@@ -10,6 +10,9 @@
     build_kernel(spec, variant, sig, cfg) -> Built
         the one build sequence of every generated kernel: render the source, fetch the compiled
         kernel from the cache (or build it), write the source with --dump_as_text
+    find_kernel(spec, variant, sig, cfg) -> Built
+        the same without building: a kernel missing from the cache is left to the background
+        builder (kernels/background.py) and comes back pending
     launch_of(fn, block_dim, threads, extra, split) -> (callable, its int arguments)
         how the executor calls it: one thread calls the kernel once over every block,
         `fn(*arrays, *extra, 0, block_dim[, 1])`; several threads call a ParallelLaunch, which runs
@@ -26,8 +29,8 @@ from dataclasses import dataclass
 
 from ir.filenames import path_in, safe_filename
 from ir.ops import Cost, Pattern, get
-from kernels import aicore, threads
-from kernels.cache import fetch_kernel
+from kernels import aicore, background, threads
+from kernels.cache import fetch_kernel, lookup_kernel
 from kernels.codegen import render
 from kernels.emitters import EMITTERS, Operands, math_functions
 from kernels.layout import KernelSpec
@@ -125,7 +128,26 @@ class Built:
     name: str           # the kernel's name: its structure and a hash of its source
     source: str
     fn: object          # the compiled kernel (a numba dispatcher)
-    origin: str         # the cache's answer: "compiled", "disk" or "memory"
+    origin: str         # the cache's answer: "compiled", "disk" or "memory"; "pending": building
+    job: object = None  # the background build (kernels/background.py) when pending; fn is None then
+
+
+def find_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,
+                source_dir: str | None) -> Built:
+    """build_kernel's kernel when it is in memory or on disk; else, without waiting, the Built of a
+    background build (origin "pending", `job` set, no `fn`), shared with any program asking for it."""
+    name, source = render(spec, variant)
+    if source_dir:
+        write_source(source_dir, name, source)
+    job = background.builder().job_of(name, cache_dir)
+    if job is not None and job.state == "ready":
+        return Built(name, source, job.dispatcher, "memory")
+    if job is None or job.state == "failed":
+        found = lookup_kernel(name, name, source, sig, cache_mode, cache_dir)
+        if found is not None:
+            return Built(name, source, found[0], found[1])
+    job = background.builder().submit(name, source, sig, cache_mode, cache_dir)
+    return Built(name, source, None, "pending", job)
 
 
 def build_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,

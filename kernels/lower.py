@@ -40,18 +40,21 @@ from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
+from kernels.background import KernelBuildWarning, PendingLaunch
+from kernels.cache import default_cache_dir, usable_dir
 from kernels.compile import multi_tensor_signature, signature
 from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.in_place import plan_in_place
-from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
+from kernels.launch import build_kernel, choose_launch, find_kernel, launch_of, threads_for, ub_bytes
 from kernels.layout import describe
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.random import dropout_fn
 from kernels.reduction import split_partials
 from kernels.scatter import segment_sum_fn
+from kernels.standin import StandIn
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,14 @@ class DeviceConfig:
     source_dir: str | None = None
     max_device_memory: int | None = None   # bytes one value, or one call's buffers, may take
     parallel_min_elements: int = aicore.PARALLEL_MIN_ELEMENTS  # smaller launches run on one thread
+    compile_mode: str = "wait"  # wait: build every kernel now; background: kernels missing from the
+                                # cache build in worker processes, their launches run stand-ins meanwhile
 
-
-class KernelBuildWarning(RuntimeWarning):
-    """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
+    @property
+    def background(self) -> bool:
+        """Whether missing kernels build in the background: asked for, and a disk cache to hand them over."""
+        return self.compile_mode == "background" and self.cache_mode == "enable" and \
+            usable_dir(self.cache_dir or default_cache_dir()) is not None
 
 
 def _inline_scalar_consts(sub: Graph, ext: tuple[Value, ...]) -> tuple[Graph, tuple[Value, ...]]:
@@ -110,6 +117,7 @@ class _Builder:
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
         self.kernels: dict[tuple, tuple] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> its launch
+        self.background = cfg.background
         self.updates_only = update_nodes(graph)  # the optimizer phase
 
     def storage(self, kind: str, type_, **kw) -> int:
@@ -249,7 +257,7 @@ class _Builder:
         homes = [self.where[self.in_place[v]] if v in self.in_place else None for v in node.outputs]
         parts = multi_parts(sub)
         if parts is not None:
-            return self.multi_tensor_step(node, parts, ext, ins, homes)
+            return self.multi_tensor_step(node, sub, parts, ext, ins, homes)
         aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
         key = (sub.key(), aliases)
         origin = "memory"
@@ -265,7 +273,11 @@ class _Builder:
             built = self._build(spec, variant, sig)
             origin = built.origin
             n_threads = threads_for(spec, math.prod(sizes), block_dim, self.cfg.parallel_min_elements)
-            fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes), fold)
+            ints = tuple(sizes) + (block_dim, tile, lanes)
+            fn, extra = launch_of(built.fn, block_dim, n_threads, ints, fold)
+            if built.job is not None:   # building in the background: the stand-in runs meanwhile
+                fn = PendingLaunch(built.job, StandIn(sub, aliases, self.exact),
+                                   lambda d: launch_of(d, block_dim, n_threads, ints, fold)[0])
             info = KernelInfo(built.name, spec.op_names, block_dim, tuple(v.type for v in sub.inputs),
                               tuple(v.type for v in sub.outputs), "device", built.source, variant,
                               kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
@@ -278,15 +290,31 @@ class _Builder:
 
     def _build(self, spec, variant: str, sig: tuple):
         """The one build path of every generated kernel (kernels.launch.build_kernel) with this
-        program's cache and source settings."""
-        return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
+        program's cache and source settings; a kernel missing from the cache comes back pending when
+        it builds in the background (kernels.launch.find_kernel)."""
+        build = find_kernel if self.background else build_kernel
+        return build(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
+
+    def exact(self, node: Node):
+        """A stand-in's computation of one node with its kernel's bits (kernels/standin.py): the node's
+        single-op kernel, built now (once: the kernel cache keeps it)."""
+        ins = [v for v in node.inputs if v.node.op != "Const"]
+        inputs = Graph.with_inputs([v.type for v in ins])
+        consts = {v: Node("Const", (), v.node.attrs, (v.type,)) for v in node.inputs if v.node.op == "Const"}
+        remap = dict(zip(ins, inputs))
+        remap.update((v, c.out) for v, c in consts.items())
+        inner = node.replace(inputs=tuple(remap[v] for v in node.inputs), name="")
+        program = lower(Graph(inputs, list(consts.values()) + [inner], inner.outputs),
+                        replace(self.cfg, compile_mode="wait", source_dir=None))
+        positions = [k for k, v in enumerate(node.inputs) if v.node.op != "Const"]
+        return lambda arrays: program.run([np.ascontiguousarray(arrays[k]) for k in positions])
 
     def scratch(self, dtype, count: int) -> int:
         """A temp of `count` elements a launch uses while it runs (a split kernel's partials)."""
         self.storages.append(Storage("temp", dtype.np, count))
         return len(self.storages) - 1
 
-    def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> tuple[Step, str]:
+    def multi_tensor_step(self, node: Node, sub: Graph, parts, ext, ins, homes) -> tuple[Step, str]:
         """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""
         described = describe_multi(parts)
         if described is None:
@@ -300,9 +328,16 @@ class _Builder:
         pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
         stored = {k for k, _ in pairs}
         passed = [k for k in range(len(node.outputs)) if k not in stored]
-        packed = launcher(built.fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
         n_threads = threads_for(mspec.spec, total, block_dim, self.cfg.parallel_min_elements)
-        fn, extra = launch_of(packed, block_dim, n_threads, (block_dim, tile, lanes), False)
+
+        def launch(dispatcher):
+            packed = launcher(dispatcher, parts, mspec, np.array(counts, np.int64), len(ins), passed)
+            return launch_of(packed, block_dim, n_threads, (block_dim, tile, lanes), False)
+        if built.job is None:
+            fn, extra = launch(built.fn)
+        else:   # building in the background: the stand-in runs meanwhile
+            extra = launch(None)[1]
+            fn = PendingLaunch(built.job, StandIn(sub, pairs, self.exact), lambda d: launch(d)[0])
         info = KernelInfo(node.name or node.op, mspec.op_names, block_dim, tuple(v.type for v in ext),
                           node.types, "device", built.source, "multi_tensor", kernel=built.name,
                           phase=phase_of(node, self.updates_only), tile=tile,
