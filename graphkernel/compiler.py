@@ -185,6 +185,11 @@ class CompiledGraph:
     def kernel_count(self) -> int:
         return len(self.kernels)
 
+    def wait_for_kernels(self, timeout: float | None = None) -> bool:
+        """With --compile_mode=background: wait until every kernel still building for this graph is
+        built (or failed); the next call runs them. False when `timeout` seconds passed first."""
+        return True if self.program is None else self.program.wait_kernels(timeout)
+
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on numpy arrays: the call's inputs followed by the parameters' values. The results; the
         arrays of the Parameters the graph updates are written in place."""

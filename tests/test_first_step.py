@@ -1,0 +1,237 @@
+"""--compile_mode=background: a graph's first call runs on stand-ins while its kernels build, and each kernel
+arrives between two calls (kernels/standin.py, kernels/background.py, Program.run).
+
+Most tests hold the builder (`held`: a Builder with no worker, so no job runs) and finish jobs by hand,
+building the kernel in the foreground: which call runs which kernel is then fixed, never a race. One
+test runs the real worker process. Each test uses its own cache directory and forgets the kernels in
+memory, so its kernels are missing from the cache as on a first run.
+"""
+import numpy as np
+import pytest
+
+from graphkernel import Tensor, context
+from graphkernel.compiler import compile_graph
+from graphkernel.nn import Cell, Dense, Momentum, SoftmaxCrossEntropyWithLogits, TrainOneStepCell, WithLossCell
+from graphkernel.ops import operations as P
+from graphkernel.settings.flags import FlagError, compile_mode, parse_flags
+from fusion_helpers import options
+from ir import GraphBuilder
+from ir.dtypes import as_dtype
+from ir.graph import TensorType
+from ir.ops import OPS
+from kernels import KernelBuildWarning, background
+from kernels.cache import clear_memory, fetch_kernel
+from op_cases import CASES
+from op_samples import dtypes, kernel_ops, sample
+from tolerance import assert_close
+
+
+@pytest.fixture
+def cold(tmp_path, monkeypatch):
+    """An empty kernel cache: a private directory and nothing in memory."""
+    monkeypatch.setenv("GRAPHKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    clear_memory()
+    yield tmp_path
+    clear_memory()
+
+
+@pytest.fixture
+def held(cold, monkeypatch):
+    """A builder that runs no job: launches stay on their stand-ins until `arrive` finishes a job."""
+    builder = background.Builder(workers=0)
+    monkeypatch.setattr(background, "_builder", builder)
+    return builder
+
+
+def arrive(job, error=None):
+    """Finish a held job: its kernel built here (what the worker and the load from disk do), or failed."""
+    dispatcher = None if error else fetch_kernel(job.name, job.name, job.source, job.sig, job.mode, job.cache_dir)[0]
+    job.finish(dispatcher, error, 0.0)
+
+
+def _graph(op, arrays, attrs=None, consumer=True):
+    b = GraphBuilder(*[TensorType(a.shape, as_dtype(a.dtype)) for a in arrays])
+    outs = b.ops(op, *b.inputs, **(attrs or {}))
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    if consumer:   # a chain: the op and an elementwise reader in one composite
+        outs = tuple(b.op("Mul", v, b.scalar(3, v)) if v.dtype.is_float else v for v in outs)
+    return b.graph(*outs)
+
+
+def _standin_then_fused(graph, arrays):
+    """(results on stand-ins, results of the fused kernels built at once), from a cold cache."""
+    first = compile_graph(graph, options("--compile_mode=background"))
+    assert first.program.building
+    standin = first.run_arrays(arrays)
+    fused = compile_graph(graph, options("--compile_mode=wait")).run_arrays(arrays)
+    return standin, fused
+
+
+ELEMENTWISE = [(op, dt) for op in kernel_ops() for dt in dtypes(op)]
+FEW = [("Add", "float32"), ("Exp", "float32"), ("Tanh", "float16"), ("Pow", "float32"), ("Maximum", "float32"),
+       ("Cast", "float32")]
+
+
+def _check_elementwise(op, dt):
+    arrays = [sample(op, (4, 33), dt, seed=k) for k in range(OPS[op].arity)]
+    attrs = {"dtype": as_dtype("float16")} if op == "Cast" else None
+    standin, fused = _standin_then_fused(_graph(op, arrays, attrs), arrays)
+    for s, f in zip(standin, fused):
+        assert_close(s, f, bitwise=True, err_msg=f"{op} {dt}")
+
+
+@pytest.mark.parametrize("op,dt", FEW, ids=[f"{o}-{d}" for o, d in FEW])
+def test_standin_has_the_fused_kernels_bits_on_elementwise_chains(held, op, dt):
+    _check_elementwise(op, dt)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("op,dt", ELEMENTWISE, ids=[f"{o}-{d}" for o, d in ELEMENTWISE])
+def test_standin_bits_every_elementwise_row(held, op, dt):
+    _check_elementwise(op, dt)
+
+
+REDUCING = [c for c in CASES if c.op in ("ReduceSum", "ReduceMax", "ReduceMin")][:6]
+
+
+@pytest.mark.parametrize("case", REDUCING, ids=[f"{c.op}-{k}" for k, c in enumerate(REDUCING)])
+def test_standin_within_tolerance_where_a_sum_is_ordered_otherwise(held, case):
+    standin, fused = _standin_then_fused(_graph(case.op, case.arrays, case.attrs), case.arrays)
+    for s, f in zip(standin, fused):
+        assert_close(s, f, err_msg=case.op)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.op}-{k}" for k, c in enumerate(CASES)])
+def test_standin_every_op_case(held, case):
+    standin, fused = _standin_then_fused(_graph(case.op, case.arrays, case.attrs), case.arrays)
+    for s, f in zip(standin, fused):
+        assert_close(s, f, err_msg=case.op)
+
+
+# --- a training run ------------------------------------------------------------------------------
+class _Net(Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = Dense(16, 32), Dense(32, 8)
+        self.gelu, self.norm = P.GeLU(), P.LayerNorm()
+        self.gamma, self.beta = Tensor(np.ones(32, np.float32)), Tensor(np.zeros(32, np.float32))
+
+    def construct(self, x):
+        h = self.norm(self.gelu(self.fc1(x)), self.gamma, self.beta)[0]
+        return self.fc2(h)
+
+
+def _train(mode: str, steps: int, between=None):
+    """Losses and final weights of `steps` steps of a small classifier, fused, in `mode`; `between(k,
+    program)` runs before step k."""
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags=f"--compile_mode={mode}")
+    np.random.seed(0)
+    rng = np.random.default_rng(1)
+    net = _Net()
+    for p in net.trainable_params():
+        p.set_data(Tensor((rng.standard_normal(p.shape) * 0.3).astype(np.float32)))
+    loss = WithLossCell(net, SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
+    step = TrainOneStepCell(loss, Momentum(net.trainable_params(), 0.1, 0.9))
+    x = Tensor(rng.standard_normal((8, 16)).astype(np.float32))
+    y = Tensor(rng.integers(0, 8, 8).astype(np.int32))
+    losses = []
+    for k in range(steps):
+        if between is not None:
+            between(k, step.compile(x, y).program)
+        losses.append(float(step(x, y).asnumpy()))
+    return losses, {p.name: p.asnumpy().copy() for p in net.trainable_params()}, step.compile(x, y).program
+
+
+def test_a_training_run_on_arriving_kernels_has_the_fused_loss_curve(held):
+    order = {}
+
+    def between(k, program):
+        order[k] = [s.info.name for s in program.steps]
+        jobs = program.pending_jobs()
+        if k == 2:          # half the kernels arrive before step 2, the rest before step 4
+            for job in jobs[: len(jobs) // 2]:
+                arrive(job)
+        if k == 4:
+            for job in jobs:
+                arrive(job)
+    losses, weights, program = _train("background", 6, between)
+    assert not program.building and program.arrivals
+    assert {a.call for a in program.arrivals} == {2, 4}
+    assert all(names == order[0] for names in order.values())   # the launches and their order stay
+    want_losses, want_weights, fused = _train("wait", 6)
+    assert not fused.building and [s.info.kernel for s in fused.steps] == [s.info.kernel for s in program.steps]
+    assert_close(np.array(losses, np.float32), np.array(want_losses, np.float32))
+    for name, w in want_weights.items():
+        assert_close(weights[name], w, err_msg=name)
+
+
+def test_a_kernel_arriving_during_a_call_waits_for_the_next(held):
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    graph = _graph("Exp", [x])
+    compiled = compile_graph(graph, options("--compile_mode=background"))
+    program = compiled.program
+    seen = []
+
+    class Observer:
+        def kernel(self, index, info, inputs, outputs, seconds):
+            seen.append(info.standin)
+            for job in program.pending_jobs():   # arrives while the call runs
+                if job.state != "ready":
+                    arrive(job)
+    first = program.run([x], Observer())
+    assert seen == [True] and not program.arrivals
+    second = program.run([x], Observer())
+    assert seen == [True, False] and [a.call for a in program.arrivals] == [1]
+    assert_close(first[0], second[0], bitwise=True)
+
+
+def test_a_background_build_that_fails_is_a_kernel_build_warning(held):
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    compiled = compile_graph(_graph("Exp", [x]), options("--compile_mode=background"))
+    want = compiled.run_arrays([x])[0]
+    for job in compiled.program.pending_jobs():
+        arrive(job, error="TypeError: no such thing")
+    with pytest.warns(KernelBuildWarning, match="failed to build in the background.*TypeError: no such thing"):
+        got = compiled.run_arrays([x])[0]
+    assert not compiled.program.building   # reported once; the stand-in keeps computing it
+    assert_close(got, want, bitwise=True)
+    assert_close(compiled.run_arrays([x])[0], want, bitwise=True)
+
+
+def test_wait_mode_builds_every_kernel_before_the_first_call(cold):
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    compiled = compile_graph(_graph("Exp", [x]), options("--compile_mode=wait"))
+    assert not compiled.program.building and not compiled.program.pending_jobs()
+    assert compiled.wait_for_kernels(0)
+
+
+def test_the_worker_process_builds_and_the_kernel_arrives(cold):
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags="--compile_mode=background")
+
+    class Chain(Cell):
+        def construct(self, x):
+            return P.Tanh()(x * 2.0 + 1.0) * x
+    x = Tensor(np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32))
+    net = Chain()
+    first = net(x).asnumpy()
+    compiled = net.compile(x)
+    assert compiled.program.building
+    assert compiled.wait_for_kernels(timeout=600)
+    second = net(x).asnumpy()
+    assert not compiled.program.building and compiled.program.arrivals
+    context.set_context(graph_kernel_flags="--compile_mode=wait")
+    want = Chain()(x).asnumpy()
+    assert_close(first, want, bitwise=True)
+    assert_close(second, want, bitwise=True)
+
+
+def test_compile_mode_flag_and_its_default(monkeypatch):
+    assert parse_flags("--compile_mode=wait", read_env=False).compile_mode == "wait"
+    with pytest.raises(FlagError, match="compile_mode=soon: expected one of background, wait"):
+        parse_flags("--compile_mode=soon", read_env=False)
+    monkeypatch.delenv("GRAPHKERNEL_COMPILE_MODE")
+    assert compile_mode(parse_flags("", read_env=False)) == "background"
+    monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "wait")
+    assert compile_mode(parse_flags("", read_env=False)) == "wait"
+    assert compile_mode(parse_flags("--compile_mode=background", read_env=False)) == "background"
