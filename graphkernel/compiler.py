@@ -32,7 +32,7 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from kernels.commit import CommitPoint, commit_point
 from kernels.threads import blas_single_threaded
-from graphkernel import context
+from graphkernel import compile_cache, context
 from graphkernel.context import max_device_memory
 from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
 from graphkernel.observation.datadump import DataDump, DumpError
@@ -319,9 +319,17 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
+    cache = None if eager or save else compile_cache.cache_dir()   # dumps need the passes to run
+    key = compile_cache.key_of(graph, opts) if cache else None
+    final = compile_cache.load(cache, key) if cache else None
     with PassContext() as passes:
         passes.log.switch = opts.fusion_switch
-        final = run_pipeline(graph, opts, on_stage)
+        if final is None:
+            final = run_pipeline(graph, opts, on_stage)
+            if cache:
+                compile_cache.store(cache, key, final)
+        else:   # the compile cache's graph: the pipeline's result for this very trace and these options
+            stages.update(validate=graph, cached=final)
     if opts.flags.dump_as_text and save:
         lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in passes.log]) + "\n")
