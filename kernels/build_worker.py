@@ -15,6 +15,8 @@ import pickle
 import sys
 import time
 
+from kernels.cache import fetch_kernel
+
 
 def main() -> int:
     nice = int(sys.argv[1]) if len(sys.argv) > 1 else 0
@@ -26,7 +28,6 @@ def main() -> int:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)   # anything printed goes to stderr: stdout carries the answers alone
     jobs = os.fdopen(os.dup(0), "rb")
-    from kernels.cache import fetch_kernel   # after the priority is set: numba's import is work too
     while True:
         try:
             job_id, name, source, sig, mode, cache_dir = pickle.load(jobs)
