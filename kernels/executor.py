@@ -354,6 +354,10 @@ class Program:
         """Whether some launch still runs a stand-in: its kernel is building in the background."""
         return bool(self._pending)
 
+    def standin_positions(self) -> set[int]:
+        """The launches (positions in `launch_list`) that run a stand-in now."""
+        return {k for k, step in enumerate(self.launch_list) if isinstance(step.fn, PendingLaunch)}
+
     def pending_jobs(self) -> list:
         """The background jobs (kernels/background.py) of the launches still on stand-ins."""
         jobs = []

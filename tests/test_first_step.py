@@ -6,11 +6,17 @@ building the kernel in the foreground: which call runs which kernel is then fixe
 test runs the real worker process. Each test uses its own cache directory and forgets the kernels in
 memory, so its kernels are missing from the cache as on a first run.
 """
+import csv
+import json
+
 import numpy as np
 import pytest
 
 from graphkernel import Tensor, context
 from graphkernel.compiler import compile_graph
+from graphkernel.observation.compile_record import compile_record
+from graphkernel.observation.profiler import Profiler
+from graphkernel.observation.report import _kernel_table, _times
 from graphkernel.nn import Cell, Dense, Momentum, SoftmaxCrossEntropyWithLogits, TrainOneStepCell, WithLossCell
 from graphkernel.ops import operations as P
 from graphkernel.settings.flags import FlagError, compile_mode, parse_flags
@@ -235,3 +241,38 @@ def test_compile_mode_flag_and_its_default(monkeypatch):
     monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "wait")
     assert compile_mode(parse_flags("", read_env=False)) == "wait"
     assert compile_mode(parse_flags("--compile_mode=background", read_env=False)) == "background"
+
+
+def test_the_profiler_trace_and_report_show_stand_ins_and_arrivals(held, tmp_path):
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags="--compile_mode=background")
+
+    class Chain(Cell):
+        def construct(self, x):
+            return P.Exp()(x * 2.0) + 1.0
+    x = Tensor(np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32))
+    net = Chain()
+    prof = Profiler(output_path=str(tmp_path / "prof"))
+    net(x)
+    for job in net.compile(x).program.pending_jobs():
+        arrive(job)
+    net(x)
+    net(x)
+    prof.analyse(print_table=False)
+    with open(tmp_path / "prof" / "profiler" / "kernel_details.csv") as f:
+        (row,) = [r for r in csv.DictReader(f) if r["kernel"]]
+    assert (row["calls"], row["standin_calls"]) == ("3", "1")
+    with open(tmp_path / "prof" / "profiler" / "kernel_builds.csv") as f:
+        (build,) = list(csv.DictReader(f))
+    assert build["kernel"] == row["kernel"] and build["first_step"] == "1"
+    with open(tmp_path / "prof" / "profiler" / "trace.json") as f:
+        events = json.load(f)["traceEvents"]
+    launches = [e for e in events if e.get("cat") == "device"]
+    assert [e["args"]["standin"] for e in launches] == [True, False, False]
+    builds = [e for e in events if e.get("cat") == "build"]
+    assert {e["ph"] for e in builds} == {"X", "i"} and all(e["args"]["kernel"] == row["kernel"] for e in builds)
+    compiled = net.compile(x)
+    (launch,) = [la for la in compile_record(compiled, [])["launches"] if la["kernel"] == row["kernel"]]
+    assert not launch["standin"]   # recorded now: the kernel has arrived
+    launch["standin"] = True       # as the record written at the compile, when it was building, says
+    text = "\n".join(_kernel_table([launch], _times([row], int(row["graph_id"]))))
+    assert "stand-in while it built" in text and "3 (1 on stand-in)" in text
