@@ -32,6 +32,9 @@ import subprocess
 import sys
 import threading
 import time
+import types
+import warnings
+from dataclasses import dataclass
 
 from kernels import threads
 from kernels.cache import fetch_kernel
@@ -40,7 +43,8 @@ NICE = 10                    # the workers' priority: below the user's steps
 
 
 class KernelBuildWarning(RuntimeWarning):
-    """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
+    """A kernel did not build; its work runs in smaller kernels, on the numpy reference or on its
+    stand-in (a background build)."""
 
 
 class Job:
@@ -77,6 +81,38 @@ class PendingLaunch:
 
     def launch(self):
         return self.make(self.job.dispatcher)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A kernel built in the background and swapped in for its stand-ins (time.perf_counter() times)."""
+    kernel: str                 # the kernel's name
+    positions: tuple[int, ...]  # its launches, in the program's launch list
+    queued_at: float            # when its build was asked for (while the graph was lowered)
+    built_at: float             # when the build process had it on disk and this process had loaded it
+    build_seconds: float        # the build process's time for it
+    swapped_at: float           # the start of the call that first ran it
+    call: int                   # calls of the program before that one (0: the first call ran the kernel)
+
+
+def rebind(runner, changes: dict):
+    """The runner with some of its globals changed: a new function, so a call still running the old
+    one (another thread's step) keeps its launches to its end."""
+    env = dict(runner.__globals__)
+    env.update(changes)
+    return types.FunctionType(runner.__code__, env, runner.__name__)
+
+
+def warn_failed(failed: list) -> None:
+    """One KernelBuildWarning per kernel of `failed`, (job, launch name) pairs, naming its launches."""
+    names: dict = {}
+    for job, launch in failed:
+        names.setdefault(job, []).append(launch)
+    for job, launches in names.items():
+        shown = ", ".join(launches[:3]) + (f" and {len(launches) - 3} more" if len(launches) > 3 else "")
+        warnings.warn(f"kernel of {shown} ({job.name}) failed to build in the background ({job.error}); "
+                      "its launches stay on their stand-in (the numpy reference op by op)",
+                      KernelBuildWarning, stacklevel=4)
 
 
 class Builder:

@@ -24,8 +24,6 @@ import bisect
 import sys
 import threading
 import time
-import types
-import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
@@ -35,7 +33,7 @@ from ir.dtypes import HALF_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
-from kernels.background import KernelBuildWarning, PendingLaunch, wait
+from kernels.background import Arrival, PendingLaunch, rebind, wait, warn_failed
 from kernels.threads import blas_single_threaded
 
 
@@ -405,7 +403,7 @@ class Program:
                 for job, positions in arrived.items():
                     self.arrivals.append(Arrival(job.name, tuple(positions), job.queued_at, job.done_at,
                                                  job.build_seconds, now, self.calls))
-                self._runner = _rebind(self._runner, {f"k{k}": real for k, real in swapped.items()})
+                self._runner = rebind(self._runner, {f"k{k}": real for k, real in swapped.items()})
                 self._observed_runner = None
         return failed
 
@@ -414,7 +412,7 @@ class Program:
             raise InputMismatchError(f"the program takes {len(self._inputs)} inputs, got {len(arrays)}")
         if not self.nested:
             if self._pending:
-                _warn_failed(self._arrive())
+                warn_failed(self._arrive())
             self.calls += 1
         state = self._local
         if not hasattr(state, "outs"):
@@ -463,42 +461,11 @@ class Program:
         return outs
 
 
-@dataclass(frozen=True)
-class Arrival:
-    """A kernel built in the background and swapped in for its stand-ins (time.perf_counter() times)."""
-    kernel: str                 # the kernel's name
-    positions: tuple[int, ...]  # its launches, in the program's launch list
-    queued_at: float            # when its build was asked for (while the graph was lowered)
-    built_at: float             # when the build process had it on disk and this process had loaded it
-    build_seconds: float        # the build process's time for it
-    swapped_at: float           # the start of the call that first ran it
-    call: int                   # calls of the program before that one (0: the first call ran the kernel)
-
-
 def _waits(fn) -> bool:
     """A step function running a stand-in, or a Conditional with one in a branch."""
     if isinstance(fn, Conditional):
         return any(p._pending for p in fn.programs)
     return isinstance(fn, PendingLaunch)
-
-
-def _rebind(runner, changes: dict):
-    """The runner with some of its globals changed: a new function, so a call still running the old
-    one (another thread's step) keeps its launches to its end."""
-    env = dict(runner.__globals__)
-    env.update(changes)
-    return types.FunctionType(runner.__code__, env, runner.__name__)
-
-
-def _warn_failed(failed: list) -> None:
-    names: dict = {}
-    for job, launch in failed:
-        names.setdefault(job, []).append(launch)
-    for job, launches in names.items():
-        shown = ", ".join(launches[:3]) + (f" and {len(launches) - 3} more" if len(launches) > 3 else "")
-        warnings.warn(f"kernel of {shown} ({job.name}) failed to build in the background ({job.error}); "
-                      "its launches stay on their stand-in (the numpy reference op by op)",
-                      KernelBuildWarning, stacklevel=4)
 
 
 class _Recorder:
