@@ -108,6 +108,7 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
         cache_mode=get("op_compiler_cache_mode"),
         cache_dir=get("op_compiler_cache_dir"),
         cache_lock_timeout=get("op_compiler_cache_lock_timeout"),
+        compile_cache_dir=compile_cache.cache_dir(get("enable_compile_cache"), get("compile_cache_path")),
     )
 
 
@@ -319,7 +320,7 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
-    cache = None if eager or save else compile_cache.cache_dir()   # dumps need the passes to run
+    cache = None if eager or save else opts.compile_cache_dir   # dumps need the passes to run
     key = compile_cache.key_of(graph, opts) if cache else None
     final = compile_cache.load(cache, key) if cache else None
     with PassContext() as passes:

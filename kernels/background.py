@@ -13,7 +13,8 @@
 Why processes: numba's compile is mostly Python (typing and lowering hold the GIL; docs/kernels.md has
 the measured shares), so a builder thread would take the GIL from the user's steps many times a
 millisecond. A process at nice 10 takes a core when the steps leave one idle and little when they do
-not. Workers: one when the process may use two cores or fewer, half of them above that
+not (on a machine other processes keep busy, a nice-10 worker gets little: $GRAPHKERNEL_BUILD_NICE=0
+puts it beside them). Workers: one when the process may use two cores or fewer, half of them above that
 (kernels.threads.allowed_threads), so the steps keep their share. Processes need the disk cache to hand
 kernels over: without a usable cache directory a program builds its kernels while it is lowered, as
 with `--compile_mode=wait`.
@@ -39,7 +40,8 @@ from dataclasses import dataclass
 from kernels import threads
 from kernels.cache import fetch_kernel
 
-NICE = 10                    # the workers' priority: below the user's steps
+NICE = 10                    # the workers' priority: below the user's steps ($GRAPHKERNEL_BUILD_NICE sets another)
+NICE_ENV = "GRAPHKERNEL_BUILD_NICE"
 
 
 class KernelBuildWarning(RuntimeWarning):
@@ -147,7 +149,9 @@ class Builder:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # where `kernels` is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
-        proc = subprocess.Popen([sys.executable, "-m", "kernels.build_worker", str(NICE)], stdin=subprocess.PIPE,
+        nice = os.environ.get(NICE_ENV, "")
+        nice = int(nice) if nice.lstrip("-").isdigit() else NICE
+        proc = subprocess.Popen([sys.executable, "-m", "kernels.build_worker", str(nice)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, env=env)
         with self._lock:
             self._procs.append(proc)

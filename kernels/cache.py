@@ -320,9 +320,16 @@ def _from_disk(name: str, source: str, sig: tuple, directory: str, force: bool):
 
 def _disk_entry_ready(name: str, source: str, directory: str) -> bool:
     """Whether the entry in `directory` holds this kernel, every file verified (kernels that build in
-    the background ask this first: a missing entry is no build in the foreground)."""
-    with _entry_lock(directory, name):
+    the background ask this first: a missing entry is no build in the foreground). An entry another
+    process holds (it is building it) counts as missing: the background build waits for it, not the
+    caller."""
+    fd = cache_lock.try_acquire(directory, name)
+    if fd is None:
+        return False
+    try:
         return _entry_problem(directory, name) is None and _mismatch(directory, name, source) is None
+    finally:
+        cache_lock.release(directory, name, fd)
 
 
 def lookup_kernel(key: str, name: str, source: str, sig: tuple, mode: str = "enable",

@@ -85,15 +85,17 @@ def test_an_unreadable_entry_is_a_warning_and_a_compile(tmp_path, pipeline_runs)
 
 def test_off_by_default_and_mindspore_environment_switches(tmp_path, pipeline_runs, monkeypatch):
     monkeypatch.delenv("MS_COMPILER_CACHE_ENABLE", raising=False)
-    assert compile_cache.cache_dir() is None
+    assert compile_cache.cache_dir(None, None) is None
     monkeypatch.setenv("MS_COMPILER_CACHE_ENABLE", "1")
     monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path))
-    assert compile_cache.cache_dir() == os.path.join(str(tmp_path), compile_cache.SUBDIR)
+    assert compile_cache.cache_dir(None, None) == os.path.join(str(tmp_path), compile_cache.SUBDIR)
     Net().compile(X)
     Net().compile(X)
     assert len(pipeline_runs) == 1
     context.set_context(enable_compile_cache=False)
-    assert compile_cache.cache_dir() is None
+    assert compile_cache.cache_dir(False, None) is None
+    Net().compile(X)
+    assert len(pipeline_runs) == 2
 
 
 def test_save_graphs_runs_the_passes_for_its_dumps(tmp_path, pipeline_runs):

@@ -7,7 +7,9 @@ test runs the real worker process. Each test uses its own cache directory and fo
 memory, so its kernels are missing from the cache as on a first run.
 """
 import csv
+import fcntl
 import json
+import os
 
 import numpy as np
 import pytest
@@ -20,13 +22,14 @@ from graphkernel.observation.report import _kernel_table, _times
 from graphkernel.nn import Cell, Dense, Momentum, SoftmaxCrossEntropyWithLogits, TrainOneStepCell, WithLossCell
 from graphkernel.ops import operations as P
 from graphkernel.settings.flags import FlagError, compile_mode, parse_flags
+from graphkernel.tools.bench.first_step import record_steps, summary
 from fusion_helpers import options
 from ir import GraphBuilder
 from ir.dtypes import as_dtype
 from ir.graph import TensorType
 from ir.ops import OPS
 from kernels import KernelBuildWarning, background
-from kernels.cache import clear_memory, fetch_kernel
+from kernels.cache import clear_memory, fetch_kernel, lookup_kernel
 from op_cases import CASES
 from op_samples import dtypes, kernel_ops, sample
 from tolerance import assert_close
@@ -212,7 +215,9 @@ def test_wait_mode_builds_every_kernel_before_the_first_call(cold):
     assert compiled.wait_for_kernels(0)
 
 
-def test_the_worker_process_builds_and_the_kernel_arrives(cold):
+def test_the_worker_process_builds_and_the_kernel_arrives(cold, monkeypatch):
+    monkeypatch.setenv("GRAPHKERNEL_BUILD_NICE", "0")   # a loaded machine would starve a nice worker
+    monkeypatch.setattr(background, "_builder", None)   # a builder of its own, started with that priority
     context.set_context(enable_graph_kernel=True, graph_kernel_flags="--compile_mode=background")
 
     class Chain(Cell):
@@ -276,3 +281,58 @@ def test_the_profiler_trace_and_report_show_stand_ins_and_arrivals(held, tmp_pat
     launch["standin"] = True       # as the record written at the compile, when it was building, says
     text = "\n".join(_kernel_table([launch], _times([row], int(row["graph_id"]))))
     assert "stand-in while it built" in text and "3 (1 on stand-in)" in text
+
+
+def test_an_entry_another_process_holds_is_left_to_the_background(held):
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    compiled = compile_graph(_graph("Exp", [x]), options("--compile_mode=background"))
+    (job,) = compiled.program.pending_jobs()
+    arrive(job)   # now on disk
+    clear_memory()
+    directory = job.cache_dir or os.environ["GRAPHKERNEL_CACHE_DIR"]
+    fd = os.open(os.path.join(directory, f".{job.name}.lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)   # as a process building it would: the caller does not wait
+        assert lookup_kernel(job.name, job.name, job.source, job.sig, "enable", job.cache_dir) is None
+    finally:
+        os.close(fd)
+    found = lookup_kernel(job.name, job.name, job.source, job.sig, "enable", job.cache_dir)
+    assert found is not None and found[1] == "disk"
+
+
+class _FakeProgram:
+    """A program whose kernels arrive before call `arrive_at` (for the bench's step recorder)."""
+
+    def __init__(self, arrive_at: int):
+        self.arrive_at, self.calls = arrive_at, 0
+
+    @property
+    def building(self):
+        return self.calls < self.arrive_at
+
+    def standin_positions(self):
+        return {0, 1} if self.building else set()
+
+
+class _FakeCell:
+    def __init__(self, arrive_at: int):
+        self.compiled = type("Compiled", (), {})()
+        self.compiled.program = _FakeProgram(arrive_at)
+        self.compiled.kernels = [None] * 5
+        self.compiled.wait_for_kernels = lambda timeout=None: True
+
+    def __call__(self):
+        self.compiled.program.calls += 1
+        return Tensor(np.zeros(1, np.float32))
+
+    def compile(self):
+        return self.compiled
+
+
+def test_the_first_step_bench_counts_the_steps_on_stand_ins():
+    cold = record_steps(_FakeCell(arrive_at=3), [], settle=2)
+    assert cold["standins"] == [2, 2, 0, 0, 0] and cold["launches"] == 5
+    warm = record_steps(_FakeCell(arrive_at=0), [], steps=4)
+    assert warm["standins"] == [0, 0, 0, 0]
+    s = summary(cold, warm, warm)
+    assert s["k"] == 2 and s["cold_first_s"] == cold["seconds"][0] and "steps_2_to_k_max_over_warm_unfused" in s

@@ -44,25 +44,22 @@ def record_steps(cell, data, settle: int = SETTLE, budget_s: float = BUDGET_S, s
     each step's seconds and its launches that ran a stand-in. A run that is out of its time budget
     with kernels still building waits for them (`waited_s`), so the caches it leaves are whole."""
     seconds, standins, after = [], [], 0
-    compiled = None
-    start = time.perf_counter()
+    compiled, start = None, time.perf_counter()
     while len(seconds) < (steps or 1 << 30) and (steps or time.perf_counter() - start < budget_s):
-        program = None if compiled is None else compiled.program
-        waiting = len(program.standin_positions()) if program is not None else None
         t0 = time.perf_counter()
         out = cell(*data)
         np.asarray((out[0] if isinstance(out, tuple) else out).asnumpy())
         seconds.append(time.perf_counter() - t0)
-        if compiled is None:
-            compiled = cell.compile(*data)
-            waiting = len(compiled.program.standin_positions()) if compiled.program is not None else 0
-        standins.append(waiting)
-        if steps is None and compiled.program is not None and not compiled.program.building:
+        compiled = compiled or cell.compile(*data)
+        program = compiled.program
+        # kernels swap in at the start of a call only: after it, the stand-ins are those it ran
+        standins.append(0 if program is None else len(program.standin_positions()))
+        if steps is None and (program is None or not program.building):
             after += 1
             if after > settle:
                 break
     t0 = time.perf_counter()
-    compiled.wait_for_kernels()
+    compiled.wait_for_kernels()   # the caches this run leaves hold every kernel
     return {"seconds": seconds, "standins": standins, "launches": len(compiled.kernels),
             "waited_s": time.perf_counter() - t0}
 
