@@ -11,8 +11,8 @@
                      in the caller's thread, and its launch stays on its stand-in
 
 Why processes: numba's compile is mostly Python (typing and lowering hold the GIL; docs/kernels.md has
-the measured shares), so a builder thread would take the GIL from the user's steps many times a
-millisecond. A process at nice 10 takes a core when the steps leave one idle and little when they do
+the measured shares), so a builder thread would hold the GIL whenever the user's step wants it back
+between two launches, up to the switch interval (5 ms) each time, for hundreds of launches a step. A process at nice 10 takes a core when the steps leave one idle and little when they do
 not (on a machine other processes keep busy, a nice-10 worker gets little: $GRAPHKERNEL_BUILD_NICE=0
 puts it beside them). Workers: one when the process may use two cores or fewer, half of them above that
 (kernels.threads.allowed_threads), so the steps keep their share. Processes need the disk cache to hand
