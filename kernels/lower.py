@@ -118,6 +118,7 @@ class _Builder:
         self.steps: list[Step] = []
         self.kernels: dict[tuple, tuple] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> its launch
         self.background = cfg.background
+        self.exact_programs: dict[tuple, Program] = {}   # the stand-ins' single-op programs (`exact`)
         self.updates_only = update_nodes(graph)  # the optimizer phase
 
     def storage(self, kind: str, type_, **kw) -> int:
@@ -304,8 +305,11 @@ class _Builder:
         remap = dict(zip(ins, inputs))
         remap.update((v, c.out) for v, c in consts.items())
         inner = node.replace(inputs=tuple(remap[v] for v in node.inputs), name="")
-        program = lower(Graph(inputs, list(consts.values()) + [inner], inner.outputs),
-                        replace(self.cfg, compile_mode="wait", source_dir=None))
+        graph = Graph(inputs, list(consts.values()) + [inner], inner.outputs)
+        key = graph.key()
+        if key not in self.exact_programs:   # one per op, operands and shapes: its buffers are shared too
+            self.exact_programs[key] = lower(graph, replace(self.cfg, compile_mode="wait", source_dir=None))
+        program = self.exact_programs[key]
         positions = [k for k, v in enumerate(node.inputs) if v.node.op != "Const"]
         return lambda arrays: program.run([np.ascontiguousarray(arrays[k]) for k in positions])
 
