@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
-from ir.graph import Graph, Node, Value
+from ir.graph import Graph, Node, TensorType, Value
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
@@ -298,20 +298,30 @@ class _Builder:
 
     def exact(self, node: Node):
         """A stand-in's computation of one node with its kernel's bits (kernels/standin.py): the node's
-        single-op kernel, built now (once: the kernel cache keeps it)."""
+        single-op kernel (built now, once: the kernel cache keeps it), in a program per operand shapes
+        (a stand-in may run a node on slices of its operands)."""
+        positions = [k for k, v in enumerate(node.inputs) if v.node.op != "Const"]
+
+        def run(arrays):
+            program = self._exact_program(node, tuple(arrays[k].shape for k in positions))
+            return program.run([np.ascontiguousarray(arrays[k]) for k in positions])
+        self._exact_program(node, tuple(node.inputs[k].shape for k in positions))
+        return run
+
+    def _exact_program(self, node: Node, shapes: tuple) -> Program:
         ins = [v for v in node.inputs if v.node.op != "Const"]
-        inputs = Graph.with_inputs([v.type for v in ins])
+        inputs = Graph.with_inputs([TensorType(shape, v.dtype) for shape, v in zip(shapes, ins)])
         consts = {v: Node("Const", (), v.node.attrs, (v.type,)) for v in node.inputs if v.node.op == "Const"}
         remap = dict(zip(ins, inputs))
         remap.update((v, c.out) for v, c in consts.items())
-        inner = node.replace(inputs=tuple(remap[v] for v in node.inputs), name="")
+        shape = tuple(np.broadcast_shapes(*shapes, *(v.shape for v in consts)))
+        inner = node.replace(inputs=tuple(remap[v] for v in node.inputs), name="",
+                             types=tuple(TensorType(shape, t.dtype) for t in node.types))
         graph = Graph(inputs, list(consts.values()) + [inner], inner.outputs)
         key = graph.key()
         if key not in self.exact_programs:   # one per op, operands and shapes: its buffers are shared too
             self.exact_programs[key] = lower(graph, replace(self.cfg, compile_mode="wait", source_dir=None))
-        program = self.exact_programs[key]
-        positions = [k for k, v in enumerate(node.inputs) if v.node.op != "Const"]
-        return lambda arrays: program.run([np.ascontiguousarray(arrays[k]) for k in positions])
+        return self.exact_programs[key]
 
     def scratch(self, dtype, count: int) -> int:
         """A temp of `count` elements a launch uses while it runs (a split kernel's partials)."""

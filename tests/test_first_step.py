@@ -103,6 +103,22 @@ def test_standin_bits_every_elementwise_row(held, op, dt):
     _check_elementwise(op, dt)
 
 
+def test_a_large_elementwise_stand_in_runs_in_row_chunks_with_the_kernels_bits(held):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 1024)).astype(np.float32)
+    bias = rng.standard_normal((1, 1024)).astype(np.float32)
+    b = GraphBuilder(TensorType(x.shape, as_dtype("float32")), TensorType(bias.shape, as_dtype("float32")))
+    xv, bv = b.inputs
+    y = b.op("Mul", b.op("Exp", b.op("Add", b.op("Mul", xv, b.scalar(0.5, xv)), bv)), xv)
+    graph = b.graph(y, b.op("Pow", y, b.scalar(3, y)))
+    first = compile_graph(graph, options("--compile_mode=background"))
+    (step,) = [s for s in first.program.steps if isinstance(s.fn, background.PendingLaunch)]
+    assert len(step.fn.standin.chunks) == 5 and step.fn.standin.sliced == [True, None]
+    standin, fused = _standin_then_fused(graph, [x, bias])
+    for s, f in zip(standin, fused):
+        assert_close(s, f, bitwise=True)
+
+
 REDUCING = [("ReduceSum", (2, 33, 130), (-1,)), ("ReduceSum", (40, 33), (0,)), ("ReduceMax", (3, 5, 70), (1, 2)),
             ("ReduceSum", (2, 3000), (1,))]
 
