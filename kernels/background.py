@@ -14,8 +14,10 @@ Why processes: numba's compile is mostly Python (typing and lowering hold the GI
 the measured shares), so a builder thread would hold the GIL whenever the user's step wants it back
 between two launches, up to the switch interval (5 ms) each time, for hundreds of launches a step. A process at nice 10 takes a core when the steps leave one idle and little when they do
 not (on a machine other processes keep busy, a nice-10 worker gets little: $GRAPHKERNEL_BUILD_NICE=0
-puts it beside them). Workers: one when the process may use two cores or fewer, half of them above that
-(kernels.threads.allowed_threads), so the steps keep their share. Processes need the disk cache to hand
+puts it beside them). The workers stay inside the process's core budget (kernels.threads.allowed_threads:
+its affinity, cgroup quota, NUMBA_NUM_THREADS, set_num_threads): one worker when the budget is two
+cores or fewer, half of it above that, so the steps keep their share; each worker inherits the
+process's CPU affinity and computes on one thread (WORKER_THREADS). Processes need the disk cache to hand
 kernels over: without a usable cache directory a program builds its kernels while it is lowered, as
 with `--compile_mode=wait`.
 
@@ -38,10 +40,12 @@ import warnings
 from dataclasses import dataclass
 
 from kernels import threads
-from kernels.cache import fetch_kernel
+from kernels.cache import fetch_kernel, lock_timeout
 
 NICE = 10                    # the workers' priority: below the user's steps ($GRAPHKERNEL_BUILD_NICE sets another)
 NICE_ENV = "GRAPHKERNEL_BUILD_NICE"
+WORKER_THREADS = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                         "MKL_NUM_THREADS")}
 
 
 class KernelBuildWarning(RuntimeWarning):
@@ -149,6 +153,7 @@ class Builder:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # where `kernels` is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+        env.update(WORKER_THREADS)   # a build runs on one thread: no pools of numba's, BLAS's or OpenMP's
         nice = os.environ.get(NICE_ENV, "")
         nice = int(nice) if nice.lstrip("-").isdigit() else NICE
         proc = subprocess.Popen([sys.executable, "-m", "kernels.build_worker", str(nice)], stdin=subprocess.PIPE,
@@ -167,7 +172,8 @@ class Builder:
             if proc is None or proc.poll() is not None:
                 proc = self._spawn()
             try:
-                pickle.dump((id(job), job.name, job.source, job.sig, job.mode, job.cache_dir), proc.stdin)
+                pickle.dump((id(job), job.name, job.source, job.sig, job.mode, job.cache_dir, lock_timeout()),
+                            proc.stdin)
                 proc.stdin.flush()
                 _, error, seconds = pickle.load(proc.stdout)
             except (EOFError, OSError, pickle.PickleError) as e:

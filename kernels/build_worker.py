@@ -1,7 +1,7 @@
 """The background builder's worker process: `python -m kernels.build_worker`.
 
 It reads jobs from stdin, pickled one after another: (job id, kernel name, source, signature, cache
-mode, cache directory); builds each through the kernel cache (kernels.cache.fetch_kernel: the entry is
+mode, cache directory, the parent's cache lock timeout); builds each through the kernel cache (kernels.cache.fetch_kernel: the entry is
 written to disk with its manifest, under the entry's lock) and answers on its stdout, pickled:
 (job id, None, seconds) when the kernel is on disk, (job id, "ErrorType: message", seconds) when it
 did not build. Warnings the build gives (a CacheWarning) come back as the error when the process's
@@ -15,7 +15,7 @@ import pickle
 import sys
 import time
 
-from kernels.cache import fetch_kernel
+from kernels.cache import fetch_kernel, set_lock_timeout
 
 
 def main() -> int:
@@ -30,11 +30,12 @@ def main() -> int:
     jobs = os.fdopen(os.dup(0), "rb")
     while True:
         try:
-            job_id, name, source, sig, mode, cache_dir = pickle.load(jobs)
+            job_id, name, source, sig, mode, cache_dir, timeout = pickle.load(jobs)
         except EOFError:
             return 0
         start = time.perf_counter()
         try:
+            set_lock_timeout(timeout)
             fetch_kernel(name, name, source, sig, mode, cache_dir)
             error = None
         except Exception as e:  # noqa: BLE001 - the parent reports it as a failed build

@@ -7,12 +7,11 @@
     threads_for(spec, sizes, block_dim, min_elements) -> threads
         one thread below min_elements weighted points (work_weight), else min(block_dim, the
         pool's threads: kernels/threads.py)
-    build_kernel(spec, variant, sig, cfg) -> Built
+    build_kernel(spec, variant, sig, cfg[, background]) -> Built
         the one build sequence of every generated kernel: render the source, fetch the compiled
-        kernel from the cache (or build it), write the source with --dump_as_text
-    find_kernel(spec, variant, sig, cfg) -> Built
-        the same without building: a kernel missing from the cache is left to the background
-        builder (kernels/background.py) and comes back pending
+        kernel from the cache (or build it), write the source with --dump_as_text; in the background
+        (--compile_mode=background) a kernel missing from the cache is left to the builder
+        (kernels/background.py) and comes back pending, its launches on a stand-in meanwhile
     launch_of(fn, block_dim, threads, extra, split) -> (callable, its int arguments)
         how the executor calls it: one thread calls the kernel once over every block,
         `fn(*arrays, *extra, 0, block_dim[, 1])`; several threads call a ParallelLaunch, which runs
@@ -29,7 +28,8 @@ from dataclasses import dataclass
 
 from ir.filenames import path_in, safe_filename
 from ir.ops import Cost, Pattern, get
-from kernels import aicore, background, threads
+from kernels import aicore, threads
+from kernels.background import builder as background_builder
 from kernels.cache import fetch_kernel, lookup_kernel
 from kernels.codegen import render
 from kernels.emitters import EMITTERS, Operands, math_functions
@@ -132,33 +132,29 @@ class Built:
     job: object = None  # the background build (kernels/background.py) when pending; fn is None then
 
 
-def find_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,
-                source_dir: str | None) -> Built:
-    """build_kernel's kernel when it is in memory or on disk; else, without waiting, the Built of a
-    background build (origin "pending", `job` set, no `fn`), shared with any program asking for it."""
+def build_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,
+                 source_dir: str | None, background: bool = False) -> Built:
+    """Render the kernel of `spec` in `variant`, fetch it from the kernel cache or build it for `sig`,
+    and write its source into `source_dir` (--dump_as_text) when given. With `background`, a kernel
+    missing from the cache (memory and disk) is not built here: it comes back pending (origin
+    "pending", `job` set, no `fn`), its build queued on kernels/background.py's builder and shared
+    with every program asking for it."""
     name, source = render(spec, variant)
     if source_dir:
         write_source(source_dir, name, source)
-    job = background.builder().job_of(name, cache_dir)
+    if not background:
+        fn, origin = fetch_kernel(name, name, source, sig, cache_mode, cache_dir)
+        return Built(name, source, fn, origin)
+    builder = background_builder()
+    job = builder.job_of(name, cache_dir)
     if job is not None and job.state == "ready":
         return Built(name, source, job.dispatcher, "memory")
     if job is None or job.state == "failed":
         found = lookup_kernel(name, name, source, sig, cache_mode, cache_dir)
         if found is not None:
             return Built(name, source, found[0], found[1])
-    job = background.builder().submit(name, source, sig, cache_mode, cache_dir)
+    job = builder.submit(name, source, sig, cache_mode, cache_dir)
     return Built(name, source, None, "pending", job)
-
-
-def build_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,
-                 source_dir: str | None) -> Built:
-    """Render the kernel of `spec` in `variant`, fetch it from the kernel cache or build it for `sig`,
-    and write its source into `source_dir` (--dump_as_text) when given."""
-    name, source = render(spec, variant)
-    fn, origin = fetch_kernel(name, name, source, sig, cache_mode, cache_dir)
-    if source_dir:
-        write_source(source_dir, name, source)
-    return Built(name, source, fn, origin)
 
 
 def write_source(directory: str, name: str, source: str) -> None:

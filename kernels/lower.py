@@ -47,7 +47,7 @@ from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Program, Step, Storage
 from kernels.in_place import plan_in_place
-from kernels.launch import build_kernel, choose_launch, find_kernel, launch_of, threads_for, ub_bytes
+from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
 from kernels.layout import describe
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
@@ -292,9 +292,9 @@ class _Builder:
     def _build(self, spec, variant: str, sig: tuple):
         """The one build path of every generated kernel (kernels.launch.build_kernel) with this
         program's cache and source settings; a kernel missing from the cache comes back pending when
-        it builds in the background (kernels.launch.find_kernel)."""
-        build = find_kernel if self.background else build_kernel
-        return build(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
+        it builds in the background."""
+        return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir,
+                            background=self.background)
 
     def exact(self, node: Node):
         """A stand-in's computation of one node with its kernel's bits (kernels/standin.py): the node's

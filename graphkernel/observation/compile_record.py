@@ -34,12 +34,12 @@ def _figure(value):
 def _launch_row(index: int, info, standin: bool = False) -> dict:
     """`standin`: the launch started on its stand-in, its kernel building in the background."""
     block_dim = getattr(info, "block_dim", None)
-    return {"standin": standin,
+    return {
         "index": index, "name": info.name, "ops": list(info.op_types), "kernel": info.kernel or "",
         "variant": getattr(info, "variant", "") or "", "target": info.target, "phase": info.phase,
         "block_dim": block_dim, "tile": getattr(info, "tile", 0), "ub_bytes": getattr(info, "ub_bytes", 0),
         "inputs": [format_type(t) for t in info.inputs], "outputs": [format_type(t) for t in info.outputs],
-        "bytes": sum(t.nbytes for t in info.inputs + info.outputs),
+        "bytes": sum(t.nbytes for t in info.inputs + info.outputs), "standin": standin,
     }
 
 
