@@ -180,6 +180,8 @@ class CompiledGraph:
         self.commit = commit_point(self.program) if self.program is not None and self.updates else \
             CommitPoint(None, False)
         self._snapshot = tuple(i for _, i in self.updates) if self.commit.may_raise else ()
+        # a stand-in may raise (--compile_mode=background): asked again once every kernel has arrived
+        self._recheck = bool(self._snapshot) and self.program is not None and self.program.building
         self._counted = self.graph_id is not None   # a graph call is a step; a PYNATIVE op is not
 
     @property
@@ -214,6 +216,10 @@ class CompiledGraph:
             check()
         if not self.updates:
             return self._launch(arrays, None)
+        if self._recheck and not self.program.building:   # the stand-ins' kernels have arrived
+            self._recheck = False
+            self.commit = commit_point(self.program)
+            self._snapshot = tuple(i for _, i in self.updates) if self.commit.may_raise else ()
         with HELD:
             saved = [arrays[i].copy() for i in self._snapshot]
             done = []   # set once every Parameter is written: from then on the step counts as done

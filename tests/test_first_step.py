@@ -7,7 +7,6 @@ test runs the real worker process. Each test uses its own cache directory and fo
 memory, so its kernels are missing from the cache as on a first run.
 """
 import csv
-import fcntl
 import json
 import os
 
@@ -28,7 +27,7 @@ from ir import GraphBuilder
 from ir.dtypes import as_dtype
 from ir.graph import TensorType
 from ir.ops import OPS
-from kernels import KernelBuildWarning, background
+from kernels import KernelBuildWarning, background, cache_lock
 from kernels.cache import clear_memory, fetch_kernel, lookup_kernel
 from op_cases import CASES
 from op_samples import dtypes, kernel_ops, sample
@@ -152,9 +151,8 @@ class _Net(Cell):
         return self.fc2(h)
 
 
-def _train(mode: str, steps: int, between=None):
-    """Losses and final weights of `steps` steps of a small classifier, fused, in `mode`; `between(k,
-    program)` runs before step k."""
+def _train_cell(mode: str):
+    """(the train step of a small classifier, fused, in `mode`; its net; a batch x, y)."""
     context.set_context(enable_graph_kernel=True, graph_kernel_flags=f"--compile_mode={mode}")
     np.random.seed(0)
     rng = np.random.default_rng(1)
@@ -165,6 +163,13 @@ def _train(mode: str, steps: int, between=None):
     step = TrainOneStepCell(loss, Momentum(net.trainable_params(), 0.1, 0.9))
     x = Tensor(rng.standard_normal((8, 16)).astype(np.float32))
     y = Tensor(rng.integers(0, 8, 8).astype(np.int32))
+    return step, net, x, y
+
+
+def _train(mode: str, steps: int, between=None):
+    """Losses and final weights of `steps` steps of the small classifier; `between(k, program)` runs
+    before step k."""
+    step, net, x, y = _train_cell(mode)
     losses = []
     for k in range(steps):
         if between is not None:
@@ -194,6 +199,31 @@ def test_a_training_run_on_arriving_kernels_has_the_fused_loss_curve(held):
     assert_close(np.array(losses, np.float32), np.array(want_losses, np.float32))
     for name, w in want_weights.items():
         assert_close(weights[name], w, err_msg=name)
+
+
+def test_a_stand_in_raising_after_the_commit_point_leaves_every_parameter_as_it_was(held):
+    step, net, x, y = _train_cell("background")
+    compiled = step.compile(x, y)
+    assert compiled.commit.may_raise   # stand-ins run numpy op by op from the first Parameter write on
+    tail = compiled.program.launch_list[compiled.commit.launch:]
+    last = [s.fn for s in tail if isinstance(s.fn, background.PendingLaunch)][-1]
+    real = last.standin
+
+    def failing(*args):   # writes what it writes (a Parameter at the latest), then raises
+        real(*args)
+        raise MemoryError("a stand-in's temporary")
+    last.standin = failing
+    before = {p.name: p.asnumpy().copy() for p in net.trainable_params()}
+    with pytest.raises(MemoryError, match="stand-in's temporary"):
+        step(x, y)
+    for p in net.trainable_params():
+        assert_close(p.asnumpy(), before[p.name], bitwise=True, err_msg=p.name)
+    last.standin = real
+    for job in compiled.program.pending_jobs():
+        arrive(job)
+    step(x, y)   # the kernels swap in at its start
+    step(x, y)
+    assert not compiled.commit.may_raise and not compiled._snapshot   # no copy once no stand-in is left
 
 
 def test_a_kernel_arriving_during_a_call_waits_for_the_next(held):
@@ -311,14 +341,14 @@ def test_an_entry_another_process_holds_is_left_to_the_background(held):
     arrive(job)   # now on disk
     clear_memory()
     directory = job.cache_dir or os.environ["GRAPHKERNEL_CACHE_DIR"]
-    fd = os.open(os.path.join(directory, f".{job.name}.lock"), os.O_RDWR)
+    fd = cache_lock.acquire(directory, job.name, 1.0)   # as a process building it holds it: no wait for it
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)   # as a process building it would: the caller does not wait
         assert lookup_kernel(job.name, job.name, job.source, job.sig, "enable", job.cache_dir) is None
     finally:
-        os.close(fd)
+        cache_lock.release(directory, job.name, fd)
     found = lookup_kernel(job.name, job.name, job.source, job.sig, "enable", job.cache_dir)
     assert found is not None and found[1] == "disk"
+    assert not os.path.exists(cache_lock.lock_path(directory, job.name))   # its lock file removed, as a holder does
 
 
 class _FakeProgram:
