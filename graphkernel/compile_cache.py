@@ -3,7 +3,8 @@ the pass pipeline (MindSpore's switch: `set_context(enable_compile_cache=True, c
 or MS_COMPILER_CACHE_ENABLE=1 and MS_COMPILER_CACHE_PATH in the environment).
 
     key     sha256 of: the traced graph's text (ir.print_graph: every node, attribute, constant, shape,
-            dtype and scope name), the CompileOptions, and the digest of graphkernel's own sources
+            dtype and scope name), the CompileOptions (as text the same in every process, without
+            where the compile writes and --compile_mode), and the digest of graphkernel's own sources
             (every .py file of the graphkernel, ir and kernels packages)
     entry   <path>/graphkernel_graphs/<key>.ir: the graph after the pipeline, as IR text (parsed
             back by ir.parse_graph: text, never pickle, so a cache file cannot run code)
@@ -84,10 +85,26 @@ _WHERE = ("compile_cache_dir", "save_graphs", "save_graphs_path", "data_dump", "
 def key_of(graph: Graph, opts) -> str:
     """sha256 of the package's sources, the options that decide the graph, and the traced graph."""
     defaults = {f.name: f.default for f in dataclasses.fields(opts) if f.name in _WHERE}
+    flags = dataclasses.replace(opts.flags, compile_mode=None)   # when kernels build, not what the graph is
     h = hashlib.sha256()
-    for part in (source_digest(), repr(dataclasses.replace(opts, **defaults)), print_graph(graph)):
+    for part in (source_digest(), canonical(dataclasses.replace(opts, flags=flags, **defaults)), print_graph(graph)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
+
+
+def canonical(value) -> str:
+    """A value's text, the same in every process: a set's items sorted (a frozenset of strings
+    iterates in an order that changes with each process's string hashing)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = (f"{f.name}={canonical(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__name__}({', '.join(fields)})"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(canonical(v) for v in value)) + "}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(canonical(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(f"{canonical(k)}: {canonical(v)}" for k, v in value.items())) + "}"
+    return repr(value)
 
 
 def load(directory: str, key: str) -> Graph | None:

@@ -1,6 +1,9 @@
 """The compile cache (graphkernel/compile_cache.py): a graph compiled once is found on disk by its trace and
 skips the pass pipeline; a changed network, changed options or a changed package never reuse it."""
+import dataclasses
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +13,11 @@ from graphkernel import Tensor, compile_cache, context
 from graphkernel.compile_cache import CompileCacheWarning
 from graphkernel.nn import Cell
 from graphkernel.ops import operations as P
+from graphkernel.settings.flags import parse_flags
+from graphkernel.settings.options import CompileOptions
+from ir import GraphBuilder
+from ir.dtypes import as_dtype
+from ir.graph import TensorType
 from tolerance import assert_close
 
 
@@ -104,3 +112,40 @@ def test_save_graphs_runs_the_passes_for_its_dumps(tmp_path, pipeline_runs):
     Net().compile(X)
     Net().compile(X)
     assert len(pipeline_runs) == 2
+
+
+KEY_SCRIPT = """
+from graphkernel import compile_cache
+from graphkernel.settings.options import CompileOptions
+from graphkernel.settings.flags import parse_flags
+from ir import GraphBuilder
+from ir.dtypes import as_dtype
+from ir.graph import TensorType
+b = GraphBuilder(TensorType((4, 8), as_dtype("float32")))
+graph = b.graph(b.op("Exp", b.inputs[0]))
+flags = parse_flags("--enable_expand_ops=GeLU,Softmax,LayerNorm,Square --disable_pass=a.b,c.d,e.f", read_env=False)
+print(compile_cache.key_of(graph, CompileOptions(enable_graph_kernel=True, flags=flags)))
+"""
+
+
+def test_the_key_is_the_same_in_every_process(tmp_path):
+    # sets of strings iterate in an order each process's string hashing decides: the key sorts them
+    keys = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run([sys.executable, "-c", KEY_SCRIPT], capture_output=True, text=True, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert done.returncode == 0, done.stderr
+        keys.add(done.stdout.strip())
+    assert len(keys) == 1
+
+
+def test_the_key_leaves_out_where_a_compile_writes_and_when_kernels_build(tmp_path):
+    b = GraphBuilder(TensorType((4, 8), as_dtype("float32")))
+    graph = b.graph(b.op("Exp", b.inputs[0]))
+    base = CompileOptions(enable_graph_kernel=True)
+    same = [dataclasses.replace(base, save_graphs_path=str(tmp_path), cache_dir=str(tmp_path), cache_lock_timeout=3.0,
+                                compile_cache_dir=str(tmp_path)),
+            dataclasses.replace(base, flags=parse_flags("--compile_mode=wait", read_env=False))]
+    assert {compile_cache.key_of(graph, o) for o in same} == {compile_cache.key_of(graph, base)}
+    other = dataclasses.replace(base, flags=parse_flags("--opt_level=1", read_env=False))
+    assert compile_cache.key_of(graph, other) != compile_cache.key_of(graph, base)
