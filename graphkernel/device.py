@@ -15,7 +15,7 @@ def device_config(opts, source_dir: str | None = None, eager: bool = False):
     at once (it has no later step to swap a kernel in before)."""
     return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic, cache_mode=opts.cache_mode,
                         cache_dir=opts.cache_dir, source_dir=source_dir, max_device_memory=opts.max_device_memory,
-                        compile_mode="wait" if eager else compile_mode(opts.flags))
+                        compile_mode="wait" if eager else compile_mode(opts.flags, bool(opts.deterministic)))
 
 
 def lower_for_device(graph, opts, graph_id, dumper, eager: bool):

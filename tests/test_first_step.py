@@ -297,6 +297,26 @@ def test_compile_mode_flag_and_its_default(monkeypatch):
     monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "wait")
     assert compile_mode(parse_flags("", read_env=False)) == "wait"
     assert compile_mode(parse_flags("--compile_mode=background", read_env=False)) == "background"
+    monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "background")
+    assert compile_mode(parse_flags("", read_env=False), deterministic=True) == "wait"
+    assert compile_mode(parse_flags("--compile_mode=background", read_env=False), deterministic=True) == "background"
+
+
+def test_deterministic_builds_every_kernel_before_the_first_call(held, monkeypatch):
+    # which calls run stand-ins is a matter of timing, and a stand-in sums in another order
+    monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "background")
+    context.set_context(enable_graph_kernel=True)
+
+    class Norm(Cell):
+        def construct(self, x):
+            return P.ReduceSum(keep_dims=True)(x * x, -1)
+    x = Tensor(np.random.default_rng(0).standard_normal((4, 300)).astype(np.float32))
+    net = Norm()
+    net(x)
+    assert net.compile(x).program.building
+    context.set_context(deterministic="ON")   # a new compile
+    net(x)
+    assert not net.compile(x).program.building
 
 
 def test_the_profiler_trace_and_report_show_stand_ins_and_arrivals(held, tmp_path):
