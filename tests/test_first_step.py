@@ -298,8 +298,8 @@ def test_compile_mode_flag_and_its_default(monkeypatch):
     assert compile_mode(parse_flags("", read_env=False)) == "wait"
     assert compile_mode(parse_flags("--compile_mode=background", read_env=False)) == "background"
     monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "background")
-    assert compile_mode(parse_flags("", read_env=False), deterministic=True) == "wait"
-    assert compile_mode(parse_flags("--compile_mode=background", read_env=False), deterministic=True) == "background"
+    assert compile_mode(parse_flags("", read_env=False), same_bits=True) == "wait"
+    assert compile_mode(parse_flags("--compile_mode=background", read_env=False), same_bits=True) == "background"
 
 
 def test_deterministic_builds_every_kernel_before_the_first_call(held, monkeypatch):
@@ -317,6 +317,29 @@ def test_deterministic_builds_every_kernel_before_the_first_call(held, monkeypat
     context.set_context(deterministic="ON")   # a new compile
     net(x)
     assert not net.compile(x).program.building
+
+
+def test_a_graph_of_collectives_builds_every_kernel_before_the_first_call(held, monkeypatch):
+    # its ranks keep their Parameters bitwise equal: no rank may run a stand-in another does not
+    monkeypatch.setenv("GRAPHKERNEL_COMPILE_MODE", "background")
+    context.set_context(enable_graph_kernel=True)
+
+    class Reduced(Cell):
+        def __init__(self, collective):
+            super().__init__()
+            self.collective = collective
+
+        def construct(self, x):
+            y = P.ReduceSum(keep_dims=True)(x * x, -1)
+            return self.collective(y) * 2.0 if self.collective else y * 2.0
+    x = Tensor(np.random.default_rng(0).standard_normal((4, 300)).astype(np.float32))
+    alone = Reduced(None)
+    alone(x)
+    assert alone.compile(x).program.building
+    clear_memory()
+    reduced = Reduced(P.AllReduce())   # a process alone is a group of one
+    reduced(x)
+    assert not reduced.compile(x).program.building
 
 
 def test_the_profiler_trace_and_report_show_stand_ins_and_arrivals(held, tmp_path):

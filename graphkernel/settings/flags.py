@@ -154,14 +154,15 @@ def parse_flags(text: str, *, read_env: bool = True, check_names=None) -> GraphK
     return flags
 
 
-def compile_mode(flags: GraphKernelFlags, deterministic: bool = False) -> str:
-    """How a graph's kernels build: --compile_mode; else wait with `deterministic` on (a stand-in sums in
-    another order than its kernel, so which calls ran stand-ins, a matter of timing, would change the
-    bits); else $GRAPHKERNEL_COMPILE_MODE, else "background" (the first step runs on stand-ins while
-    the kernels build: docs/kernels.md)."""
+def compile_mode(flags: GraphKernelFlags, same_bits: bool = False) -> str:
+    """How a graph's kernels build: --compile_mode; else wait when the results must not depend on when
+    kernels arrive (`same_bits`: deterministic on, or a graph of collectives, whose ranks keep their
+    Parameters bitwise equal; a stand-in sums in another order than its kernel, and which calls run
+    stand-ins is a matter of timing); else $GRAPHKERNEL_COMPILE_MODE, else "background" (the first step
+    runs on stand-ins while the kernels build: docs/kernels.md)."""
     if flags.compile_mode is not None:
         return flags.compile_mode
-    if deterministic:
+    if same_bits:
         return "wait"
     env = os.environ.get(COMPILE_MODE_ENV, "")
     if env and env not in _CHOICES["compile_mode"]:
