@@ -122,6 +122,9 @@ def warn_failed(failed: list) -> None:
 
 
 class Builder:
+    """The queue of jobs and the worker processes building them, `workers` at most (each started with
+    its first job; a worker that died is started again for the next)."""
+
     def __init__(self, workers: int):
         self.workers = workers
         self._queue: queue.Queue = queue.Queue()
