@@ -21,7 +21,7 @@ from graphkernel.observation.report import _kernel_table, _times
 from graphkernel.nn import Cell, Dense, Momentum, SoftmaxCrossEntropyWithLogits, TrainOneStepCell, WithLossCell
 from graphkernel.ops import operations as P
 from graphkernel.settings.flags import FlagError, compile_mode, parse_flags
-from graphkernel.tools.bench.first_step import record_steps, summary
+from graphkernel.tools.bench.first_step import format_result, record_steps, run as run_first_step, summary
 from fusion_helpers import options
 from ir import GraphBuilder
 from ir.dtypes import as_dtype
@@ -430,3 +430,13 @@ def test_the_first_step_bench_counts_the_steps_on_stand_ins():
     assert warm["standins"] == [0, 0, 0, 0]
     s = summary(cold, warm, warm)
     assert s["k"] == 2 and s["cold_first_s"] == cold["seconds"][0] and "steps_2_to_k_max_over_warm_unfused" in s
+
+
+@pytest.mark.slow
+def test_the_first_step_bench_runs_cold_warm_and_unfused():
+    # three fresh processes: cold on stand-ins with the real builder, warm on the caches it left, unfused
+    result = run_first_step("stack", 1, "background", steps=3, tiny=True, log=lambda line: None)
+    cold, warm = result["cold"], result["warm"]
+    assert cold["standins"][0] > 0 and cold["standins"][-1] == 0   # started on stand-ins, ended on kernels
+    assert set(warm["standins"]) == {0}   # the second process finds every kernel on disk
+    assert result["summary"]["k"] >= 1 and "first step" in format_result(result)
