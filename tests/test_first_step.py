@@ -78,7 +78,10 @@ def _standin_then_fused(graph, arrays, generated: bool = True):
 
 ELEMENTWISE = [(op, dt) for op in kernel_ops(1) + kernel_ops(2) for dt in dtypes(op)]   # Select: below
 FEW = [("Add", "float32"), ("Exp", "float32"), ("Tanh", "float16"), ("Pow", "float32"), ("Maximum", "float32"),
-       ("Cast", "float32"), ("Select", "float32")]
+       ("Cast", "float32"), ("Select", "float32"), ("Add", "bfloat16"), ("Exp", "bfloat16"), ("RealDiv", "bfloat16")]
+# bfloat16: the kernels hold it as uint16 bits and round every op's float32 result once; a stand-in's
+# numpy op widens it to float32 and rounds once too (ir.ops.evaluate_any_shape)
+BFLOAT16 = [(op, "bfloat16") for op in kernel_ops(1) + kernel_ops(2) if "float32" in dtypes(op)]
 
 
 def _check_elementwise(op, dt):
@@ -97,7 +100,7 @@ def test_standin_has_the_fused_kernels_bits_on_elementwise_chains(held, op, dt):
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize("op,dt", ELEMENTWISE, ids=[f"{o}-{d}" for o, d in ELEMENTWISE])
+@pytest.mark.parametrize("op,dt", ELEMENTWISE + BFLOAT16, ids=[f"{o}-{d}" for o, d in ELEMENTWISE + BFLOAT16])
 def test_standin_bits_every_elementwise_row(held, op, dt):
     _check_elementwise(op, dt)
 
@@ -118,13 +121,14 @@ def test_a_large_elementwise_stand_in_runs_in_row_chunks_with_the_kernels_bits(h
         assert_close(s, f, bitwise=True)
 
 
-REDUCING = [("ReduceSum", (2, 33, 130), (-1,)), ("ReduceSum", (40, 33), (0,)), ("ReduceMax", (3, 5, 70), (1, 2)),
-            ("ReduceSum", (2, 3000), (1,))]
+REDUCING = [("ReduceSum", (2, 33, 130), (-1,), "float32"), ("ReduceSum", (40, 33), (0,), "float32"),
+            ("ReduceMax", (3, 5, 70), (1, 2), "float32"), ("ReduceSum", (2, 3000), (1,), "float32"),
+            ("ReduceSum", (2, 33, 130), (-1,), "bfloat16")]
 
 
-@pytest.mark.parametrize("op,shape,axis", REDUCING, ids=[f"{o}-{a}" for o, _, a in REDUCING])
-def test_standin_within_tolerance_where_a_sum_is_ordered_otherwise(held, op, shape, axis):
-    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+@pytest.mark.parametrize("op,shape,axis,dt", REDUCING, ids=[f"{o}-{a}-{d}" for o, _, a, d in REDUCING])
+def test_standin_within_tolerance_where_a_sum_is_ordered_otherwise(held, op, shape, axis, dt):
+    x = np.random.default_rng(3).standard_normal(shape).astype(dt)
     standin, fused = _standin_then_fused(_graph(op, [x], {"axis": axis, "keep_dims": True}), [x])
     for s, f in zip(standin, fused):
         assert_close(s, f, err_msg=op)
