@@ -34,6 +34,13 @@ Printed: the Parameter count and names check, then per path the losses side by s
 relative differences; the exit status is 1 when a target is missed (fused/unfused within 1e-5 relative
 at every step, within 1e-4 of MindSpore's, the loss falling).
 
+    python bench/official_bert_check.py SRC --first-step [--mindspore-python PY]
+
+times the first steps of that network (below) from empty kernel and compile caches: graphkernel fused with
+--compile_mode=background, every step until its kernels have arrived (k: the steps that ran stand-ins),
+a second process on the caches the first left, the warm unfused step, and MindSpore's first step; it
+prints the ratios of docs/kernels.md "The first step" (reported, never asserted).
+
     python bench/official_bert_check.py SRC --bench [--mindspore-python PY] [--background K[:nice]]
 
 times the loss-scale path at one BERT-large layer (hidden 1024, 16 heads, FFN 4096, seq 128, batch 2,
@@ -123,10 +130,9 @@ def initial_value(name: str, shape) -> np.ndarray:
     return noise.astype(np.float32)
 
 
-def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False,
-        background: str | None = None) -> dict:
-    """Train one path in this process (a worker); returns losses and the Parameter names, or with
-    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
+def build(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False):
+    """The train cell of one path in this process, its batch, its trainable Parameters and those of the
+    decay group: (train, data, params, decay_params)."""
     sys.path.insert(0, sources)
     if framework == "mindspore":
         import mindspore as ms
@@ -178,6 +184,14 @@ def run(framework: str, path: str, steps: int, fused: bool, target: str, sources
         train._ascend_check_overflow_mode, train.enable_allfinite = "INFNAN_MODE", False
     train.set_train()
     data = [Tensor(a) for a in (batch(LARGE, LARGE_BATCH) if bench else batch())]
+    return train, data, params, decay_params
+
+
+def run(framework: str, path: str, steps: int, fused: bool, target: str, sources: str, bench: bool = False,
+        background: str | None = None) -> dict:
+    """Train one path in this process (a worker); returns losses and the Parameter names, or with
+    `bench` the step times (and, for graphkernel, kernel counts and the time outside MatMul)."""
+    train, data, params, decay_params = build(framework, path, steps, fused, target, sources, bench)
     if bench:
         return timed(framework, train, data, background)
     losses, scales = [], []
@@ -256,17 +270,24 @@ def timed(framework: str, train, data, background: str | None = None) -> dict:
 
 
 def worker(args) -> None:
+    if args.record is not None:   # --first-step: every step's seconds and stand-in launches
+        from graphkernel.tools.bench.first_step import record_steps   # a worker's own import
+        train, data, _, _ = build(args.framework, args.path, args.steps, args.fused, args.target, args.sources, True)
+        print("RESULT " + json.dumps(record_steps(train, data, steps=args.record or None)))
+        return
     result = run(args.framework, args.path, args.steps, args.fused, args.target, args.sources, args.bench,
                  args.background)
     print("RESULT " + json.dumps(result))
 
 
 def launch(python: str, sources: str, framework: str, path: str, steps: int, fused: bool = False,
-           target: str = "Ascend", bench: bool = False, background: str | None = None) -> dict:
+           target: str = "Ascend", bench: bool = False, background: str | None = None, record: int | None = None,
+           env: dict | None = None) -> dict:
     cmd = [python, os.path.abspath(__file__), "--worker", framework, "--sources", sources, "--path", path,
            "--steps", str(steps), "--target", target] + (["--fused"] if fused else []) + (["--bench"] if bench else [])
     cmd += ["--background", background] if background else []
-    env = dict(os.environ, PYTHONPATH="" if framework == "mindspore" else REPO)
+    cmd += ["--record", str(record)] if record is not None else []
+    env = dict(env or os.environ, PYTHONPATH="" if framework == "mindspore" else REPO)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
@@ -324,6 +345,45 @@ def bench(args) -> int:
     print(f"   fused / unfused: {runs['fused']['step_s'] / runs['unfused']['step_s']:.2f}")
     print(f"   fused: slowest step after the second / median: "
           f"{max(runs['fused']['steps'][2:]) / statistics.median(runs['fused']['steps'][2:]):.2f} (target <= 2)")
+    return 0
+
+
+def first_step(args) -> int:
+    """The loss-scale path at one BERT-large layer from empty caches: graphkernel fused with
+    --compile_mode=background (cold: every step until its kernels have arrived; warm: a second process on
+    the caches it left, compile cache on), unfused (its warm step), MindSpore's first step."""
+    from graphkernel.tools.bench.first_step import summary   # this tool's parent process imports no graphkernel otherwise
+    work = tempfile.mkdtemp(prefix="official_bert_")
+    try:
+        for framework in ("graphkernel", "mindspore"):
+            prepare(args.src, os.path.join(work, framework), framework)
+        ours = os.path.join(work, "graphkernel")
+        env = dict(os.environ, GRAPHKERNEL_CACHE_DIR=os.path.join(work, "kernels"), MS_COMPILER_CACHE_ENABLE="1",
+                   MS_COMPILER_CACHE_PATH=os.path.join(work, "graphs"), GRAPHKERNEL_COMPILE_MODE="background")
+        load = [os.getloadavg()[0]]
+        cold = launch(sys.executable, ours, "graphkernel", "lossscale", 1, fused=True, record=0, env=env)
+        warm = launch(sys.executable, ours, "graphkernel", "lossscale", 1, fused=True, record=BENCH_STEPS, env=env)
+        unfused = launch(sys.executable, ours, "graphkernel", "lossscale", 1, record=BENCH_STEPS,
+                         env=dict(env, GRAPHKERNEL_COMPILE_MODE="wait", MS_COMPILER_CACHE_ENABLE="0"))
+        theirs = None
+        if args.mindspore_python:
+            theirs = launch(args.mindspore_python, os.path.join(work, "mindspore"), "mindspore", "lossscale", 1,
+                            bench=True)
+        load.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    s = summary(cold, warm, unfused)
+    print(f"one BERT-large layer, loss-scale path, fused, empty caches (load average {load[0]:.1f}/{load[1]:.1f})")
+    print(f"   cold first step {s['cold_first_s']:.1f} s; k = {s['k']} steps ran stand-ins; steps: "
+          + " ".join(f"{t:.2f}" for t in cold["seconds"][:12]))
+    print(f"   steps 2..k slowest / warm unfused step: {s.get('steps_2_to_k_max_over_warm_unfused', float('nan')):.2f} "
+          "(target <= 1.5)")
+    print(f"   steps after k median / warm fused step: {s['after_k_over_warm_fused']:.2f} (target <= 1.05)")
+    print(f"   warm second process first step {s['warm_first_s']:.1f} s")
+    if theirs:
+        print(f"   MindSpore first step {theirs['first_s']:.1f} s: cold / MindSpore "
+              f"{s['cold_first_s'] / theirs['first_s']:.2f} (target <= 2), warm / MindSpore "
+              f"{s['warm_first_s'] / theirs['first_s']:.2f} (target <= 0.5)")
     return 0
 
 
@@ -389,6 +449,9 @@ def main(argv=None) -> int:
     parser.add_argument("--bench", action="store_true", help="time one BERT-large layer instead (see bench())")
     parser.add_argument("--background", metavar="K[:nice]", help="with --bench: K busy processes at that nice "
                         "value beside every implementation, in alternate rounds (quiet and loaded steps)")
+    parser.add_argument("--first-step", action="store_true", help="time the first steps of one BERT-large "
+                        "layer from empty caches, cold and warm, against MindSpore's first step (see first_step())")
+    parser.add_argument("--record", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker", choices=("graphkernel", "mindspore"), help=argparse.SUPPRESS)
     parser.add_argument("--sources", help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
@@ -404,6 +467,8 @@ def main(argv=None) -> int:
     bad = set(args.paths.split(",")) - set(PATHS)
     if bad:
         parser.error(f"unknown path(s) {sorted(bad)}; accepted: {', '.join(PATHS)}")
+    if args.first_step:
+        return first_step(args)
     return bench(args) if args.bench else compare(args)
 
 

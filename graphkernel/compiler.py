@@ -37,7 +37,7 @@ from ir.limits import check_graph, check_reference_peak
 from ir.ops import assigned_inputs, branches, placement
 from kernels.commit import CommitPoint, commit_point
 from kernels.threads import blas_single_threaded
-from graphkernel import context
+from graphkernel import compile_cache, context
 from graphkernel.context import max_device_memory
 from graphkernel.observation.compile_record import compile_record, dumps as record_text, record_stem
 from graphkernel.observation.datadump import DataDump, DumpError
@@ -122,6 +122,7 @@ def options_from_context(graph_level: tuple[str, str] | None = None) -> CompileO
         cache_mode=get("op_compiler_cache_mode"),
         cache_dir=get("op_compiler_cache_dir"),
         cache_lock_timeout=get("op_compiler_cache_lock_timeout"),
+        compile_cache_dir=compile_cache.cache_dir(get("enable_compile_cache"), get("compile_cache_path")),
     )
 
 
@@ -198,11 +199,22 @@ class CompiledGraph:
         self.commit = commit_point(self.program) if self.program is not None and self.updates else \
             CommitPoint(None, False)
         self._snapshot = tuple(i for _, i in self.updates) if self.commit.may_raise else ()
+        # a stand-in may raise (--compile_mode=background): asked again once every kernel has arrived
+        self._recheck = bool(self._snapshot) and self.program is not None and self.program.building
+        # a graph of symbolic sizes has a plan per shape, and a new shape's plan may run stand-ins of
+        # kernels it alone needs (a split variant) after the rest arrived: its calls ask their plan
+        self._per_plan = self.program is not None and self.program.planner is not None and \
+            self.commit.launch is not None
         self._counted = self.graph_id is not None   # a graph call is a step; a PYNATIVE op is not
 
     @property
     def kernel_count(self) -> int:
         return len(self.kernels)
+
+    def wait_for_kernels(self, timeout: float | None = None) -> bool:
+        """With --compile_mode=background: wait until every kernel still building for this graph is
+        built (or failed); the next call runs them. False when `timeout` seconds passed first."""
+        return True if self.program is None else self.program.wait_kernels(timeout)
 
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on numpy arrays: the call's inputs followed by the parameters' values. The results; the
@@ -227,8 +239,15 @@ class CompiledGraph:
             check()
         if not self.updates:
             return self._launch(arrays, None)
+        if self._recheck and not self.program.building:   # the stand-ins' kernels have arrived
+            self._recheck = False
+            self.commit = commit_point(self.program)
+            self._snapshot = tuple(i for _, i in self.updates) if self.commit.may_raise else ()
+        snapshot = self._snapshot
+        if self._per_plan and not snapshot and self.program.standins_at(arrays):
+            snapshot = tuple(i for _, i in self.updates)
         with HELD:
-            saved = [arrays[i].copy() for i in self._snapshot]
+            saved = [arrays[i].copy() for i in snapshot]
             done = []   # set once every Parameter is written: from then on the step counts as done
             try:
                 outs = self._launch(arrays, done)
@@ -236,7 +255,7 @@ class CompiledGraph:
                 if done:
                     self._committed()
                 else:
-                    for i, old in zip(self._snapshot, saved):
+                    for i, old in zip(snapshot, saved):
                         np.copyto(arrays[i], old)
                 raise
             self._committed()
@@ -382,11 +401,21 @@ def compile_graph(graph: Graph, opts: CompileOptions, *, parameters=(), out_tree
         stages[stage] = g
         dumper(stage, g)
 
+    # a graph of symbolic sizes compiles anew: the size relations its passes assumed (ir.symbolic.
+    # Assumptions) are not in the stored graph, and its calls check them
+    cache = None if eager or save or is_dynamic(graph) else opts.compile_cache_dir   # dumps need the passes
+    key = compile_cache.key_of(graph, opts) if cache else None
+    final = compile_cache.load(cache, key) if cache else None
     with PassContext() as passes, Assumptions() as assumed:
         passes.log.switch = opts.fusion_switch
-        final = run_pipeline(graph, opts, on_stage)
-        if is_dynamic(final):
-            check_generic(final, assumed)
+        if final is None:
+            final = run_pipeline(graph, opts, on_stage)
+            if is_dynamic(final):
+                check_generic(final, assumed)
+            if cache:
+                compile_cache.store(cache, key, final)
+        else:   # the compile cache's graph: the pipeline's result for this very trace and these options
+            stages.update(validate=graph, cached=final)
     if opts.flags.dump_as_text and save:
         lines = [f"[switch] {opts.fusion_switch}"] if opts.fusion_switch else []
         dumper.write(f"fusion_log_{graph_id}", text="\n".join(lines + [str(r) for r in passes.log]) + "\n")

@@ -180,6 +180,9 @@ KEYS: dict[str, Key] = {
     "op_compiler_cache_dir": Key(None, _path_or_none),
     # seconds a process waits for another holding a cache entry before building it in memory
     "op_compiler_cache_lock_timeout": Key(10.0, _positive_seconds, compile=False),
+    # the compile cache (graphkernel/compile_cache.py); None: MS_COMPILER_CACHE_ENABLE / MS_COMPILER_CACHE_PATH
+    "enable_compile_cache": Key(None, lambda v: None if v is None else _bool(v), compile=False),
+    "compile_cache_path": Key(None, _path_or_none, compile=False),
     "core_num": Key(32, _int_range(1, 1024)),
     "max_device_memory": Key(None, _memory_size),   # bytes; None: GRAPHKERNEL_MAX_DEVICE_MEMORY or the machine's
     # training steps per launch of a compiled step (loop sinking: graphkernel.train.Model)

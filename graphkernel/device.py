@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import os
 
+from ir.ops import placement
 from kernels import DeviceConfig, kernel_graph_dot, kernels_to_build, lower
 from kernels.cache import set_lock_timeout
 from graphkernel.observation.progress import CompileProgress
+from graphkernel.settings.flags import compile_mode
 
 
-def device_config(opts, source_dir: str | None = None):
-    """The kernels.DeviceConfig of a compile's CompileOptions."""
+def device_config(opts, source_dir: str | None = None, eager: bool = False, collectives: bool = False):
+    """The kernels.DeviceConfig of a compile's CompileOptions. A PYNATIVE one-op run builds its kernel
+    at once (it has no later step to swap a kernel in before); so does, unless --compile_mode says
+    otherwise, a deterministic compile and a graph of collectives (settings/flags.compile_mode)."""
+    same_bits = bool(opts.deterministic) or collectives
     return DeviceConfig(core_num=opts.core_num, deterministic=opts.deterministic, cache_mode=opts.cache_mode,
-                        cache_dir=opts.cache_dir, source_dir=source_dir, max_device_memory=opts.max_device_memory)
+                        cache_dir=opts.cache_dir, source_dir=source_dir, max_device_memory=opts.max_device_memory,
+                        compile_mode="wait" if eager else compile_mode(opts.flags, same_bits))
 
 
 def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
@@ -24,7 +30,8 @@ def lower_for_device(graph, opts, graph_id, dumper, eager: bool):
     if dumper.directory is not None and opts.flags.dump_as_text:
         source_dir = os.path.join(dumper.directory, f"kernels_{graph_id}")
     with CompileProgress(0 if eager else kernels_to_build(graph), f"graph {graph_id} kernels") as progress:
-        program = lower(graph, device_config(opts, source_dir), progress)
+        collectives = any(placement(node) == "comm" for node in graph.nodes)   # ranks keep equal bits
+        program = lower(graph, device_config(opts, source_dir, eager, collectives), progress)
     if not eager:
         stem = f"kernel_graph_{graph_id}"
         dumper.write(stem, kernel_graph_dot(program, stem))

@@ -318,6 +318,37 @@ def _from_disk(name: str, source: str, sig: tuple, directory: str, force: bool):
         return dispatcher, from_cache
 
 
+def _disk_entry_ready(name: str, source: str, directory: str) -> bool:
+    """Whether the entry in `directory` holds this kernel, every file verified (kernels that build in
+    the background ask this first: a missing entry is no build in the foreground). An entry another
+    process holds (it is building it) counts as missing: the background build waits for it, not the
+    caller."""
+    fd = cache_lock.try_acquire(directory, name)
+    if fd is None:
+        return False
+    try:
+        return _entry_problem(directory, name) is None and _mismatch(directory, name, source) is None
+    finally:
+        cache_lock.release(directory, name, fd)
+
+
+def lookup_kernel(key: str, name: str, source: str, sig: tuple, mode: str = "enable",
+                  cache_dir: str | None = None):
+    """fetch_kernel's answer when the kernel is in memory or verified on disk, else None: never a
+    build (kernels/background.py builds the missing ones elsewhere). The memory is checked without
+    waiting for a build another thread runs."""
+    if mode == "force":
+        return None
+    with _LOCK:
+        if key in _MEMORY:
+            STATS["memory"] += 1
+            return _MEMORY[key], "memory"
+    directory = usable_dir(cache_dir or default_cache_dir()) if mode != "disable" else None
+    if directory is None or not _disk_entry_ready(name, source, directory):
+        return None
+    return fetch_kernel(key, name, source, sig, mode, cache_dir)
+
+
 def fetch_kernel(key: str, name: str, source: str, sig: tuple, mode: str = "enable",
                  cache_dir: str | None = None):
     """(the compiled dispatcher for `key`, where it came from: "memory", "disk" or a fresh build,

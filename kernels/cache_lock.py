@@ -145,6 +145,25 @@ def acquire(directory: str, name: str, bound: float) -> int:
         return fd
 
 
+def try_acquire(directory: str, name: str) -> int | None:
+    """The fd of the entry's lock file, locked, or None at once when another process holds it (a
+    kernel building in the background asks so: it never waits for the entry's holder)."""
+    path = lock_path(directory, name)
+    while True:
+        fd = _open(path, create=True)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path):
+            return fd
+        os.close(fd)   # its holder removed it after we opened it: take the new one
+
+
 def release(directory: str, name: str, fd: int) -> None:
     """Remove the lock file (while still holding it), then drop the lock."""
     try:

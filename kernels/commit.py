@@ -8,9 +8,11 @@ step must run to its end. graphkernel/compiler.py builds the all-or-nothing guar
     launch      the position, in `Program.launch_list`, of the first launch that writes an assigned
                 input (an If counts as a whole: where its branches' launches start); None: none does
     may_raise   whether a launch from there on can raise by itself: a host op (the user's Python), an
-                op the numpy reference computes, anything but the generated kernels, BLAS and copies.
-                Generated kernels are compiled with numpy's error model and run no Python: they do not
-                raise. When one that can does, the caller keeps a copy of the Parameters to put back.
+                op the numpy reference computes, a generated kernel's stand-in while the kernel builds
+                in the background (numpy op by op: kernels/standin.py), anything but the generated
+                kernels, BLAS and copies. Generated kernels are compiled with numpy's error model and
+                run no Python: they do not raise. When one that can does, the caller keeps a copy of
+                the Parameters to put back (and asks again once the stand-ins' kernels have arrived).
 
 A launch writes an input when one of its output storages is that input's (an update written in place,
 or a final Assign copy); a Reshape of an input shares its storage, so it counts too.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernels.background import PendingLaunch
 from kernels.executor import GENERATED, Conditional
 
 # Launch variants that raise nothing of their own: generated numba kernels (numpy's error model),
@@ -48,4 +51,4 @@ def _branches_write(conditional: Conditional) -> bool:
 
 
 def _safe(step) -> bool:
-    return step.info.target != "host" and step.info.variant in _SAFE
+    return step.info.target != "host" and step.info.variant in _SAFE and not isinstance(step.fn, PendingLaunch)

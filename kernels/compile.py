@@ -63,8 +63,10 @@ def multi_tensor_signature(mspec) -> tuple:
 
 
 # Kernels are sequential functions over a range of blocks; kernels.threads runs a launch's blocks on
-# its threads, a chunk per call, while the kernel holds no GIL.
-OPTIONS = dict(error_model="numpy", cache=False, nogil=True)
+# its threads, a chunk per call, while the kernel holds no GIL. They are called from Python only: no C
+# callback wrapper (numba lowers and optimizes one per function unless told not to: work of a cold
+# build that nothing uses, docs/kernels.md "The first step").
+OPTIONS = dict(error_model="numpy", cache=False, nogil=True, no_cfunc_wrapper=True)
 
 
 def kernel_globals() -> dict:

@@ -35,6 +35,7 @@ from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
 from ir.specialize import specialize_type
 from ir.symbolic import evaluate_shape
+from kernels.background import PendingLaunch, rebind
 from kernels.threads import blas_single_threaded
 
 
@@ -62,6 +63,7 @@ class KernelInfo:
     phase: str = "forward"      # forward | backward (ir.autodiff.phase_of)
     tile: int = 0               # a generated kernel's tile: elements, or rows (rows, columns variants)
     ub_bytes: int = 0           # the UB bytes one tile keeps live (kernels.lower.ub_bytes), 0: no tiles
+    standin: bool = False       # an observed launch ran its stand-in: the kernel was still building
 
 
 @dataclass
@@ -194,6 +196,7 @@ class Conditional:
 
     def __init__(self, then, else_, in_shapes):
         self.programs = (then, else_)
+        then.nested = else_.nested = True   # their kernels arrive between the enclosing program's steps
         self.in_shapes = in_shapes
         self.offsets = (0, then.launch_count)   # of each branch's launches, from the If's position
         self.position = 0                       # the If's position in its program's launch list
@@ -265,6 +268,10 @@ class Plan:
         self.uses_blas = any(s.blas for s in self.launch_list)
         self._runner = self._make_runner(observed=False)
         self._observed_runner = None    # generated on the first observed call
+        # kernels building in the background (kernels/background.py): step -> the PendingLaunch (or the
+        # Conditional with one in a branch) it runs until its kernel arrives; its Program swaps the real
+        # launch in before a call (`swap`), never during one, in every plan it has
+        self._pending = {k: step.fn for k, step in enumerate(steps) if _waits(step.fn)}
 
     # --- planning ------------------------------------------------------------------------
     @property
@@ -341,7 +348,7 @@ class Plan:
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             if observed and not isinstance(step.fn, Conditional):
-                env[f"info{k}"] = launch_infos[self.positions[k]]
+                env[f"info{k}"] = _observed_info(launch_infos[self.positions[k]], step.fn)
             passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
             if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
@@ -392,7 +399,7 @@ class Plan:
         for k, step in enumerate(self.steps):
             env[f"k{k}"] = step.fn
             if observed and not isinstance(step.fn, Conditional):
-                env[f"info{k}"] = launch_infos[self.positions[k]]
+                env[f"info{k}"] = _observed_info(launch_infos[self.positions[k]], step.fn)
             if step.extra:
                 env[f"e{k}"] = tuple(step.extra)
         return env
@@ -435,6 +442,52 @@ class Plan:
                                      f"C-contiguous {dtype} array (a Parameter's own storage)")
         # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
         return a.astype(dtype, copy=not a.flags.writeable)
+
+    # --- kernels arriving from the background ----------------------------------------------
+    def standin_positions(self) -> set[int]:
+        """The launches (positions in `launch_list`) that run a stand-in now."""
+        return {k for k, step in enumerate(self.launch_list) if isinstance(step.fn, PendingLaunch)}
+
+    def pending_jobs(self) -> list:
+        """The background jobs (kernels/background.py) of this plan's launches still on stand-ins."""
+        jobs = []
+        for fn in self._pending.values():
+            if isinstance(fn, Conditional):
+                jobs += [j for p in fn.programs for j in p.pending_jobs()]
+            else:
+                jobs.append(fn.job)
+        return jobs
+
+    def swap(self) -> tuple[list, dict]:
+        """Swap the real launch in for every stand-in of this plan whose kernel is ready (its Program
+        calls it before a call, under its lock). Returns the (job, launch name) of the kernels that
+        failed to build (their launches keep their stand-in) and, per job that arrived, the positions
+        of its launches. A step another plan shares (one the same at every size) may have been swapped
+        there already: the runner of this plan is rebound all the same."""
+        failed, arrived, swapped, still = [], {}, {}, {}
+        for k, fn in self._pending.items():
+            if isinstance(fn, Conditional):   # its branches are Programs of their own: they swap theirs
+                for p in fn.programs:
+                    failed += p.arrive()
+                if any(p.building for p in fn.programs):
+                    still[k] = fn
+                self._observed_runner = None
+                continue
+            state = fn.job.state
+            if state == "ready":
+                swapped[k] = fn.launch()
+                arrived.setdefault(fn.job, []).append(self.positions[k])
+            elif state == "failed":
+                failed.append((fn.job, self.steps[k].info.name))
+            else:
+                still[k] = fn
+        self._pending = still
+        if swapped:
+            for k, real in swapped.items():
+                self.steps[k].fn = real
+            self._runner = rebind(self._runner, {f"k{k}": real for k, real in swapped.items()})
+            self._observed_runner = None
+        return failed, arrived
 
     def run(self, arrays, state, observer=None) -> list[np.ndarray]:
         """One call on `arrays` with a thread's buffers `state` (new_state)."""
@@ -480,6 +533,18 @@ class Plan:
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
+
+
+def _waits(fn) -> bool:
+    """A step function running a stand-in, or a Conditional with one in a branch."""
+    if isinstance(fn, Conditional):
+        return any(p.building for p in fn.programs)
+    return isinstance(fn, PendingLaunch)
+
+
+def _observed_info(info: KernelInfo, fn) -> KernelInfo:
+    """The KernelInfo an observer sees for a launch running `fn`: marked when it is a stand-in."""
+    return replace(info, standin=True) if isinstance(fn, PendingLaunch) else info
 
 
 def _tuple(names: list[str]) -> str:

@@ -7,9 +7,11 @@
     threads_for(spec, sizes, block_dim, min_elements) -> threads
         one thread below min_elements weighted points (work_weight), else min(block_dim, the
         pool's threads: kernels/threads.py)
-    build_kernel(spec, variant, sig, cfg) -> Built
+    build_kernel(spec, variant, sig, cfg[, background]) -> Built
         the one build sequence of every generated kernel: render the source, fetch the compiled
-        kernel from the cache (or build it), write the source with --dump_as_text
+        kernel from the cache (or build it), write the source with --dump_as_text; in the background
+        (--compile_mode=background) a kernel missing from the cache is left to the builder
+        (kernels/background.py) and comes back pending, its launches on a stand-in meanwhile
     launch_of(fn, block_dim, threads, extra, split) -> (callable, its int arguments)
         how the executor calls it: one thread calls the kernel once over every block,
         `fn(*arrays, *extra, 0, block_dim[, 1])`; several threads call a ParallelLaunch, which runs
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 from ir.filenames import path_in, safe_filename
 from ir.ops import Cost, Pattern, get
 from kernels import aicore, threads
-from kernels.cache import fetch_kernel
+from kernels.background import builder as background_builder
+from kernels.cache import fetch_kernel, lookup_kernel
 from kernels.codegen import render
 from kernels.emitters import EMITTERS, Operands, math_functions
 from kernels.layout import KernelSpec
@@ -125,18 +128,33 @@ class Built:
     name: str           # the kernel's name: its structure and a hash of its source
     source: str
     fn: object          # the compiled kernel (a numba dispatcher)
-    origin: str         # the cache's answer: "compiled", "disk" or "memory"
+    origin: str         # the cache's answer: "compiled", "disk" or "memory"; "pending": building
+    job: object = None  # the background build (kernels/background.py) when pending; fn is None then
 
 
 def build_kernel(spec, variant: str, sig: tuple, cache_mode: str, cache_dir: str | None,
-                 source_dir: str | None) -> Built:
+                 source_dir: str | None, background: bool = False) -> Built:
     """Render the kernel of `spec` in `variant`, fetch it from the kernel cache or build it for `sig`,
-    and write its source into `source_dir` (--dump_as_text) when given."""
+    and write its source into `source_dir` (--dump_as_text) when given. With `background`, a kernel
+    missing from the cache (memory and disk) is not built here: it comes back pending (origin
+    "pending", `job` set, no `fn`), its build queued on kernels/background.py's builder and shared
+    with every program asking for it."""
     name, source = render(spec, variant)
-    fn, origin = fetch_kernel(name, name, source, sig, cache_mode, cache_dir)
     if source_dir:
         write_source(source_dir, name, source)
-    return Built(name, source, fn, origin)
+    if not background:
+        fn, origin = fetch_kernel(name, name, source, sig, cache_mode, cache_dir)
+        return Built(name, source, fn, origin)
+    builder = background_builder()
+    job = builder.job_of(name, cache_dir)
+    if job is not None and job.state == "ready":
+        return Built(name, source, job.dispatcher, "memory")
+    if job is None or job.state == "failed":
+        found = lookup_kernel(name, name, source, sig, cache_mode, cache_dir)
+        if found is not None:
+            return Built(name, source, found[0], found[1])
+    job = builder.submit(name, source, sig, cache_mode, cache_dir)
+    return Built(name, source, None, "pending", job)
 
 
 def write_source(directory: str, name: str, source: str) -> None:

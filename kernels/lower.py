@@ -33,14 +33,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ir.autodiff import phase_of, update_nodes
-from ir.graph import Graph, Node, Value
+from ir.graph import Graph, Node, TensorType, Value
 from ir.symbolic import SIZE_VALUE, Dim, evaluate as value_at, evaluate_shape, has_dims, shape_function
-from ir.specialize import is_dynamic, symbols_of
+from ir.specialize import is_dynamic, specialize, symbols_of
 from ir.interpret import interpret
 from ir.printer import printable
 from ir.ops import Pattern, branches, evaluate, get, placement
 from ir.ops.host import COPY_OPS, is_host, run_host
 from kernels import aicore
+from kernels.background import KernelBuildWarning, PendingLaunch
+from kernels.cache import default_cache_dir, usable_dir
 from kernels.compile import multi_tensor_signature
 from kernels.conv import spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
@@ -53,6 +55,7 @@ from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
 from kernels.random import dropout_fn
 from kernels.scatter import segment_sum_fn
+from kernels.standin import StandIn
 
 
 @dataclass(frozen=True)
@@ -64,10 +67,14 @@ class DeviceConfig:
     source_dir: str | None = None
     max_device_memory: int | None = None   # bytes one value, or one call's buffers, may take
     parallel_min_elements: int = aicore.PARALLEL_MIN_ELEMENTS  # smaller launches run on one thread
+    compile_mode: str = "wait"  # wait: build every kernel now; background: kernels missing from the
+                                # cache build in worker processes, their launches run stand-ins meanwhile
 
-
-class KernelBuildWarning(RuntimeWarning):
-    """A kernel did not build; its work runs in smaller kernels or on the numpy reference."""
+    @property
+    def background(self) -> bool:
+        """Whether missing kernels build in the background: asked for, and a disk cache to hand them over."""
+        return self.compile_mode == "background" and self.cache_mode == "enable" and \
+            usable_dir(self.cache_dir or default_cache_dir()) is not None
 
 
 def _inline_scalar_consts(sub: Graph, ext: tuple[Value, ...]) -> tuple[Graph, tuple[Value, ...]]:
@@ -111,6 +118,8 @@ class _Builder:
         self.where: dict[Value, int] = {}
         self.steps: list[Step] = []
         self.kernels: dict[tuple, KernelLaunch] = {}   # (Graph.key() of a kernel's subgraph, aliases) -> it
+        self.background = cfg.background
+        self.exact_programs: dict[tuple, Program] = {}   # the stand-ins' single-op programs (`exact`)
         self.updates_only = update_nodes(graph)  # the optimizer phase
         # symbolic sizes (ir/symbolic.py): steps whose work depends on them keep a template, evaluated
         # per shape by kernels/plan.py's Planner; lowering itself sees the representative sizes
@@ -295,7 +304,7 @@ class _Builder:
         if parts is not None:
             if self.dynamic and any(isinstance(d, Dim) for v in ext for d in v.shape):
                 raise ValueError("a multi-tensor kernel over symbolic sizes (its tensors' offsets are fixed)")
-            mstep, origin = self.multi_tensor_step(node, parts, ext, ins, homes)
+            mstep, origin = self.multi_tensor_step(node, sub, parts, ext, ins, homes)
             return (mstep, None), origin
         aliases = tuple((k, ins.index(s)) for k, s in enumerate(homes) if s in ins)
         key = (sub.key(), aliases)
@@ -313,8 +322,8 @@ class _Builder:
 
         named: dict = {}   # the launch's KernelInfo per launch choice, named after this node
 
-        def step_at(values: tuple, storages: list | None) -> tuple[Step, str]:
-            info, fn, extra, n_threads, partials, origin = launch.at(values)
+        def step_at(values: tuple, storages: list | None, standin) -> tuple[Step, str]:
+            info, fn, extra, n_threads, partials, origin = launch.at(values, standin)
             if id(info) not in named:
                 named[id(info)] = (info, replace(info, name=node.name or node.op, phase=phase, inputs=in_types,
                                                  outputs=out_types))
@@ -323,20 +332,52 @@ class _Builder:
             return Step(info, fn, ins, outs, extra, n_threads, tuple(ext), node.outputs, aliases, scratch), origin
 
         if not any(isinstance(d, Dim) for d in sizes):
-            step, origin = step_at(tuple(sizes), None)
+            step, origin = step_at(tuple(sizes), None, lambda: StandIn(sub, aliases, self.exact))
             return (step, None), origin
-        step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), None)
+        # a kernel building in the background: its stand-in at each plan's sizes (made only then)
+        step, origin = step_at(tuple(value_at(d, self.hints) for d in sizes), None,
+                               lambda: StandIn(specialize(sub, self.hints), aliases, self.exact))
 
         sizes_at = shape_function(tuple(sizes))
 
         def at(plan_sizes, storages):
-            return step_at(sizes_at(plan_sizes), storages)[0]
+            return step_at(sizes_at(plan_sizes), storages,
+                           lambda: StandIn(specialize(sub, plan_sizes), aliases, self.exact))[0]
         return (step, at), origin
 
     def _build(self, spec, variant: str, sig: tuple):
         """The one build path of every generated kernel (kernels.launch.build_kernel) with this
-        program's cache and source settings."""
-        return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir)
+        program's cache and source settings; a kernel missing from the cache comes back pending when
+        it builds in the background."""
+        return build_kernel(spec, variant, sig, self.cfg.cache_mode, self.cfg.cache_dir, self.cfg.source_dir,
+                            background=self.background)
+
+    def exact(self, node: Node):
+        """A stand-in's computation of one node with its kernel's bits (kernels/standin.py): the node's
+        single-op kernel (built now, once: the kernel cache keeps it), in a program per operand shapes
+        (a stand-in may run a node on slices of its operands)."""
+        positions = [k for k, v in enumerate(node.inputs) if v.node.op != "Const"]
+
+        def run(arrays):
+            program = self._exact_program(node, tuple(arrays[k].shape for k in positions))
+            return program.run([np.ascontiguousarray(arrays[k]) for k in positions])
+        self._exact_program(node, tuple(node.inputs[k].shape for k in positions))
+        return run
+
+    def _exact_program(self, node: Node, shapes: tuple) -> Program:
+        ins = [v for v in node.inputs if v.node.op != "Const"]
+        inputs = Graph.with_inputs([TensorType(shape, v.dtype) for shape, v in zip(shapes, ins)])
+        consts = {v: Node("Const", (), v.node.attrs, (v.type,)) for v in node.inputs if v.node.op == "Const"}
+        remap = dict(zip(ins, inputs))
+        remap.update((v, c.out) for v, c in consts.items())
+        shape = tuple(np.broadcast_shapes(*shapes, *(v.shape for v in consts)))
+        inner = node.replace(inputs=tuple(remap[v] for v in node.inputs), name="",
+                             types=tuple(TensorType(shape, t.dtype) for t in node.types))
+        graph = Graph(inputs, list(consts.values()) + [inner], inner.outputs)
+        key = graph.key()
+        if key not in self.exact_programs:   # one per op, operands and shapes: its buffers are shared too
+            self.exact_programs[key] = lower(graph, replace(self.cfg, compile_mode="wait", source_dir=None))
+        return self.exact_programs[key]
 
     def scratch(self, dtype, count: int, storages: list | None = None) -> int:
         """A temp of `count` elements a launch uses while it runs (a split kernel's partials): in this
@@ -345,7 +386,7 @@ class _Builder:
         storages.append(Storage("temp", dtype.np, count))
         return len(storages) - 1
 
-    def multi_tensor_step(self, node: Node, parts, ext, ins, homes) -> tuple[Step, str]:
+    def multi_tensor_step(self, node: Node, sub: Graph, parts, ext, ins, homes) -> tuple[Step, str]:
         """One launch of the kernel the parts share over every part's tensors (kernels/multi_tensor.py)."""
         described = describe_multi(parts)
         if described is None:
@@ -359,9 +400,16 @@ class _Builder:
         pairs = tuple((p.outputs[k], p.inputs[i]) for p in parts for k, i in aliases)
         stored = {k for k, _ in pairs}
         passed = [k for k in range(len(node.outputs)) if k not in stored]
-        packed = launcher(built.fn, parts, mspec, np.array(counts, np.int64), len(ins), passed)
         n_threads = threads_for(mspec.spec, total, block_dim, self.cfg.parallel_min_elements)
-        fn, extra = launch_of(packed, block_dim, n_threads, (block_dim, tile, lanes), False)
+
+        def launch(dispatcher):
+            packed = launcher(dispatcher, parts, mspec, np.array(counts, np.int64), len(ins), passed)
+            return launch_of(packed, block_dim, n_threads, (block_dim, tile, lanes), False)
+        if built.job is None:
+            fn, extra = launch(built.fn)
+        else:   # building in the background: the stand-in runs meanwhile
+            extra = launch(None)[1]
+            fn = PendingLaunch(built.job, StandIn(sub, pairs, self.exact), lambda d: launch(d)[0])
         info = KernelInfo(node.name or node.op, mspec.op_names, block_dim, tuple(v.type for v in ext),
                           node.types, "device", built.source, "multi_tensor", kernel=built.name,
                           phase=phase_of(node, self.updates_only), tile=tile,

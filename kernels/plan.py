@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import types
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 
@@ -34,6 +36,7 @@ from ir.graph import Graph, Node, TensorType, input_node
 from ir.symbolic import Assumptions, Dim, evaluate, evaluate_shape, shape_function
 from ir.specialize import bind, specialize_node, specialize_type, symbols_of
 from kernels import aicore
+from kernels.background import Arrival, PendingLaunch, wait, warn_failed
 from kernels.compile import signature
 from kernels.executor import InputMismatchError, KernelInfo, Plan, Step, Storage
 from kernels.launch import choose_launch, launch_of, ub_bytes, work_weight
@@ -57,19 +60,27 @@ class KernelLaunch:
 
     def kernel(self, variant: str, n_sizes: int, partials) -> tuple:
         """(Built, origin) of the kernel of `variant`: built (or fetched from the kernel cache) the first
-        time, "memory" after."""
-        if variant in self.built:
-            return self.built[variant], "memory"
+        time, "memory" after. A kernel building in the background (origin "pending") is pending until
+        its job is ready, then the job's kernel."""
+        built = self.built.get(variant)
+        if built is not None:
+            if built.job is not None and built.job.state == "ready":   # arrived from the background
+                built = self.built[variant] = replace(built, fn=built.job.dispatcher, origin="memory", job=None)
+            return built, "memory"
         fold = variant == "split"
         sig = signature(self.dtypes + [d for d, _ in partials], n_sizes + 5 + fold)
         built = self.built[variant] = self.build(self.spec, variant, sig)
         return built, built.origin
 
-    def at(self, sizes: tuple[int, ...]) -> tuple:
+    def at(self, sizes: tuple[int, ...], standin=None) -> tuple:
         """(KernelInfo without its node's name, callable, int arguments, threads, partials, origin) of a
-        launch over the collapsed `sizes`."""
+        launch over the collapsed `sizes`. While its kernel builds in the background the callable is a
+        PendingLaunch running `standin()` (kernels/standin.py, made for the call's shapes; a launch at
+        the same collapsed sizes computes the same elements in the same order at any shape), swapped
+        for the kernel's launch between calls (Program.arrive); a launch asked for after the kernel
+        arrived is the kernel's."""
         hit = self.at_sizes.get(sizes)
-        if hit is not None:
+        if hit is not None and not (isinstance(hit[1], PendingLaunch) and hit[1].job.state == "ready"):
             return hit[:5] + ("memory",)
         spec = self.spec
         variant, block_dim, tile, lanes = choose_launch(spec, sizes, self.core_num)
@@ -77,8 +88,12 @@ class KernelLaunch:
         built, origin = self.kernel(variant, len(sizes), partials)
         # kernels.launch.threads_for, its work weight computed once
         n_threads = aicore.launch_threads(block_dim, math.prod(sizes), self.min_elements, self.weight)
-        fn, extra = launch_of(built.fn, block_dim, n_threads, tuple(sizes) + (block_dim, tile, lanes),
-                              variant == "split")
+        ints, fold = tuple(sizes) + (block_dim, tile, lanes), variant == "split"
+        fn, extra = launch_of(built.fn, block_dim, n_threads, ints, fold)
+        if built.job is not None:   # building in the background: the stand-in runs meanwhile
+            if standin is None:
+                raise ValueError(f"kernel {built.name} builds in the background and its launch has no stand-in")
+            fn = PendingLaunch(built.job, standin(), lambda d: launch_of(d, block_dim, n_threads, ints, fold)[0])
         info = KernelInfo(built.name, spec.op_names, block_dim, (), (), "device", built.source, variant,
                           kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
         self.at_sizes[sizes] = (info, fn, extra, n_threads, partials)
@@ -188,6 +203,11 @@ class Planner:
         return plan
 
 
+    def plans(self) -> list[Plan]:
+        """The plans made so far (PLAN_CACHE at most)."""
+        with self._lock:
+            return list(self._plans.values())
+
     # --- buffers -------------------------------------------------------------------------------
     @staticmethod
     def state(st, plan: Plan):
@@ -230,6 +250,11 @@ class Program:
     of the representative sizes, which `steps`, `kernels` and the figures below describe. The
     temporaries of every plan a thread runs share one arena, grown to the largest; a plan's views of
     it and its output buffers are kept while the arena stays, so a repeated shape allocates nothing.
+
+    Kernels building in the background (kernels/background.py) run stand-ins in the plans made before
+    they arrive; before a call (never during one) `arrive` swaps each arrived kernel's launch in for
+    its stand-ins in every plan of the program (Plan.swap), and records one Arrival per kernel in
+    `arrivals`. A plan made after a kernel arrived launches it from the start (KernelLaunch.at).
     """
 
     def __init__(self, graph: Graph, steps: list[Step], storages: list[Storage],
@@ -242,6 +267,12 @@ class Program:
             else planner.representative()
         self._local = threading.local()
         self.launch_count = self.plan.launch_count
+        self.nested = False             # a branch of a Conditional: its enclosing plan swaps for it
+        self.calls = 0                  # top-level calls so far
+        self.arrivals: list[Arrival] = []
+        self._arrived: set = set()      # the jobs of `arrivals`
+        self._building = bool(self.plan._pending)   # some plan had stand-ins at the last swap
+        self._swap_lock = threading.Lock()
 
     # what a Plan tells, of the one plan (the representative one, with symbolic sizes)
     steps = property(lambda self: self.plan.steps)
@@ -255,11 +286,70 @@ class Program:
     uses_blas = property(lambda self: self.plan.uses_blas)
     assigned = property(lambda self: self.plan.assigned)
 
+    # --- kernels arriving from the background ----------------------------------------------
+    def plans(self) -> list[Plan]:
+        """Every plan of the program: its one, or those its planner made so far."""
+        if self.planner is None:
+            return [self.plan]
+        plans = self.planner.plans()
+        return plans if any(p is self.plan for p in plans) else [self.plan] + plans
+
+    @property
+    def building(self) -> bool:
+        """Whether some launch still runs a stand-in: its kernel is building in the background (or has
+        arrived and the next call swaps it in)."""
+        return any(p._pending for p in self.plans())
+
+    def standin_positions(self) -> set[int]:
+        """The launches (positions in `launch_list`, the same in every plan) that run a stand-in now in
+        some plan."""
+        return set().union(*(p.standin_positions() for p in self.plans() if p._pending))
+
+    def pending_jobs(self) -> list:
+        """The background jobs of the launches still on stand-ins, in every plan, each once."""
+        jobs = [j for p in self.plans() for j in p.pending_jobs()]
+        return list({id(j): j for j in jobs}.values())
+
+    def standins_at(self, arrays) -> bool:
+        """Whether the plan of a call on `arrays` runs a stand-in (before its call swaps what arrived)."""
+        plan = self.plan if self.planner is None else self.planner.plan_for(arrays)
+        return bool(plan._pending)
+
+    def wait_kernels(self, timeout: float | None = None) -> bool:
+        """Wait until every kernel building for this program is done (built or failed); the next call
+        swaps them in. False when `timeout` seconds passed first."""
+        return wait(self.pending_jobs(), timeout)
+
+    def arrive(self) -> list:
+        """Swap the real launch in for every stand-in whose kernel is ready, in every plan (before a
+        call: a step runs one set of launches from its start to its end). Returns the (job, launch
+        name) of the kernels that failed to build: their launches keep their stand-in (run() warns)."""
+        failed, arrived = [], {}
+        with self._swap_lock:
+            for plan in self.plans():
+                if plan._pending:
+                    f, a = plan.swap()
+                    failed += f
+                    for job, positions in a.items():
+                        arrived.setdefault(job, set()).update(positions)
+            now = time.perf_counter()
+            for job, positions in arrived.items():
+                if job not in self._arrived:   # a plan made before the kernel arrived, swapped later
+                    self._arrived.add(job)
+                    self.arrivals.append(Arrival(job.name, tuple(sorted(positions)), job.queued_at, job.done_at,
+                                                 job.build_seconds, now, self.calls))
+            self._building = self.building
+        return failed
+
     def run(self, arrays, observer=None) -> list[np.ndarray]:
         planner = self.planner
         plan = self.plan if planner is None else planner.plan_for(arrays)
         if len(arrays) != len(plan._inputs):
             raise InputMismatchError(f"the program takes {len(plan._inputs)} inputs, got {len(arrays)}")
+        if not self.nested:
+            if plan._pending or self._building:
+                warn_failed(self.arrive())
+            self.calls += 1
         st = self._local
         if planner is None:
             if not hasattr(st, "outs"):

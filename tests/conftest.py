@@ -1,6 +1,6 @@
 """Shared test setup: one kernel cache directory per test run (subprocesses inherit it through the
-environment), ir.verify after every pass, a fresh context for every test, the run's seed, and which
-tests run.
+environment), kernels built before a graph's first call (GRAPHKERNEL_COMPILE_MODE=wait), ir.verify
+after every pass, a fresh context for every test, the run's seed, and which tests run.
 
 Seed. Hypothesis draws from `seeding.commit_seed()` (CI: the commit's, so every commit explores new
 examples; a local run: a fresh one; GRAPHKERNEL_SEED overrides both). The header prints it with the
@@ -37,6 +37,9 @@ if os.environ.get("CI"):
 if "GRAPHKERNEL_CACHE_DIR" not in os.environ:
     os.environ["GRAPHKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="graphkernel-test-cache-")
 os.environ["GRAPHKERNEL_VERIFY"] = "1"
+# every kernel is built before a graph's first call (--compile_mode=wait), so a test's results never depend
+# on when a background build finishes; tests/test_first_step.py sets background where it tests it
+os.environ["GRAPHKERNEL_COMPILE_MODE"] = "wait"
 
 # Python reads PYTHONWARNINGS before site-packages can be imported, so a subprocess cannot name
 # kernels.KernelBuildWarning or kernels.CacheWarning there: these match the start of their messages

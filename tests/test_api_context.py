@@ -52,7 +52,7 @@ def test_misspelt_flag_suggests_nearest():
 
 def test_unknown_flag_lists_the_accepted_flags():
     with pytest.raises(GraphKernelError, match=r"unknown flag --dump_as_pdf; did you mean --dump_as_text\?; accepted: "
-                                               r"--opt_level, --enable_expand_ops, .*--dump_as_html, --verify$"):
+                                               r"--opt_level, --enable_expand_ops, .*--dump_as_html, --verify, --compile_mode$"):
         context.set_context(graph_kernel_flags="--dump_as_pdf")
 
 

@@ -95,7 +95,8 @@ def test_one_event_per_launch_and_a_marker_per_step(tmp_path, target):
         assert all(step["ts"] <= e["ts"] and   # (within the rounding to ns)
                    e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 0.002 for e in inside)
     names = {(e["tid"], e["args"]["name"]) for e in doc["traceEvents"] if e["name"] == "thread_name"}
-    assert names == {(0, "steps"), (1, "AI Core kernels"), (2, "host ops"), (3, "host<->device copies"), (4, "collectives")}
+    assert names == {(0, "steps"), (1, "AI Core kernels"), (2, "host ops"), (3, "host<->device copies"), (4, "collectives"),
+                     (5, "kernel builds")}
     assert doc["otherData"]["dropped_launch_events"] == 0
 
 

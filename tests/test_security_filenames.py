@@ -195,4 +195,4 @@ def test_every_file_a_hostile_model_makes_stays_in_the_chosen_directories(target
     written = written_files(tmp_path)
     assert written and all(any(inside(d, p) for d in (dump_dir, graphs_dir, prof_dir)) for p in written)
     assert len([f for f in written if f.endswith(".output.0.npy")]) == 5     # one per launch
-    assert sorted(os.listdir(prof_dir / "profiler")) == ["kernel_details.csv", "step_trace.csv", "trace.json"]
+    assert sorted(os.listdir(prof_dir / "profiler")) == ["kernel_builds.csv", "kernel_details.csv", "step_trace.csv", "trace.json"]

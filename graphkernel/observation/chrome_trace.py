@@ -10,6 +10,9 @@
       host<->device copies    CopyToHost / CopyToDevice launches, the same args
       collectives             the launches of collectives (AllReduce, a bucket's AllReduceStart and
                               AllReduceWait: graphkernel/communication)
+      kernel builds           kernels built in the background (--compile_mode=background): each build
+                              from its request to the kernel loaded, and an instant where the first call
+                              that ran it began; a launch that ran its stand-in has args.standin true
     and in a data-parallel job a process "communicator" whose track holds each collective as the
     communicator's thread ran it (a bucket's AllReduce from its start to its end, overlapping the
     backward's kernels), args: the bucket, when it was submitted and how long the main thread waited for it
@@ -26,6 +29,7 @@ from ir.printer import format_type
 STEP_TID = 0
 TRACKS = {"device": (1, "AI Core kernels"), "host": (2, "host ops"), "copy": (3, "host<->device copies"),
           "comm": (4, "collectives")}
+BUILD_TID, BUILD_TRACK = 5, "kernel builds"
 PYNATIVE_PID = 0
 COMM_PID = 1_000_000      # the communicator thread's process in the trace (not a graph)
 
@@ -43,7 +47,21 @@ def launch_event(graph_id, step: int, launch, start_us: float, dur_us: float) ->
                      "inputs": [format_type(t) for t in launch.inputs],
                      "outputs": [format_type(t) for t in launch.outputs],
                      "bytes": sum(t.nbytes for t in launch.inputs + launch.outputs),
-                     "step": step, "launch": launch.index}}
+                     "step": step, "launch": launch.index, "standin": launch.standin}}
+
+
+def build_events(graph_id, arrival, origin: float) -> list[dict]:
+    """A kernel built in the background (kernels.executor.Arrival): its build from the request to the
+    kernel loaded ("X" on the kernel builds track) and its arrival, the start of the first call that ran it
+    ("i"); `origin` is the Profiler's start (perf_counter seconds)."""
+    pid = pid_of(graph_id)
+    start, built, swapped = ((t - origin) * 1e6 for t in (arrival.queued_at, arrival.built_at, arrival.swapped_at))
+    args = {"kernel": arrival.kernel, "launches": list(arrival.positions), "build_s": round(arrival.build_seconds, 3),
+            "first_step": arrival.call}
+    return [{"name": arrival.kernel, "cat": "build", "ph": "X", "pid": pid, "tid": BUILD_TID,
+             "ts": round(start, 3), "dur": round(max(0.0, built - start), 3), "args": args},
+            {"name": f"arrived {arrival.kernel}", "cat": "build", "ph": "i", "s": "t", "pid": pid,
+             "tid": BUILD_TID, "ts": round(swapped, 3), "args": args}]
 
 
 def step_events(graph_id, step: int, start_us: float, dur_us: float, launches: int) -> list[dict]:
@@ -81,7 +99,7 @@ def _metadata(pids: list[int]) -> list[dict]:
                 {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"sort_index": pid}},
                 {"name": "thread_name", "ph": "M", "pid": pid, "tid": STEP_TID, "args": {"name": "steps"}}]
         out += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": track}}
-                for tid, track in TRACKS.values()]
+                for tid, track in [*TRACKS.values(), (BUILD_TID, BUILD_TRACK)]]
     return out
 
 

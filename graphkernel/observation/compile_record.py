@@ -31,14 +31,15 @@ def _figure(value):
     return str(value)
 
 
-def _launch_row(index: int, info) -> dict:
+def _launch_row(index: int, info, standin: bool = False) -> dict:
+    """`standin`: the launch started on its stand-in, its kernel building in the background."""
     block_dim = getattr(info, "block_dim", None)
     return {
         "index": index, "name": info.name, "ops": list(info.op_types), "kernel": info.kernel or "",
         "variant": getattr(info, "variant", "") or "", "target": info.target, "phase": info.phase,
         "block_dim": block_dim, "tile": getattr(info, "tile", 0), "ub_bytes": getattr(info, "ub_bytes", 0),
         "inputs": [format_type(t) for t in info.inputs], "outputs": [format_type(t) for t in info.outputs],
-        "bytes": sum(t.nbytes for t in info.inputs + info.outputs),
+        "bytes": sum(t.nbytes for t in info.inputs + info.outputs), "standin": standin,
     }
 
 
@@ -56,6 +57,7 @@ def compile_record(compiled, stage_files: list[str]) -> dict:
     """The record of a CompiledGraph; `stage_files` are the names of the stage dumps it wrote."""
     opts = compiled.options
     kernels = list(compiled.kernels)
+    standins = set() if compiled.program is None else compiled.program.standin_positions()
     sources = {info.kernel: info.source for info in kernels if getattr(info, "source", None) and info.kernel}
     return {
         "format": FORMAT,
@@ -66,7 +68,7 @@ def compile_record(compiled, stage_files: list[str]) -> dict:
         "fusion_switch": None if opts.fusion_switch is None else str(opts.fusion_switch),
         "precision_mode": opts.precision_mode,
         "stage_files": list(stage_files),
-        "launches": [_launch_row(k, info) for k, info in enumerate(kernels)],
+        "launches": [_launch_row(k, info, k in standins) for k, info in enumerate(kernels)],
         "kernel_graph_nodes": {} if compiled.program is None else kernel_graph_nodes(compiled.program),
         "sources": sources,
         "fusion_log": [{"stage": r.stage, "candidates": list(r.candidates), "accepted": r.accepted,

@@ -54,6 +54,7 @@ class Launch:
     members: tuple[str, ...] = ()   # names of the primitives inside a composite
     composite: bool = False         # it computes a composite
     target: str = "device"          # device | host | copy (a host<->device copy)
+    standin: bool = False           # this call ran the launch's stand-in: its kernel was building
 
     @property
     def op_type(self) -> str:
@@ -70,6 +71,7 @@ class GraphObservation:
     sinks: list = field(default_factory=list)
     steps: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    arrivals_seen: int = 0          # of the program's kernel arrivals, those handed to the sinks
 
 
 def _members(node: Node) -> tuple[str, ...]:
@@ -158,9 +160,21 @@ def run_observed(compiled, arrays, profiler=None, done: list | None = None) -> l
         seconds = time.perf_counter() - start
         for s in sinks:
             s.end_step(compiled, step, seconds, relay.count)
+        _deliver_arrivals(compiled, obs, sinks)
     if relay.held is not None:
         raise relay.held
     return results
+
+
+def _deliver_arrivals(compiled, obs: GraphObservation, sinks: list) -> None:
+    """The kernels that arrived from the background build since the last observed call
+    (kernels.executor.Arrival), to the sinks that take them (`kernel_arrived(compiled, arrival)`)."""
+    arrivals = [] if compiled.program is None else compiled.program.arrivals
+    for arrival in arrivals[obs.arrivals_seen:]:
+        for s in sinks:
+            if hasattr(s, "kernel_arrived"):
+                s.kernel_arrived(compiled, arrival)
+    obs.arrivals_seen = len(arrivals)
 
 
 class _Relay:
@@ -183,6 +197,8 @@ class _Relay:
         if self.dynamic:   # the plan's launch at the call's sizes (kernels/plan.py)
             launch = replace(launch, inputs=info.inputs, outputs=info.outputs, block_dim=info.block_dim,
                              variant=info.variant, kernel=info.kernel)
+        if getattr(info, "standin", False):
+            launch = replace(launch, standin=True)
         self.deliver(launch, [a.reshape(t.shape) for a, t in zip(inputs, launch.inputs)],
                      [a.reshape(t.shape) for a, t in zip(outputs, launch.outputs)], seconds)
 

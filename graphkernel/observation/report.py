@@ -188,13 +188,14 @@ def read_profile(path: str) -> list[dict]:
     raise ReportError(f"no kernel_details.csv at {path!r} (give a Profiler's output_path)")
 
 
-def _times(profile: list[dict] | None, graph_id: int) -> dict[str, tuple[int, float]]:
-    """{launch name: (calls, total us)} of the graph's rows."""
+def _times(profile: list[dict] | None, graph_id: int) -> dict[str, tuple[int, float, int]]:
+    """{launch name: (calls, total us, calls on the launch's stand-in)} of the graph's rows."""
     out: dict[str, tuple[int, float]] = {}
     for row in profile or ():
         if row.get("graph_id") == str(graph_id):
-            calls, total = out.get(row["name"], (0, 0.0))
-            out[row["name"]] = (calls + int(row["calls"] or 0), total + float(row["total_time_us"] or 0.0))
+            calls, total, standin = out.get(row["name"], (0, 0.0, 0))
+            out[row["name"]] = (calls + int(row["calls"] or 0), total + float(row["total_time_us"] or 0.0),
+                                standin + int(row.get("standin_calls") or 0))
     return out
 
 
@@ -315,14 +316,16 @@ def _kernel_table(launches: list[dict], times: dict | None) -> list[str]:
     for la in launches:
         block = "" if la["block_dim"] is None else la["block_dim"]
         cells = [f'<td class="num">{la["index"]}</td>', _cell(la["name"]), _cell(" ".join(la["ops"])),
-                 _cell(la["kernel"]), _cell(la["variant"]), _cell(la["target"]), _cell(la["phase"]),
+                 _cell(la["kernel"]), _cell(la["variant"] + (" (stand-in while it built)" if la.get("standin") else "")),
+                 _cell(la["target"]), _cell(la["phase"]),
                  f'<td class="num">{block}</td>', f'<td class="num">{la["tile"] or ""}</td>',
                  f'<td class="num">{la["ub_bytes"] or ""}</td>', _cell(", ".join(la["inputs"])),
                  _cell(", ".join(la["outputs"])), f'<td class="num">{la["bytes"]}</td>']
         if timed:
-            calls, total = times.get(la["name"], (0, 0.0))
+            calls, total, standin = times.get(la["name"], (0, 0.0, 0))
             avg = f"{total / calls:.3f}" if calls else ""
-            cells += [f'<td class="num">{calls or ""}</td>', f'<td class="num">{avg}</td>',
+            shown = f"{calls} ({standin} on stand-in)" if standin else (calls or "")
+            cells += [f'<td class="num">{shown}</td>', f'<td class="num">{avg}</td>',
                       f'<td class="num">{f"{total:.3f}" if calls else ""}</td>']
         rows.append("<tr>" + "".join(cells) + "</tr>")
     rows.append("</table>")

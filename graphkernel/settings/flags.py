@@ -80,11 +80,14 @@ class GraphKernelFlags:
     dump_as_text: bool = False
     dump_as_html: bool = False                # the report page of each graph, with the dumps (graphkernel/observation/report.py)
     verify: bool = False                      # run ir.verify after every pass (tests turn it on)
+    compile_mode: str | None = None           # background | wait; None: $GRAPHKERNEL_COMPILE_MODE, else background
 
 
 _LIST = {"enable_expand_ops", "disable_expand_ops", "enable_expand_ops_only", "enable_cluster_ops",
          "disable_cluster_ops", "enable_cluster_ops_only", "enable_pass", "disable_pass"}
 _BOOL = {f.name for f in fields(GraphKernelFlags) if f.type in ("bool",)}
+_CHOICES = {"compile_mode": ("background", "wait")}
+COMPILE_MODE_ENV = "GRAPHKERNEL_COMPILE_MODE"   # the default of --compile_mode (the test suite: wait)
 _INT_RANGES = {"opt_level": (0, 3), "composite_op_limit_size": (1, 100000), "reduce_fuse_depth": (0, 1000)}
 KNOWN_FLAGS = tuple(f.name for f in fields(GraphKernelFlags))
 
@@ -100,6 +103,10 @@ def _value(key: str, raw: str | None):
         raise FlagError(f"--{key} needs a value (--{key}=...)")
     if key in _LIST:
         return frozenset(item.strip() for item in raw.split(",") if item.strip())
+    if key in _CHOICES:
+        if raw not in _CHOICES[key]:
+            raise FlagError(f"--{key}={raw}: expected one of {', '.join(_CHOICES[key])}")
+        return raw
     lo, hi = _INT_RANGES[key]
     try:
         value = int(raw)
@@ -145,3 +152,19 @@ def parse_flags(text: str, *, read_env: bool = True, check_names=None) -> GraphK
         no_effect("graph_kernel_flags", f"--disable_cluster_ops={name} with --enable_expand_ops={name} (expanded, "
                   "its primitives fuse, as MindSpore fuses an expanded op)")
     return flags
+
+
+def compile_mode(flags: GraphKernelFlags, same_bits: bool = False) -> str:
+    """How a graph's kernels build: --compile_mode; else wait when the results must not depend on when
+    kernels arrive (`same_bits`: deterministic on, or a graph of collectives, whose ranks keep their
+    Parameters bitwise equal; a stand-in sums in another order than its kernel, and which calls run
+    stand-ins is a matter of timing); else $GRAPHKERNEL_COMPILE_MODE, else "background" (the first step
+    runs on stand-ins while the kernels build: docs/kernels.md)."""
+    if flags.compile_mode is not None:
+        return flags.compile_mode
+    if same_bits:
+        return "wait"
+    env = os.environ.get(COMPILE_MODE_ENV, "")
+    if env and env not in _CHOICES["compile_mode"]:
+        raise FlagError(f"{COMPILE_MODE_ENV}={env}: expected one of {', '.join(_CHOICES['compile_mode'])}")
+    return env or "background"

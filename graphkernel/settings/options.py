@@ -35,13 +35,14 @@ class CompileOptions:
     fusion_switch_off: frozenset = frozenset()   # pass names turned off by fusion_switch_file
     mix_compile_mode: bool = False   # host ops may compile next to device work (passes/partition.py)
     max_device_memory: int | None = None   # bytes one tensor, or one call's device buffers, may take
-    # what the compile writes beside its result and where it keeps its kernels (no result depends on them)
+    # what the compile writes beside its result and where it keeps its kernels and graphs (no result depends on them)
     save_graphs: bool = False        # the stage dumps (not for a PYNATIVE one-op compile)
     save_graphs_path: str | None = "dot_out"
     data_dump: DataDumpOptions = DataDumpOptions()   # enable_dump, enable_dump_debug and their settings
     cache_mode: str = "enable"       # op_compiler_cache_mode: enable | disable | force
     cache_dir: str | None = None     # op_compiler_cache_dir (None: the user's cache directory)
     cache_lock_timeout: float = 10.0   # op_compiler_cache_lock_timeout: seconds to wait for another process
+    compile_cache_dir: str | None = None   # where compiled graphs are kept (graphkernel/compile_cache.py), None: off
 
     @property
     def opt_level(self) -> int:

@@ -7,10 +7,11 @@ their scalar emitters in `kernels/`; expanders live in `graphkernel/expanders/`.
     make_node("Mul", (x, two), name=...)  ->  Node with inferred types, or a ShapeError/DTypeError
                                                naming the op, the node, the shapes and the rule
     evaluate(node, arrays)                ->  the numpy reference results
+    evaluate_any_shape(node, arrays)      ->  the same shaped by the operands (a node run on slices)
 """
 from ir.ops.registry import (
     Api, Attr, Cost, Form, OpDef, Pattern, Precision, OPS, ALIASES, canonical_name, get, register, make_node, evaluate,
-    pattern_of,
+    evaluate_any_shape, pattern_of,
 )
 from ir.ops import elementwise, reduce, shape, linalg, composite  # noqa: F401  (they register ops)
 from ir.ops import injective  # noqa: F401  (Slice, Concat, Split, Gather)
@@ -34,5 +35,5 @@ from ir.ops.state import assigned_inputs
 from ir.ops.host import is_host, placement  # noqa: F401  (PyFunc, HostCall, CopyToHost/CopyToDevice)
 
 __all__ = ["Api", "Attr", "Cost", "Form", "OpDef", "Pattern", "Precision", "OPS", "ALIASES", "canonical_name", "get", "register",
-           "make_node", "evaluate", "pattern_of", "is_host", "placement", "assigned_inputs",
+           "make_node", "evaluate", "evaluate_any_shape", "pattern_of", "is_host", "placement", "assigned_inputs",
            "branches", "map_branches"]

@@ -258,17 +258,19 @@ def evaluate(node: Node, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
     """The numpy reference results of one (non-composite) node, in the node's exact dtypes. An op that
     computes sees bfloat16 operands widened to float32 (exact) and its float32 results are rounded to
     bfloat16 once: MindSpore's bfloat16 semantics (a sum or a matrix product accumulates in float32)."""
+    out = evaluate_any_shape(node, arrays)
+    for r, t in zip(out, node.types):
+        if r.shape != t.shape and r.shape != tuple(int(d) for d in t.shape):   # symbolic: at their hints
+            raise IRError(f"reference of {node.op} gave shape {r.shape}, inferred {t.shape}")
+    return out
+
+
+def evaluate_any_shape(node: Node, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """evaluate's results without its shape check: shaped by the operands given (a stand-in of an
+    elementwise kernel runs a node on slices of its operands, kernels/standin.py)."""
     d = get(node.op)
     if not d.moves_data and d.pattern != Pattern.INJECTIVE and any(a.dtype == BFLOAT16_NP for a in arrays):
         arrays = [a.astype(np.float32) if a.dtype == BFLOAT16_NP else a for a in arrays]
     result = d.reference(arrays, node.attr_dict)
     results = result if isinstance(result, tuple) else (result,)
-    out = []
-    for r, t in zip(results, node.types):
-        r = np.asarray(r)
-        if r.dtype != t.dtype.np:
-            r = r.astype(t.dtype.np)
-        if r.shape != t.shape and r.shape != tuple(int(d) for d in t.shape):   # symbolic: at their hints
-            raise IRError(f"reference of {node.op} gave shape {r.shape}, inferred {t.shape}")
-        out.append(r)
-    return tuple(out)
+    return tuple(np.asarray(r).astype(t.dtype.np, copy=False) for r, t in zip(results, node.types))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 import time
@@ -13,7 +14,9 @@ import time
 from ir.errors import GraphKernelError
 from kernels import threads
 from graphkernel import context
-from graphkernel.tools.bench import harness, outputs, peers, ranks_bench, train, train_bench, train_outputs, workloads
+from graphkernel.settings.flags import COMPILE_MODE_ENV
+from graphkernel.tools.bench import (first_step, harness, outputs, peers, ranks_bench, train, train_bench,
+                                     train_outputs, workloads)
 from graphkernel.tools.bench.background import BackgroundLoad
 from graphkernel.tools.bench.timing import Progress
 from graphkernel.tools.cli_args import positive_int
@@ -120,9 +123,24 @@ def _train(args) -> int:
     return 0
 
 
+def _first_step(args) -> int:
+    result = first_step.run(args.train or "stack", args.layers, args.compile_mode or "background", tiny=args.tiny)
+    print(first_step.format_result(result))
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"first_step_{args.train or 'stack'}.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {path}")
+    return 0
+
+
 def _main(args) -> int:
     if args.ranks and not args.train:
         raise BenchError("--ranks goes with --train (graphkernel bench --train --ranks 2)")
+    if args.first_step:
+        return _first_step(args)
+    # the steady-state timings want every kernel built before the first timed call, unless asked otherwise
+    os.environ[COMPILE_MODE_ENV] = args.compile_mode or "wait"
     if args.train:
         return _train(args)
     settings = harness.TINY if args.tiny else harness.QUICK if args.quick else harness.FULL
@@ -172,4 +190,11 @@ def add_bench_parser(sub) -> None:
                    "Runtime and XLA (default: each one's own, the core count); numpy's BLAS takes "
                    "OPENBLAS_NUM_THREADS from the environment (bench/run.sh sets it); results go to "
                    "bench_<mode>_t<N>.*")
+    p.add_argument("--compile-mode", choices=("background", "wait"),
+                   help="how kernels build (--compile_mode): the timed steps default to wait (every kernel "
+                   "built before the first call), --first-step to background")
+    p.add_argument("--first-step", action="store_true",
+                   help="time the first steps of a new model, cold (empty caches) and warm (a second process), "
+                   "with --train stack|bert-large and --layers N (graphkernel/tools/bench/first_step.py)")
+    p.add_argument("--layers", type=positive_int, help="with --first-step: encoder layers (stack: 1, bert-large: 24)")
     p.set_defaults(run=_main)
