@@ -444,3 +444,43 @@ def test_the_first_step_bench_runs_cold_warm_and_unfused():
     assert cold["standins"][0] > 0 and cold["standins"][-1] == 0   # started on stand-ins, ended on kernels
     assert set(warm["standins"]) == {0}   # the second process finds every kernel on disk
     assert result["summary"]["k"] >= 1 and "first step" in format_result(result)
+
+
+def test_a_dynamic_program_runs_its_shapes_on_stand_ins_then_on_the_arrived_kernels(held):
+    # a graph of symbolic sizes has a plan per shape; a kernel arriving replaces its stand-in in each
+    context.set_context(enable_graph_kernel=True, graph_kernel_flags="--compile_mode=background")
+
+    class Chain(Cell):
+        def construct(self, x, bias):
+            return P.Exp()(x * 0.5 + bias) * x - 1.0
+
+    def net_at(mode):
+        context.set_context(graph_kernel_flags=f"--compile_mode={mode}")
+        net = Chain()
+        net.set_inputs(Tensor(shape=[None, 64], dtype=as_dtype("float32")),
+                       Tensor(shape=[1, 64], dtype=as_dtype("float32")))
+        return net
+    rng = np.random.default_rng(0)
+    bias = Tensor(rng.standard_normal((1, 64)).astype(np.float32))
+    xs = [Tensor(rng.standard_normal((n, 64)).astype(np.float32)) for n in (8, 13, 1)]
+    net = net_at("background")
+    standin = [net(x, bias).asnumpy() for x in xs[:2]]
+    compiled = net.compile(xs[0], bias)
+    program = compiled.program
+    assert net.compile(xs[1], bias) is compiled and program.planner is not None
+    plans = program.plans()
+    assert len(plans) >= 2 and all(p.standin_positions() for p in plans)   # both shapes ran stand-ins
+    jobs = program.pending_jobs()
+    assert jobs and not program.arrivals
+    for job in jobs:   # what the worker does: the kernel built into the cache, loaded here
+        arrive(job)
+    assert compiled.wait_for_kernels(0)
+    arrived = [net(x, bias).asnumpy() for x in xs]   # the first call swaps the kernels in, in every plan
+    assert not program.building and not any(p.standin_positions() for p in program.plans())
+    assert sorted(a.kernel for a in program.arrivals) == sorted(j.name for j in jobs)   # one arrival each
+    assert all(a.call == 2 for a in program.arrivals)
+    new = program.planner.plan_for([xs[2].asnumpy(), bias.asnumpy()])   # made after: the kernel from the start
+    assert not new._pending
+    want = [net_at("wait")(x, bias).asnumpy() for x in xs]
+    for got, w in zip(standin + arrived, want[:2] + want):
+        assert_close(got, w, bitwise=True)
