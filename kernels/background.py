@@ -7,8 +7,8 @@
                      one job at a time, then loads the built kernel from disk in this process (a cache
                      hit) and marks the job ready, or failed with the build's error
     between steps    Program.run, before a call, swaps the real launch in for every PendingLaunch whose
-                     job is ready, in every Plan of the program (kernels/plan.py Program.arrive,
-                     kernels/executor.py Plan.swap); a failed job gives a KernelBuildWarning there,
+                     job is ready, in every Plan of the program (kernels/plan.py: Program.arrive,
+                     swap); a failed job gives a KernelBuildWarning there,
                      in the caller's thread, and its launch stays on its stand-in
 
 Why processes: numba's compile is mostly Python (typing and lowering hold the GIL; docs/kernels.md has

@@ -35,7 +35,7 @@ from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
 from ir.specialize import specialize_type
 from ir.symbolic import evaluate_shape
-from kernels.background import PendingLaunch, rebind
+from kernels.background import PendingLaunch
 from kernels.threads import blas_single_threaded
 
 
@@ -268,10 +268,10 @@ class Plan:
         self.uses_blas = any(s.blas for s in self.launch_list)
         self._runner = self._make_runner(observed=False)
         self._observed_runner = None    # generated on the first observed call
-        # kernels building in the background (kernels/background.py): step -> the PendingLaunch (or the
-        # Conditional with one in a branch) it runs until its kernel arrives; its Program swaps the real
-        # launch in before a call (`swap`), never during one, in every plan it has
-        self._pending = {k: step.fn for k, step in enumerate(steps) if _waits(step.fn)}
+        # step -> the PendingLaunch (or If with one in a branch) it runs while its kernel builds in the
+        # background; its Program swaps the kernel in before a call, in every plan (kernels/plan.py swap)
+        self._pending = {k: step.fn for k, step in enumerate(steps) if isinstance(step.fn, PendingLaunch) or
+                         isinstance(step.fn, Conditional) and any(p.building for p in step.fn.programs)}
 
     # --- planning ------------------------------------------------------------------------
     @property
@@ -443,52 +443,6 @@ class Plan:
         # numba's kernels are compiled for writable arrays: a read-only input is copied (we never write it)
         return a.astype(dtype, copy=not a.flags.writeable)
 
-    # --- kernels arriving from the background ----------------------------------------------
-    def standin_positions(self) -> set[int]:
-        """The launches (positions in `launch_list`) that run a stand-in now."""
-        return {k for k, step in enumerate(self.launch_list) if isinstance(step.fn, PendingLaunch)}
-
-    def pending_jobs(self) -> list:
-        """The background jobs (kernels/background.py) of this plan's launches still on stand-ins."""
-        jobs = []
-        for fn in self._pending.values():
-            if isinstance(fn, Conditional):
-                jobs += [j for p in fn.programs for j in p.pending_jobs()]
-            else:
-                jobs.append(fn.job)
-        return jobs
-
-    def swap(self) -> tuple[list, dict]:
-        """Swap the real launch in for every stand-in of this plan whose kernel is ready (its Program
-        calls it before a call, under its lock). Returns the (job, launch name) of the kernels that
-        failed to build (their launches keep their stand-in) and, per job that arrived, the positions
-        of its launches. A step another plan shares (one the same at every size) may have been swapped
-        there already: the runner of this plan is rebound all the same."""
-        failed, arrived, swapped, still = [], {}, {}, {}
-        for k, fn in self._pending.items():
-            if isinstance(fn, Conditional):   # its branches are Programs of their own: they swap theirs
-                for p in fn.programs:
-                    failed += p.arrive()
-                if any(p.building for p in fn.programs):
-                    still[k] = fn
-                self._observed_runner = None
-                continue
-            state = fn.job.state
-            if state == "ready":
-                swapped[k] = fn.launch()
-                arrived.setdefault(fn.job, []).append(self.positions[k])
-            elif state == "failed":
-                failed.append((fn.job, self.steps[k].info.name))
-            else:
-                still[k] = fn
-        self._pending = still
-        if swapped:
-            for k, real in swapped.items():
-                self.steps[k].fn = real
-            self._runner = rebind(self._runner, {f"k{k}": real for k, real in swapped.items()})
-            self._observed_runner = None
-        return failed, arrived
-
     def run(self, arrays, state, observer=None) -> list[np.ndarray]:
         """One call on `arrays` with a thread's buffers `state` (new_state)."""
         runner = self._runner
@@ -533,13 +487,6 @@ class Plan:
         for k, i in aliased.items():   # stored through the copy of its input
             outs[k].reshape(-1)[:] = flat_ins[i]
         return outs
-
-
-def _waits(fn) -> bool:
-    """A step function running a stand-in, or a Conditional with one in a branch."""
-    if isinstance(fn, Conditional):
-        return any(p.building for p in fn.programs)
-    return isinstance(fn, PendingLaunch)
 
 
 def _observed_info(info: KernelInfo, fn) -> KernelInfo:

@@ -36,9 +36,9 @@ from ir.graph import Graph, Node, TensorType, input_node
 from ir.symbolic import Assumptions, Dim, evaluate, evaluate_shape, shape_function
 from ir.specialize import bind, specialize_node, specialize_type, symbols_of
 from kernels import aicore
-from kernels.background import Arrival, PendingLaunch, wait, warn_failed
+from kernels.background import Arrival, PendingLaunch, rebind, wait, warn_failed
 from kernels.compile import signature
-from kernels.executor import InputMismatchError, KernelInfo, Plan, Step, Storage
+from kernels.executor import Conditional, InputMismatchError, KernelInfo, Plan, Step, Storage
 from kernels.launch import choose_launch, launch_of, ub_bytes, work_weight
 from kernels.reduction import split_partials
 
@@ -234,6 +234,55 @@ def symbolic_type(t: TensorType) -> bool:
     return any(isinstance(d, Dim) for d in t.shape)
 
 
+# --- kernels arriving from the background: a plan's stand-ins (Program.arrive runs these) -----------
+def standin_positions(plan: Plan) -> set[int]:
+    """The launches (positions in `launch_list`) of `plan` that run a stand-in now."""
+    return {k for k, step in enumerate(plan.launch_list) if isinstance(step.fn, PendingLaunch)}
+
+
+def pending_jobs(plan: Plan) -> list:
+    """The background jobs (kernels/background.py) of `plan`'s launches still on stand-ins."""
+    jobs = []
+    for fn in plan._pending.values():
+        if isinstance(fn, Conditional):
+            jobs += [j for p in fn.programs for j in p.pending_jobs()]
+        else:
+            jobs.append(fn.job)
+    return jobs
+
+
+def swap(plan: Plan) -> tuple[list, dict]:
+    """Swap the real launch in for every stand-in of `plan` whose kernel is ready (its Program calls
+    it before a call, under its lock). Returns the (job, launch name) of the kernels that failed to
+    build (their launches keep their stand-in) and, per job that arrived, the positions of its
+    launches. A step plans share (one the same at every size) may have been swapped in another plan
+    already: this plan's runner is rebound all the same."""
+    failed, arrived, swapped, still = [], {}, {}, {}
+    for k, fn in plan._pending.items():
+        if isinstance(fn, Conditional):   # its branches are Programs of their own: they swap theirs
+            for p in fn.programs:
+                failed += p.arrive()
+            if any(p.building for p in fn.programs):
+                still[k] = fn
+            plan._observed_runner = None
+            continue
+        state = fn.job.state
+        if state == "ready":
+            swapped[k] = fn.launch()
+            arrived.setdefault(fn.job, []).append(plan.positions[k])
+        elif state == "failed":
+            failed.append((fn.job, plan.steps[k].info.name))
+        else:
+            still[k] = fn
+    plan._pending = still
+    if swapped:
+        for k, real in swapped.items():
+            plan.steps[k].fn = real
+        plan._runner = rebind(plan._runner, {f"k{k}": real for k, real in swapped.items()})
+        plan._observed_runner = None
+    return failed, arrived
+
+
 class Program:
     """A lowered graph: `run(arrays, observer=None) -> list of arrays`, `kernels`, optional `profiler`.
 
@@ -253,7 +302,7 @@ class Program:
 
     Kernels building in the background (kernels/background.py) run stand-ins in the plans made before
     they arrive; before a call (never during one) `arrive` swaps each arrived kernel's launch in for
-    its stand-ins in every plan of the program (Plan.swap), and records one Arrival per kernel in
+    its stand-ins in every plan of the program (swap), and records one Arrival per kernel in
     `arrivals`. A plan made after a kernel arrived launches it from the start (KernelLaunch.at).
     """
 
@@ -303,11 +352,11 @@ class Program:
     def standin_positions(self) -> set[int]:
         """The launches (positions in `launch_list`, the same in every plan) that run a stand-in now in
         some plan."""
-        return set().union(*(p.standin_positions() for p in self.plans() if p._pending))
+        return set().union(*(standin_positions(p) for p in self.plans() if p._pending))
 
     def pending_jobs(self) -> list:
         """The background jobs of the launches still on stand-ins, in every plan, each once."""
-        jobs = [j for p in self.plans() for j in p.pending_jobs()]
+        jobs = [j for p in self.plans() for j in pending_jobs(p)]
         return list({id(j): j for j in jobs}.values())
 
     def standins_at(self, arrays) -> bool:
@@ -328,7 +377,7 @@ class Program:
         with self._swap_lock:
             for plan in self.plans():
                 if plan._pending:
-                    f, a = plan.swap()
+                    f, a = swap(plan)
                     failed += f
                     for job, positions in a.items():
                         arrived.setdefault(job, set()).update(positions)

@@ -29,6 +29,7 @@ from ir.graph import TensorType
 from ir.ops import OPS
 from kernels import KernelBuildWarning, background, cache_lock
 from kernels.cache import clear_memory, fetch_kernel, lookup_kernel
+from kernels.plan import standin_positions
 from op_cases import CASES
 from op_samples import dtypes, kernel_ops, sample
 from tolerance import assert_close
@@ -469,14 +470,14 @@ def test_a_dynamic_program_runs_its_shapes_on_stand_ins_then_on_the_arrived_kern
     program = compiled.program
     assert net.compile(xs[1], bias) is compiled and program.planner is not None
     plans = program.plans()
-    assert len(plans) >= 2 and all(p.standin_positions() for p in plans)   # both shapes ran stand-ins
+    assert len(plans) >= 2 and all(standin_positions(p) for p in plans)   # both shapes ran stand-ins
     jobs = program.pending_jobs()
     assert jobs and not program.arrivals
     for job in jobs:   # what the worker does: the kernel built into the cache, loaded here
         arrive(job)
     assert compiled.wait_for_kernels(0)
     arrived = [net(x, bias).asnumpy() for x in xs]   # the first call swaps the kernels in, in every plan
-    assert not program.building and not any(p.standin_positions() for p in program.plans())
+    assert not program.building and not any(standin_positions(p) for p in program.plans())
     assert sorted(a.kernel for a in program.arrivals) == sorted(j.name for j in jobs)   # one arrival each
     assert all(a.call == 2 for a in program.arrivals)
     new = program.planner.plan_for([xs[2].asnumpy(), bias.asnumpy()])   # made after: the kernel from the start
