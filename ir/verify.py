@@ -185,11 +185,27 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
         else:
             _check_known_primitive(node, where)
             _check_branches(node, where, inside_composite)
+            _check_bucket(node, where)
         defined.update(node.outputs)
     for k, v in enumerate(graph.outputs):
         if not isinstance(v, Value) or v not in defined:
             raise VerifyError(f"{context}graph output {k} {_explain_undefined(v, position_of)}")
     _check_assigns(graph, context, position_of, inside_composite)
+
+
+def _check_bucket(node: Node, where) -> None:
+    """An AllReduceWait of a token its graph's AllReduceStart made gives back that start's gradients: the
+    shapes and dtypes it declares are theirs, in their order."""
+    token = node.inputs[0] if node.op == "AllReduceWait" and node.inputs else None
+    if token is None or token.node.op != "AllReduceStart":
+        return
+    started = [(v.shape, v.dtype) for v in token.node.inputs]
+    declared = list(zip(node.attr("shapes"), node.attr("dtypes")))
+    if [(tuple(s), d) for s, d in declared] != [(tuple(s), d) for s, d in started]:
+        def show(pairs):
+            return ", ".join(f"{d}{list(s)}" for s, d in pairs)
+        raise VerifyError(f"{where}: declares the bucket's gradients as {show(declared)}, its AllReduceStart "
+                          f"started {show(started)}")
 
 
 def _check_assigns(graph: Graph, context: str, position_of: dict, inside_composite: bool) -> None:

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from ir import Graph, Node, TensorType, VerifyError, make_node, parse_graph, verify
+from ir import Graph, Node, TensorType, VerifyError, make_node, parse_graph, print_graph, verify
 from ir.graph import input_node
-from ir_graphs import F16, F32, composite, op_graph, registered_ops, seed_graphs, tt
+from ir_graphs import F16, F32, bucket_graph, composite, op_graph, registered_ops, seed_graphs, tt
 
 
 @pytest.mark.parametrize("key", sorted(seed_graphs()))
@@ -172,3 +172,14 @@ def test_literal_const_round_trips_through_verify():
     verify(Graph([], [c], c.outputs))
     lie = c.replace(types=(TensorType((2,), F32),))
     rejects(Graph([], [lie], lie.outputs), "result types (f32[2]) differ from the inferred (i64[2])")
+
+
+@pytest.mark.parametrize("declared, started", [("[[3, 2], [3]]", "(f32[3,2], f32[3])"),
+                                               ("[[3], [2, 3]]", "(f32[3], f32[2,3])")])
+def test_an_allreduce_wait_declares_the_gradients_its_start_took(declared, started):
+    text = print_graph(bucket_graph())
+    bad = text.replace("shapes=[[2, 3], [3]]} : (f32[2,3], f32[3])", f"shapes={declared}}} : {started}")
+    assert bad != text
+    with pytest.raises(VerifyError, match="its AllReduceStart started float32\\[2, 3\\], float32\\[3\\]"):
+        verify(parse_graph(bad))
+    verify(parse_graph(text))
