@@ -1,4 +1,6 @@
 """The verifier: accepts every well-formed graph, names the node of every malformed one."""
+import re
+
 import numpy as np
 import pytest
 
@@ -180,6 +182,13 @@ def test_an_allreduce_wait_declares_the_gradients_its_start_took(declared, start
     text = print_graph(bucket_graph())
     bad = text.replace("shapes=[[2, 3], [3]]} : (f32[2,3], f32[3])", f"shapes={declared}}} : {started}")
     assert bad != text
-    with pytest.raises(VerifyError, match="its AllReduceStart started float32\\[2, 3\\], float32\\[3\\]"):
+    with pytest.raises(VerifyError, match=re.escape("its AllReduceStart started gradients of shapes [(2, 3), (3,)]")):
         verify(parse_graph(bad))
     verify(parse_graph(text))
+
+
+def test_an_allreduce_wait_of_float16_gradients_declares_the_buckets_float32():
+    from ir import GraphBuilder
+    b = GraphBuilder(tt(F16, 3), names=["g0"])
+    (token,) = b.ops("AllReduceStart", *b.inputs, bucket="r0b0", op="sum")
+    verify(b.graph(*b.ops("AllReduceWait", token, bucket="r0b0", shapes=((3,),), dtypes=(F32,))))
