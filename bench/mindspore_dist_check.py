@@ -1,7 +1,7 @@
 """MindSpore 2.10's own data-parallel run of tests/mpi_scripts/mlp_dp.py: the per-rank losses the distributed
 tests compare ours with (tests/data/mindspore_dp_losses.json).
 
-    python bench/mindspore_dist_check.py [--mindspore-python /work/venvs/mindspore/bin/python]
+    python bench/mindspore_dist_check.py --mindspore-python V/bin/python
                                          [--write tests/data/mindspore_dp_losses.json]
 
 The script is copied into a temporary folder with `graphkernel` changed to `mindspore` in its import lines
@@ -38,7 +38,7 @@ def mindspore_copy(dest: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mindspore-python", default="/work/venvs/mindspore/bin/python")
+    ap.add_argument("--mindspore-python", required=True, help="a Python with mindspore 2.10 installed")
     ap.add_argument("--write", metavar="JSON", help="write the losses here (tests/data/mindspore_dp_losses.json)")
     ap.add_argument("--master-port", type=int, default=8131)
     args = ap.parse_args()

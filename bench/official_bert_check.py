@@ -96,13 +96,19 @@ def prepare(src: str, dest: str, framework: str) -> None:
         path = os.path.join(src, name)
         if name == "__init__.py" and not os.path.exists(init):
             continue
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines(keepends=True)
-        if framework == "graphkernel":
-            lines = [re.sub(r"\bmindspore\b", "graphkernel", line) if IMPORT_LINE.match(line) else line
-                     for line in lines]
-        with open(os.path.join(package, name), "w", encoding="utf-8") as f:
-            f.writelines(lines)
+        copy_source(path, os.path.join(package, name), framework)
+
+
+def copy_source(path: str, dest: str, framework: str) -> None:
+    """The official file at `path` written to `dest`, its import lines naming graphkernel for mindspore
+    when `framework` is graphkernel (nothing else changes)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    if framework == "graphkernel":
+        lines = [re.sub(r"\bmindspore\b", "graphkernel", line) if IMPORT_LINE.match(line) else line
+                 for line in lines]
+    with open(dest, "w", encoding="utf-8") as f:
+        f.writelines(lines)
 
 
 def batch(config: dict = CONFIG, size: int = BATCH) -> list[np.ndarray]:

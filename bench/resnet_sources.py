@@ -23,13 +23,13 @@ chosen by its name alone (initial_value), so both frameworks train the same weig
 from __future__ import annotations
 
 import os
-import re
 import zlib
 
 import numpy as np
 
+from official_bert_check import copy_source   # bench/: the same import-line rewrite
+
 SOURCES = ("resnet.py", "CrossEntropySmooth.py")
-IMPORT_LINE = re.compile(r"^\s*(from|import)\s")
 MOMENTUM, LOSS_SCALE, SMOOTHING = 0.9, 1024.0, 0.1
 STAND_IN_CONFIG = '''"""A stand-in for the sources' model_utils/config.py (written by bench/resnet_sources.py): the settings
 resnet.py reads, as the YAML file of {net} gives them."""
@@ -55,13 +55,7 @@ def prepare(root: str, dest: str, framework: str, net_name: str) -> None:
     package = os.path.join(dest, "src")
     os.makedirs(os.path.join(package, "model_utils"))
     for name in SOURCES:
-        with open(os.path.join(root, "src", name), encoding="utf-8") as f:
-            lines = f.read().splitlines(keepends=True)
-        if framework == "graphkernel":
-            lines = [re.sub(r"\bmindspore\b", "graphkernel", line) if IMPORT_LINE.match(line) else line
-                     for line in lines]
-        with open(os.path.join(package, name), "w", encoding="utf-8") as f:
-            f.writelines(lines)
+        copy_source(os.path.join(root, "src", name), os.path.join(package, name), framework)
     for init in (package, os.path.join(package, "model_utils")):
         with open(os.path.join(init, "__init__.py"), "w", encoding="utf-8") as f:
             f.write("")

@@ -17,6 +17,7 @@ from ir.dtypes import DType, as_dtype
 from ir.errors import GraphKernelError, ShapeError
 from ir.limits import ResourceLimitError, check_shape, format_bytes, tensor_bytes
 from ir.ops import OPS
+from ir.ops.registry import Form
 from ir.symbolic import Dim
 from graphkernel.context import max_device_memory
 from graphkernel.settings.limits import process_memory_limit
@@ -253,8 +254,11 @@ def _method(x, name: str, d):
         def method(*args, **kwargs):
             return prim(x, *args, **kwargs)
     else:
+        form = Form("Tensor", name, d.api.method_args)   # every parameter an attribute: Form.bind's rules
+        attributes = {param.lstrip("*").partition("=")[2] or param.lstrip("*") for param in form.params}
+
         def method(*args, **kwargs):
-            attrs = _bind_method(name, d.api.method_args, list(args), dict(kwargs))
+            _, attrs = form.bind(attributes, args, kwargs)
             made = {k: v for k, v in attrs.items() if k not in d.api.call_attrs}
             call = {k: v for k, v in attrs.items() if k in d.api.call_attrs}
             return getattr(P, d.name)(**made)(x, **call)
@@ -274,34 +278,6 @@ def _form_method(x, d, form):
         return getattr(P, d.name)(**made)(*tensors, **call)
     method.__name__ = form.name
     return method
-
-
-def _bind_method(name: str, params: tuple[str, ...], args: list, kwargs: dict) -> dict:
-    attrs = {}
-    names = []
-    for param in params:
-        star = param.startswith("*")
-        pname, _, attr = param.lstrip("*").partition("=")
-        attr = attr or pname
-        names.append(pname)
-        if star and args:
-            value = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
-            args = []
-        elif args:
-            value = args.pop(0)
-        elif pname in kwargs:
-            value = kwargs.pop(pname)
-        else:
-            continue
-        if value is not None:
-            attrs[attr] = value
-    if args:
-        raise TypeError(f"Tensor.{name}() takes at most {len(params)} argument(s) ({', '.join(names)}), "
-                        f"got {len(params) + len(args)}")
-    if kwargs:
-        raise TypeError(f"Tensor.{name}() got an unexpected keyword argument {next(iter(kwargs))!r}; it takes "
-                        f"{', '.join(names)}")
-    return attrs
 
 
 _METHODS = {d.api.method: name for name, d in OPS.items() if d.api.method}

@@ -185,11 +185,25 @@ def _verify(graph: Graph, context: str, inside_composite: bool) -> None:
         else:
             _check_known_primitive(node, where)
             _check_branches(node, where, inside_composite)
+            _check_bucket(node, where)
         defined.update(node.outputs)
     for k, v in enumerate(graph.outputs):
         if not isinstance(v, Value) or v not in defined:
             raise VerifyError(f"{context}graph output {k} {_explain_undefined(v, position_of)}")
     _check_assigns(graph, context, position_of, inside_composite)
+
+
+def _check_bucket(node: Node, where) -> None:
+    """An AllReduceWait of a token its graph's AllReduceStart made gives back that start's gradients: the
+    shapes it declares are theirs, in their order (its dtypes are the bucket's: float32 or float64)."""
+    token = node.inputs[0] if node.op == "AllReduceWait" and node.inputs else None
+    if token is None or token.node.op != "AllReduceStart":
+        return
+    started = [tuple(v.shape) for v in token.node.inputs]
+    declared = [tuple(s) for s in node.attr("shapes")]
+    if declared != started:
+        raise VerifyError(f"{where}: declares the bucket's gradients of shapes {declared}, its AllReduceStart "
+                          f"started gradients of shapes {started}")
 
 
 def _check_assigns(graph: Graph, context: str, position_of: dict, inside_composite: bool) -> None:

@@ -110,26 +110,16 @@ class Bypassed(Exception):
         self.reason = reason
 
 
-def acquire(directory: str, name: str, bound: float) -> int:
-    """The fd of the entry's lock file, locked; Bypassed when the bound passed for a stalled holder."""
-    path = lock_path(directory, name)
-    start = time.monotonic()
-    watch = _Watch(path)
-    pause = 0.005
+def _take(path: str) -> int | None:
+    """The fd of the lock file at `path`, locked by us and holding our pid and host; None when another
+    process holds it."""
     while True:
         fd = _open(path, create=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            waited = time.monotonic() - start
-            why = watch.why_stalled(time.monotonic()) if waited >= bound - IDLE_SECONDS else None
-            if waited >= bound and (why is not None or waited >= BUSY_FACTOR * bound):
-                raise Bypassed(f"its lock is {why or 'held by a process still building'} "
-                               f"(waited {waited:.1f} s, the bound is {bound:g} s)") from None
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
-            continue
+            return None
         except BaseException:
             os.close(fd)
             raise
@@ -145,23 +135,27 @@ def acquire(directory: str, name: str, bound: float) -> int:
         return fd
 
 
+def acquire(directory: str, name: str, bound: float) -> int:
+    """The fd of the entry's lock file, locked; Bypassed when the bound passed for a stalled holder."""
+    path = lock_path(directory, name)
+    start = time.monotonic()
+    watch = _Watch(path)
+    pause = 0.005
+    while (fd := _take(path)) is None:
+        waited = time.monotonic() - start
+        why = watch.why_stalled(time.monotonic()) if waited >= bound - IDLE_SECONDS else None
+        if waited >= bound and (why is not None or waited >= BUSY_FACTOR * bound):
+            raise Bypassed(f"its lock is {why or 'held by a process still building'} "
+                           f"(waited {waited:.1f} s, the bound is {bound:g} s)")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+    return fd
+
+
 def try_acquire(directory: str, name: str) -> int | None:
     """The fd of the entry's lock file, locked, or None at once when another process holds it (a
     kernel building in the background asks so: it never waits for the entry's holder)."""
-    path = lock_path(directory, name)
-    while True:
-        fd = _open(path, create=True)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        if _same_file(fd, path):
-            return fd
-        os.close(fd)   # its holder removed it after we opened it: take the new one
+    return _take(lock_path(directory, name))
 
 
 def release(directory: str, name: str, fd: int) -> None:

@@ -2,8 +2,8 @@
 repository) trained data-parallel over two ranks: `bench/official_bert_dist.py` against one process over
 both halves (the mean of the ranks' losses within 1e-5 relative at every step, the ranks' Parameters
 bitwise identical, the same loss scales) and against MindSpore 2.10's own msrun of the sources
-(tests/data/mindspore_dp_bert_losses.json, within 1e-5; measured 1.1e-6 when it was recorded). Slow (two BERT compiles on the reference target); skips without the sources (GRAPHKERNEL_BERT_SRC
-or /work/ext/models/official/nlp/Bert/src) or without MPI."""
+(tests/data/mindspore_dp_bert_losses.json, within 1e-5; measured 1.1e-6 when it was recorded). Slow (two BERT compiles on the reference target); skips without the sources (GRAPHKERNEL_BERT_SRC:
+the folder official/nlp/Bert/src of MindSpore's models) or without MPI."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,13 +14,14 @@ import pytest
 
 from dist_helpers import ROOT, need_mpi
 
-SRC = os.environ.get("GRAPHKERNEL_BERT_SRC", "/work/ext/models/official/nlp/Bert/src")
+SRC = os.environ.get("GRAPHKERNEL_BERT_SRC", "")
 
 
 @pytest.mark.slow
 def test_official_bert_trains_data_parallel_as_one_process_and_as_mindspore():
-    if not os.path.isfile(os.path.join(SRC, "bert_for_pre_training.py")):
-        pytest.skip(f"MindSpore's official BERT sources are not at {SRC} (set GRAPHKERNEL_BERT_SRC)")
+    if not SRC or not os.path.isfile(os.path.join(SRC, "bert_for_pre_training.py")):
+        pytest.skip(f"MindSpore's official BERT sources are not at {SRC!r} (set GRAPHKERNEL_BERT_SRC to the "
+                    "folder official/nlp/Bert/src of MindSpore's models)")
     need_mpi()
     with open(os.path.join(ROOT, "tests", "data", "mindspore_dp_bert_losses.json")) as f:
         mindspore = json.load(f)

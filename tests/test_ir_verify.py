@@ -1,10 +1,12 @@
 """The verifier: accepts every well-formed graph, names the node of every malformed one."""
+import re
+
 import numpy as np
 import pytest
 
-from ir import Graph, Node, TensorType, VerifyError, make_node, parse_graph, verify
+from ir import Graph, Node, TensorType, VerifyError, make_node, parse_graph, print_graph, verify
 from ir.graph import input_node
-from ir_graphs import F16, F32, composite, op_graph, registered_ops, seed_graphs, tt
+from ir_graphs import F16, F32, bucket_graph, composite, op_graph, registered_ops, seed_graphs, tt
 
 
 @pytest.mark.parametrize("key", sorted(seed_graphs()))
@@ -172,3 +174,21 @@ def test_literal_const_round_trips_through_verify():
     verify(Graph([], [c], c.outputs))
     lie = c.replace(types=(TensorType((2,), F32),))
     rejects(Graph([], [lie], lie.outputs), "result types (f32[2]) differ from the inferred (i64[2])")
+
+
+@pytest.mark.parametrize("declared, started", [("[[3, 2], [3]]", "(f32[3,2], f32[3])"),
+                                               ("[[3], [2, 3]]", "(f32[3], f32[2,3])")])
+def test_an_allreduce_wait_declares_the_gradients_its_start_took(declared, started):
+    text = print_graph(bucket_graph())
+    bad = text.replace("shapes=[[2, 3], [3]]} : (f32[2,3], f32[3])", f"shapes={declared}}} : {started}")
+    assert bad != text
+    with pytest.raises(VerifyError, match=re.escape("its AllReduceStart started gradients of shapes [(2, 3), (3,)]")):
+        verify(parse_graph(bad))
+    verify(parse_graph(text))
+
+
+def test_an_allreduce_wait_of_float16_gradients_declares_the_buckets_float32():
+    from ir import GraphBuilder
+    b = GraphBuilder(tt(F16, 3), names=["g0"])
+    (token,) = b.ops("AllReduceStart", *b.inputs, bucket="r0b0", op="sum")
+    verify(b.graph(*b.ops("AllReduceWait", token, bucket="r0b0", shapes=((3,),), dtypes=(F32,))))
