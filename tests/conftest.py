@@ -18,12 +18,14 @@ provokes one on purpose says so with pytest.warns.
 """
 import hashlib
 import os
+import shutil
 import shlex
 import tempfile
 
 import pytest
 from hypothesis import settings
 
+from requires import missing_dot, require
 from seeding import SOURCE, commit_seed
 
 pytest_plugins = ["pytester"]   # tests/test_conftest.py runs this conftest on generated tests
@@ -203,3 +205,10 @@ def cpu():
     """The numpy reference target."""
     from graphkernel import context
     context.set_context(device_target="CPU")
+
+
+@pytest.fixture
+def dot():
+    """The path of Graphviz's `dot`; skips the test without it (fails it under CI: tests/requires.py)."""
+    require(missing_dot())
+    return shutil.which("dot")

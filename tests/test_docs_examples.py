@@ -4,7 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from requires import missing_dot, require
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+NEEDS_DOT = {"report.md"}     # its example renders the stage dumps
 PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rate.md", "mixed_compute.md",
          "model.md", "control_flow.md", "mindspore2.md", "mindspore_scripts.md", "primitives.md", "report.md",
          "distributed.md", "convolution.md", "shapes.md"]
@@ -12,6 +15,8 @@ PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rat
 
 @pytest.mark.parametrize("page", PAGES)
 def test_examples_run(page, capsys):
+    if page in NEEDS_DOT:
+        require(missing_dot())
     text = (DOCS / page).read_text("utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, f"docs/{page} has no python example"

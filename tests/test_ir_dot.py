@@ -10,10 +10,10 @@ from hypothesis import given, settings
 
 from ir import Graph, Node, make_node, parse_graph, print_graph, to_dot
 from ir.dot import op_color
+from requires import needs_dot
 from ir_graphs import F32, HOSTILE_NAMES, net_basic_fuse, net_composite_fused, random_graphs, seed_graphs, tt
 
 DOT = shutil.which("dot")
-needs_dot = pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed")
 
 
 def render_svg(text: str) -> str:

@@ -5,7 +5,6 @@ import html
 import json
 import os
 import re
-import shutil
 from html.parser import HTMLParser
 
 import numpy as np
@@ -18,8 +17,8 @@ from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.tools.demo import NetCompositeFuse, run_demo
 from graphkernel.observation.report import ReportError, find_graphs, read_profile, write_report
 from ir import GraphBuilder
+from requires import needs_dot
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 HOSTILE = "<script>alert(1)</script>\"'&amp;</textarea>"
 X = np.arange(16, dtype=np.float32).reshape(4, 4) / 8
 

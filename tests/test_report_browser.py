@@ -5,7 +5,6 @@ drawing, and the console stays empty (no script error, no blocked resource, no i
 Under CI (the CI variable set, as .ci/run does) a missing browser, driver or selenium fails the test; a
 local run without them skips, saying which is missing.
 """
-import os
 import shutil
 
 import numpy as np
@@ -15,6 +14,7 @@ from graphkernel import Tensor, context
 from graphkernel.compiler import compile_graph, options_from_context
 from graphkernel.tools.demo import NetCompositeFuse
 from ir import GraphBuilder
+from requires import missing_dot, require
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>\"'"
@@ -29,18 +29,12 @@ def _missing() -> str | None:
         return "no Chromium (Debian: apt-get install chromium chromium-driver)"
     if shutil.which("chromedriver") is None:
         return "no chromedriver (Debian: apt-get install chromium-driver)"
-    if shutil.which("dot") is None:
-        return "no Graphviz dot (Debian: apt-get install graphviz)"
-    return None
+    return missing_dot()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    missing = _missing()
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser test needs {missing}")
-        pytest.skip(missing)
+    require(_missing())
     from selenium import webdriver
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

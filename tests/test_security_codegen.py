@@ -30,6 +30,7 @@ from kernels.codegen import kernel_stem
 from kernels.layout import describe
 from kernels.source_text import UnsafeSourceError, check_source, doc_text, identifier
 from tests.kernel_graphs import fused, reference
+from requires import needs_dot
 from tolerance import assert_close
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -285,7 +286,7 @@ class MatMulAdd(Cell):
 DOT_NAMES = ['x\\"; image="/etc/passwd"; label="', "a\\", "\ud800\n\"q\\", "名前\u202e"]
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@needs_dot
 def test_kernel_graph_dot_of_hostile_names_is_one_picture_without_injected_attributes(tmp_path):
     class Net(Cell):
         def __init__(self):

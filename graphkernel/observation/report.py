@@ -500,13 +500,15 @@ def write_report(directory: str, profile: list[dict] | None = None, pages: bool 
     graphs = find_graphs(directory, recursive)
     if not graphs:
         raise ReportError(f"no stage dumps (6_validate.dot, hwopt_d_*.dot, kernel_graph_<id>.dot) in {directory!r}")
-    if pages:
-        check_dot("graphkernel report")
     written, rows = [], []
     try:
+        # the compile records first: what is wrong with the dumps is said whether or not `dot` is there
+        records = {key: _record_in(os.path.normpath(os.path.join(directory, key[0])), key[1]) for key in graphs}
+        if pages:
+            check_dot("graphkernel report")
         for (rel, graph_id), stage_files in graphs.items():
             where = os.path.normpath(os.path.join(directory, rel))
-            record = _record_in(where, graph_id)
+            record = records[rel, graph_id]
             page = os.path.normpath(os.path.join(rel, page_name(graph_id)))
             if pages:
                 written.append(os.path.join(directory, page))
