@@ -6,10 +6,15 @@ Seed. Hypothesis draws from `seeding.commit_seed()` (CI: the commit's, so every 
 examples; a local run: a fresh one; GRAPHKERNEL_SEED overrides both). The header prints it with the
 command that reproduces the run, and so does the summary of a failed run.
 
-Markers (setup.cfg). `slow`: deselected unless --runslow (or `-m slow`). `sweep`: one case of a
-systematic sweep; a run takes the share of them that a hash of (seed, node id) picks, 1 in
---sweep-share (10), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the
-command line by its node id always runs. tests/test_conftest.py checks all of this.
+Which tests run (markers in setup.cfg). Two selections: the README's command (`python -m pytest -q -n
+auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow (or `-m slow`).
+`grid`: one case of a parametrized grid whose every case CI runs; without --runslow a run takes the
+share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (4), and at least
+one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
+the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
+40 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
+line by its node id always runs. `--runslow --sweep=all` runs everything. tests/test_conftest.py
+checks all of this.
 
 Warnings. A kernel that fails to build (KernelBuildWarning) or a kernel cache that cannot be used as
 asked (CacheWarning: a corrupt or stale entry, a refused directory) fails the test: setup.cfg turns
@@ -54,6 +59,10 @@ os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last fi
     dict.fromkeys([*filter(None, os.environ.get("PYTHONWARNINGS", "").split(",")), *SUBPROCESS_WARNINGS]))
 
 SWEEP_ENV = "GRAPHKERNEL_SWEEP"
+SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
+SWEEP_SHARE = 40      # the README command's
+GRID_SHARE = 4        # the README command's share of each grid test's cases (CI: every case)
+EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"
 _COUNTS = pytest.StashKey[dict]()   # what the selection kept and dropped, for the header
 
@@ -64,8 +73,12 @@ def pytest_addoption(parser):
     group.addoption("--sweep", choices=("share", "all"), default=None,
                     help=f"tests marked sweep: 'share' (default, or ${SWEEP_ENV}) runs 1 in --sweep-share "
                          "of them, picked by the seed; 'all' runs every one")
-    group.addoption("--sweep-share", type=int, default=10, metavar="N",
-                    help="run 1 in N of the tests marked sweep (default 10)")
+    group.addoption("--sweep-share", type=int, default=None, metavar="N",
+                    help=f"run 1 in N of the tests marked sweep (default {SWEEP_SHARE_CI} with --runslow, "
+                         f"{SWEEP_SHARE} without)")
+    group.addoption("--grid-share", type=int, default=GRID_SHARE, metavar="N",
+                    help=f"without --runslow, run 1 in N of the cases of each test marked grid (default "
+                         f"{GRID_SHARE}; 1 runs every case)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -77,9 +90,23 @@ def pytest_configure(config):
     mode = config.getoption("sweep") or os.environ.get(SWEEP_ENV) or "share"
     if mode not in ("share", "all"):
         raise pytest.UsageError(f"{SWEEP_ENV}={mode!r}: expected 'share' or 'all'")
-    if config.getoption("sweep_share") < 1:
-        raise pytest.UsageError("--sweep-share must be at least 1")
+    for option in ("sweep_share", "grid_share"):
+        if (config.getoption(option) or 1) < 1:
+            raise pytest.UsageError(f"--{option.replace('_', '-')} must be at least 1")
     config.stash[_MODE] = mode
+    os.environ[EXAMPLE_SHARE_ENV] = str(grid_share(config))   # hypothesis examples: tests/fuzz_helpers.py
+
+
+def _run_slow(config) -> bool:
+    return config.getoption("runslow") or "slow" in (config.getoption("markexpr") or "")
+
+
+def sweep_share(config) -> int:
+    return config.getoption("sweep_share") or (SWEEP_SHARE_CI if _run_slow(config) else SWEEP_SHARE)
+
+
+def grid_share(config) -> int:
+    return 1 if _run_slow(config) else config.getoption("grid_share")
 
 
 
@@ -87,6 +114,19 @@ def in_sweep_share(seed: int, nodeid: str, share: int) -> bool:
     """Whether this run takes the sweep case `nodeid`: stable for a seed, about 1 in `share`."""
     digest = hashlib.sha256(f"{seed}/{nodeid}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % share == 0
+
+
+def _grid_picks(items, seed: int, share: int) -> set[str]:
+    """The node ids of the grid cases a run takes: about 1 in `share` of each test's cases, stable for a
+    seed, and at least one case of every test (the one whose hash is least)."""
+    tests: dict = {}
+    for item in items:
+        tests.setdefault(item.nodeid.split("[")[0], []).append(item.nodeid)
+    picks = set()
+    for ids in tests.values():
+        chosen = [i for i in ids if in_sweep_share(seed, i, share)]
+        picks.update(chosen or [min(ids, key=lambda i: hashlib.sha256(f"{seed}/{i}".encode()).digest())])
+    return picks
 
 
 def _named(config) -> list[str]:
@@ -102,11 +142,13 @@ def _named(config) -> list[str]:
 
 @pytest.hookimpl(trylast=True)  # after -m and -k: the counts are of what they left
 def pytest_collection_modifyitems(config, items):
-    run_slow = config.getoption("runslow") or "slow" in (config.getoption("markexpr") or "")
-    every_sweep, share, seed = config.stash[_MODE] == "all", config.getoption("sweep_share"), commit_seed()
+    run_slow = _run_slow(config)
+    every_sweep, share, seed = config.stash[_MODE] == "all", sweep_share(config), commit_seed()
+    grid = grid_share(config)
     named = _named(config)
     keep, dropped = [], []
-    counts = {"slow": 0, "sweep": 0, "sweep_run": 0}
+    counts = {"slow": 0, "sweep": 0, "sweep_run": 0, "grid": 0, "grid_run": 0}
+    in_grid = _grid_picks([i for i in items if i.get_closest_marker("grid")], seed, grid)
     for item in items:
         asked = any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::")) for n in named)
         if item.get_closest_marker("slow") and not (run_slow or asked):
@@ -119,6 +161,12 @@ def pytest_collection_modifyitems(config, items):
                 dropped.append(item)
                 continue
             counts["sweep_run"] += 1
+        if item.get_closest_marker("grid"):
+            counts["grid"] += 1
+            if not (asked or item.nodeid in in_grid):
+                dropped.append(item)
+                continue
+            counts["grid_run"] += 1
         keep.append(item)
     config.stash[_COUNTS] = counts
     if dropped:
@@ -146,7 +194,10 @@ def pytest_report_collectionfinish(config):
     if counts is not None:
         lines.append(f"sweep: {counts['sweep_run']} of {counts['sweep']} sweep tests selected " + (
             "(--sweep=all)" if config.stash[_MODE] == "all" else
-            f"(1 in {config.getoption('sweep_share')} by seed {commit_seed()}; --sweep=all runs every one)"))
+            f"(1 in {sweep_share(config)} by seed {commit_seed()}; --sweep=all runs every one)"))
+        if counts["grid"] > counts["grid_run"]:
+            lines.append(f"grid: {counts['grid_run']} of {counts['grid']} grid cases selected (1 in "
+                         f"{grid_share(config)} of each test's by seed {commit_seed()}; --runslow runs every one)")
         if counts["slow"]:
             lines.append(f"slow: {counts['slow']} deselected (--runslow runs them)")
     if config.option.verbose < 0 or config.option.no_header:
@@ -180,10 +231,11 @@ DEVICE_SETTINGS = [(mode, target, fuse) for mode in (0, 1)      # GRAPH_MODE, PY
                    for target, fuse in (("CPU", False), ("Ascend", False), ("Ascend", True))]
 
 
-@pytest.fixture(params=DEVICE_SETTINGS, ids=lambda s: f"{('graph', 'pynative')[s[0]]}-{s[1]}-"
-                                                       f"{'fused' if s[2] else 'unfused'}")
+@pytest.fixture(params=[pytest.param(s, marks=pytest.mark.grid) for s in DEVICE_SETTINGS],
+                ids=lambda s: f"{('graph', 'pynative')[s[0]]}-{s[1]}-{'fused' if s[2] else 'unfused'}")
 def setting(request):
-    """Each mode x (the reference, the device unfused, the device fused), set in the context."""
+    """Each mode x (the reference, the device unfused, the device fused), set in the context: a grid
+    (CI runs every setting of every test, the README's command a share of them)."""
     from graphkernel import context
     mode, target, fuse = request.param
     context.set_context(mode=mode, device_target=target, enable_graph_kernel=fuse)

@@ -1,7 +1,7 @@
 """What the fuzz tests share: their example counts, a bound on each example's time and memory, and the
 line between an error raised on purpose and a slip of ours that some safety net caught.
 
-    @fuzz_settings(400)               400 examples, or GRAPHKERNEL_FUZZ_EXAMPLES of them for a long run
+    @fuzz_settings(400)               400 examples in CI's run, a quarter in the README command's (examples)
     with bounded(30, "what"): ...     TimeoutError after 30 s, MemoryError past MEMORY_HEADROOM
     deliberate(e)                     a GraphKernelError raised on purpose about the input
 """
@@ -21,10 +21,21 @@ EXAMPLE_SECONDS = 30          # one example (load, compile, run) taking longer c
 MEMORY_HEADROOM = 2 << 30     # one example mapping more than this fails (MemoryError): an unchecked size
 
 
+SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # tests/conftest.py sets it: 1 with --runslow (CI), else --grid-share
+
+
+def examples(full: int) -> int:
+    """How many examples a property test draws: GRAPHKERNEL_FUZZ_EXAMPLES when set (a long run), else
+    `full` in CI's selection (--runslow) and 1 in GRAPHKERNEL_EXAMPLE_SHARE of them (at least 2) in the
+    README command's."""
+    given = int(os.environ.get("GRAPHKERNEL_FUZZ_EXAMPLES", "0"))
+    share = int(os.environ.get(SHARE_ENV, "1"))
+    return given or (full if share <= 1 else max(2, -(-full // share)))
+
+
 def fuzz_settings(default: int):
-    """`default` examples, or GRAPHKERNEL_FUZZ_EXAMPLES of them for a long run."""
-    examples = int(os.environ.get("GRAPHKERNEL_FUZZ_EXAMPLES", "0")) or default
-    return settings(max_examples=examples, deadline=None,
+    """examples(default) examples, no deadline, no health check on slow or large draws."""
+    return settings(max_examples=examples(default), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

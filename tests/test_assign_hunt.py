@@ -448,6 +448,7 @@ CASES = {
 }
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("case", list(CASES))
 def test_update_matches_reference(case):
     init, body, x = CASES[case]
@@ -566,6 +567,7 @@ def _loss_scale_run(cfg, opt):
     return outs, {p.name: p.asnumpy() for p in step.get_parameters()}
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("opt", ["sgd", "momentum", "adamw", "lamb"])
 def test_loss_scale_overflow_matches_reference(opt):
     e_outs, e_params = _loss_scale_run(REFERENCE, opt)

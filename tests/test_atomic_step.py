@@ -144,7 +144,7 @@ def _interrupt_every_launch(cell, x, y):
 
 def _matrix(default: set):
     """optimizer x fusion x loss scale; the combinations outside `default` run with --runslow (each
-    compiles kernels of its own)."""
+    compiles kernels of its own), those in it are a grid (the README's command takes a share)."""
     cases = []
     for optimizer in ("momentum", "adamw"):
         for fusion in (True, False):
@@ -152,7 +152,7 @@ def _matrix(default: set):
                 key = (optimizer, fusion, loss_scale)
                 cases.append(pytest.param(*key, id=f"{optimizer}-{'fused' if fusion else 'unfused'}-"
                                                    f"{'loss_scale' if loss_scale else 'plain'}",
-                                          marks=() if key in default else pytest.mark.slow))
+                                          marks=pytest.mark.grid if key in default else pytest.mark.slow))
     return cases
 
 

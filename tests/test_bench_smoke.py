@@ -88,6 +88,17 @@ def test_only_that_names_nothing_is_an_error(capsys):
     assert "names no workload" in capsys.readouterr().err
 
 
+def test_a_training_workload_verifies_and_counts_kernels_per_phase():
+    """The small twin of the test below: one training workload (LayerNormGrad)."""
+    settings = dataclasses.replace(harness.TINY, peers=False, progress=False, cold_compile=False)
+    (e,) = run(settings, only="T1", log=lambda line: None)["workloads"]
+    assert e["name"] == "T1 LayerNormGrad(1024) 8x1024" and e["verified"] is True and "numpy" in e["impls"]
+    fused, unfused = e["impls"]["fused"]["phases"], e["impls"]["unfused"]["phases"]
+    assert 0 < fused["backward"] < unfused["backward"]
+    assert sum(fused.values()) == e["impls"]["fused"]["kernels"]
+
+
+@pytest.mark.slow
 def test_training_workloads_verify_and_count_kernels_per_phase():
     settings = dataclasses.replace(harness.TINY, peers=False, progress=False, cold_compile=False)
     results = run(settings, only="T1,T2,BERT layer fwd", log=lambda line: None)
@@ -106,7 +117,9 @@ def test_training_workloads_verify_and_count_kernels_per_phase():
 
 
 # --- graphkernel bench --train at a tiny size (workers in processes of their own; the peers' frameworks
-# taken as not installed, so none runs) ------------------------------------------------------------------
+# taken as not installed, so none runs): each compiles a BERT encoder's training step fused, unfused and on
+# the reference, so they are slow; their small twins are the tests of the pieces below them
+# (test_train_bench_disagreeing_losses_stop_the_run, test_train_bench_times_quiet_and_loaded_rounds) ------
 
 TRAIN_LOG = []
 
@@ -120,6 +133,7 @@ def train_results():
         return train_bench.run(settings, log=TRAIN_LOG.append)
 
 
+@pytest.mark.slow
 def test_train_bench_announces_a_missing_framework_once(train_results):
     from graphkernel.tools.bench import train_peers
     frameworks = sorted({p.split(".")[0] for p in train_peers.PEERS})
@@ -131,6 +145,7 @@ def test_train_bench_announces_a_missing_framework_once(train_results):
     assert all(c["impls"][p]["skipped"].startswith("not installed") for p in train_peers.PEERS)
 
 
+@pytest.mark.slow
 def test_train_bench_checks_losses_and_measures_every_phase(train_results):
     (c,) = train_results["configs"]
     assert c["name"] == "BERT encoder x1 b2 s8 h64"
@@ -152,6 +167,7 @@ def test_train_bench_checks_losses_and_measures_every_phase(train_results):
     assert {"step fused/unfused", "fwd+bwd outside MatMul fused/unfused"} <= set(c["ratios"])
 
 
+@pytest.mark.slow
 def test_train_bench_outputs(train_results, tmp_path):
     from graphkernel.tools.bench import train_outputs
     names = [t["target"] for t in train_results["targets"]]
@@ -162,6 +178,7 @@ def test_train_bench_outputs(train_results, tmp_path):
     assert json.loads(open(paths["json"]).read())["configs"][0]["shape"]["hidden"] == 64
 
 
+@pytest.mark.slow
 def test_train_bench_full_model_with_embeddings():
     from graphkernel.tools.bench import train_bench
     settings = dataclasses.replace(train_bench.BERT_LARGE_TINY, layers=(1,), rounds=1, progress=False)

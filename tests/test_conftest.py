@@ -1,4 +1,4 @@
-"""tests/conftest.py itself: the run's seed, the slow and sweep markers, and warnings that fail a test.
+"""tests/conftest.py itself: the run's seed, the slow, grid and sweep markers, and warnings that fail a test.
 
 Selection and seeding are checked on a generated project that uses a copy of this conftest (and of
 tests/seeding.py, and the markers of setup.cfg), run by pytester in a subprocess; the warnings in a
@@ -19,6 +19,7 @@ import seeding
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CASES = 400
+GRID = 80
 
 GENERATED = f"""
 import os
@@ -28,6 +29,16 @@ from hypothesis import given, settings, strategies as st
 @pytest.mark.sweep
 @pytest.mark.parametrize("i", range({CASES}))
 def test_case(i):
+    pass
+
+@pytest.mark.grid
+@pytest.mark.parametrize("j", range({GRID}))
+def test_grid(j):
+    pass
+
+@pytest.mark.grid
+@pytest.mark.parametrize("k", range(2))
+def test_pair(k):
     pass
 
 @pytest.mark.slow
@@ -70,18 +81,24 @@ def selected(project, monkeypatch, *args, **kw) -> set[str]:
     return {line for line in result.outlines if line.startswith("test_generated.py::")}
 
 
-def cases(ids) -> set[str]:
-    return {i for i in ids if "test_case[" in i}
+def cases(ids, test="test_case") -> set[str]:
+    return {i for i in ids if f"{test}[" in i}
 
 
-def test_the_sweep_share_is_about_one_in_n_stable_for_a_seed_and_changes_with_it(project, monkeypatch):
+def test_the_sweep_and_grid_shares_are_about_one_in_n_stable_for_a_seed_and_change_with_it(project, monkeypatch):
     first = selected(project, monkeypatch, seed="1")
-    assert 20 <= len(cases(first)) <= 60                          # 1 in 10 of 400
+    assert 3 <= len(cases(first)) <= 22                           # the README command: 1 in 40 of 400
+    assert 8 <= len(cases(first, "test_grid")) <= 35              # 1 in 4 of 80
+    assert 1 <= len(cases(first, "test_pair")) <= 2               # at least one case of every grid test
     assert selected(project, monkeypatch, seed="1") == first
     other = selected(project, monkeypatch, seed="2")
-    assert cases(other) != cases(first) and 20 <= len(cases(other)) <= 60
-    assert 70 <= len(cases(selected(project, monkeypatch, "--sweep-share=4", seed="1"))) <= 130
-    for ids in (first, other):   # tests without the marker always run, slow ones never by default
+    assert cases(other) != cases(first) and 3 <= len(cases(other)) <= 22
+    assert cases(other, "test_grid") != cases(first, "test_grid")
+    ci = selected(project, monkeypatch, "--runslow", seed="1")    # CI's selection: 1 in 10, every grid case
+    assert 20 <= len(cases(ci)) <= 60 and len(cases(ci, "test_grid")) == GRID
+    share = selected(project, monkeypatch, "--sweep-share=4", "--grid-share=2", seed="1")
+    assert 70 <= len(cases(share)) <= 130 and 25 <= len(cases(share, "test_grid")) <= 55
+    for ids in (first, other):   # tests without a marker always run, slow ones never by default
         assert "test_generated.py::test_plain" in ids and "test_generated.py::test_big" not in ids
 
 
@@ -89,7 +106,9 @@ def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
     everything = {f"test_generated.py::test_case[{i}]" for i in range(CASES)}
     assert cases(selected(project, monkeypatch, "--sweep=all")) == everything
     assert cases(selected(project, monkeypatch, GRAPHKERNEL_SWEEP="all")) == everything
-    assert "test_generated.py::test_big" in selected(project, monkeypatch, "--runslow")
+    slow = selected(project, monkeypatch, "--runslow", "--sweep=all")
+    assert "test_generated.py::test_big" in slow and cases(slow) == everything
+    assert len(cases(slow, "test_grid")) == GRID and len(cases(slow, "test_pair")) == 2
     assert selected(project, monkeypatch, "-m", "slow") == {"test_generated.py::test_big"}
     assert selected(project, monkeypatch, "test_generated.py::test_big") == {"test_generated.py::test_big"}
     missing = sorted(everything - cases(selected(project, monkeypatch, seed="1")))[:3]
@@ -97,10 +116,12 @@ def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
 
 
 def test_the_seed_and_the_selection_are_printed_with_how_to_reproduce(project, monkeypatch):
-    result = run(project, monkeypatch, "-k", "case or big", seed="77")
+    result = run(project, monkeypatch, "-k", "case or big or grid", seed="77")
     result.stdout.fnmatch_lines(["graphkernel seed 77 (from GRAPHKERNEL_SEED)",
-                                 "reproduce: GRAPHKERNEL_SEED=77 python -m pytest * -k 'case or big'",
-                                 "sweep: * of 400 sweep tests selected (1 in 10 by seed 77; --sweep=all runs*",
+                                 "reproduce: GRAPHKERNEL_SEED=77 python -m pytest * -k 'case or big or grid'",
+                                 "sweep: * of 400 sweep tests selected (1 in 40 by seed 77; --sweep=all runs*",
+                                 f"grid: * of {GRID} grid cases selected (1 in 4 of each test's by seed 77; "
+                                 "--runslow runs every one)",
                                  "slow: 1 deselected (--runslow runs them)"])
     quiet = run(project, monkeypatch, "-q", "-k", "plain", seed="77")   # -q hides the header, not the seed
     quiet.stdout.fnmatch_lines(["graphkernel seed 77 *", "reproduce: GRAPHKERNEL_SEED=77 *"])

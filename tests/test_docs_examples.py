@@ -13,6 +13,7 @@ PAGES = ["gradients.md", "nn.md", "training.md", "checkpoints.md", "learning_rat
          "distributed.md", "convolution.md", "shapes.md"]
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("page", PAGES)
 def test_examples_run(page, capsys):
     if page in NEEDS_DOT:

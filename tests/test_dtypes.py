@@ -73,6 +73,7 @@ def _int_ops():
     return out
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
 @pytest.mark.parametrize("op", _int_ops())
 def test_integer_kernels_equal_the_reference_bit_for_bit(op, dtype):
@@ -96,6 +97,7 @@ def test_integer_kernels_equal_the_reference_bit_for_bit(op, dtype):
             assert_close(got, ref, bitwise=True, err_msg=f"{op} {dtype} fused={opts.enable_graph_kernel}")
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
 def test_integer_sums_wrap(dtype):
     x = np.full((4, 300), 100, dtype.np)

@@ -113,6 +113,7 @@ def test_expansion_equals_reference(op, arrays, attrs, dtype):
         assert_close(got, want)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("core_num", [1, 32])
 @pytest.mark.parametrize("op, arrays, attrs", [c[:3] for c in CASES], ids=[c[3] for c in CASES])
 def test_device_fused_and_unfused_equal_reference(op, arrays, attrs, core_num):

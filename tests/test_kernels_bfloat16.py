@@ -139,6 +139,7 @@ def test_fused_chain_rounds_after_every_op():
     assert_close(unfused[0], want[0], bitwise=True)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("op", ["Add", "Mul", "Maximum", "Select"])
 def test_broadcast_operands(op):
     """A row and a column broadcast against each other, and a scalar constant: loaded once per
@@ -154,6 +155,7 @@ def test_broadcast_operands(op):
         assert_close(lower(g, SEQUENTIAL).run(arrays)[0], want, bitwise=True)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin"])
 @pytest.mark.parametrize("axis", [(1,), (0,), (0, 1)], ids=str)
 def test_reductions_accumulate_in_float32(op, axis):

@@ -41,6 +41,7 @@ def exact(op: str) -> bool:
     return OPS[op].cost < Cost.TRANSCENDENTAL
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
 @pytest.mark.parametrize("op", kernel_ops(2))
 def test_binary(op, shapes):
@@ -53,6 +54,7 @@ def test_binary(op, shapes):
         assert_close(run(fused(g), arrays)[0], run(g, arrays)[0], bitwise=True)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("op", kernel_ops(1))
 @pytest.mark.parametrize("shape", [(4, 4), (7,), ()], ids=str)
 def test_unary(op, shape):

@@ -141,6 +141,7 @@ def test_plan_and_results_across_the_grid(producer, reads, view, later, ref_out,
                 assert step.outs[k] == step.ins[i]
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("params, broadcast", [(1, False), (1, True), (3, True)])
 def test_kernel_storing_through_inputs(dtype, params, broadcast):

@@ -97,6 +97,7 @@ GRID = [c for c in itertools.product(SIZES, ("float16", "float32", "float64"), (
         if c[0] == "two" or (c[1] == "float32" and (c[0] == "small" or c[2] == 2))] + [("two", "bfloat16", 2, True, True)]
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("sizes, dtype, outputs, in_place, per_tensor_scale", GRID)
 def test_multi_tensor_kernel_equals_one_kernel_per_tensor(sizes, dtype, outputs, in_place, per_tensor_scale):
     shapes = SIZES[sizes]
@@ -208,6 +209,7 @@ def _train(optimizer, flags, steps=3):
     return kernels, losses, [p.asnumpy() for p in step.get_parameters()]
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_updates_of_every_shape_make_one_launch_with_the_same_bits(optimizer):
     """Every update composite of one kernel joins one launch (an update whose composite also computes its

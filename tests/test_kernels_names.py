@@ -100,6 +100,7 @@ def test_chains_reach_every_cut():
     assert set(CHAINS) == {"underscore", "exact", "inside"}
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("where", sorted(CHAINS))
 def test_a_long_composite_whose_name_is_cut_builds(where):
     """A kernel stem cut at 80 characters on a "_" made `..._Equal__<hash>`, a dunder name the source check

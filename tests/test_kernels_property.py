@@ -16,6 +16,7 @@ from ir.symbolic import Dim, evaluate_shape
 from ir.specialize import specialize, symbols_of
 from kernels import DeviceConfig, lower
 from ir import GraphBuilder
+from tests.fuzz_helpers import examples
 from tests.kernel_graphs import fused, random_array, reference
 from tests.tolerance import assert_close
 
@@ -68,7 +69,7 @@ def graphs(draw):
 
 
 @given(graph=graphs(), seed=st.integers(0, 3))
-@settings(deadline=None, max_examples=15)
+@settings(deadline=None, max_examples=examples(15))
 def test_fused_equals_unfused_equals_reference(graph, seed):
     note(print_graph(graph))   # a failing graph's text, for tests/corpus/
     unfused_program = lower(graph, CFG)

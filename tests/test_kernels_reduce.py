@@ -20,6 +20,7 @@ def check(graph, arrays, cfg=CFG, **kw):
     return program, outs
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin"])
 @pytest.mark.parametrize("shape,axis,keep", [
     ((4, 6), (1,), False), ((4, 6), (0,), True), ((3, 4, 5), (1,), False), ((3, 4, 5), (0, 2), True),
@@ -233,6 +234,7 @@ def sibling_sums(k: int, shape, axis):
     return fused(b.graph(*outs))
 
 
+@pytest.mark.grid
 @pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="reads x86 LLVM IR")
 @pytest.mark.parametrize("k", [1, 2, 3, 8])
 @pytest.mark.parametrize("shape,axis,variant", [((256, 160), (0,), "columns"), ((96, 300), (1,), "rows")], ids=str)

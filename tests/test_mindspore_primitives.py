@@ -47,6 +47,7 @@ class Call(Cell):
         return out if isinstance(out, tuple) else (out,)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("name, inputs, expected", MINDSPORE_2_10, ids=[c[0] for c in MINDSPORE_2_10])
 def test_as_mindspore_2_10_computes_them(setting, name, inputs, expected):
     got = Call(getattr(ops, name)())(*(Tensor(a) for a in inputs))

@@ -84,6 +84,7 @@ def test_run_inputs_from_npz_on_numba_with_profile(dynamic_path, tmp_path):
     assert (tmp_path / "prof" / "profiler" / "kernel_details.csv").exists()
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("args,message", [
     (["run", "missing.onnx"], "missing.onnx"),
     (["run", "{dynamic}", "--dim", "btch=4"], "dim 'btch': the model has no dynamic dim of that name (did you mean "

@@ -289,6 +289,7 @@ if os.environ.get("GRAPHKERNEL_CONFORMANCE_NUMBA") == "all":   # every passing c
     NUMBA_RUNS = [(c.name, fuse) for c in CASES if c.name not in EXPECTED_REJECTION for fuse in (True, False)]
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("name,fuse", NUMBA_RUNS,
                          ids=lambda v: v if isinstance(v, str) else ("fused" if v else "unfused"))
 def test_node_case_on_numba_kernels(name, fuse):

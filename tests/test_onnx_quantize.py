@@ -61,6 +61,7 @@ def ties_and_ends(n: int, scale: float) -> np.ndarray:
     return np.concatenate([ties, np.nextafter(ties, 0), ends, rest])[:n].astype(np.float32)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("qtype", [I8, U8, I16, U16])
 def test_per_tensor_rounds_half_to_even_and_saturates(qtype):
     x = ties_and_ends(64, 0.25)

@@ -48,6 +48,7 @@ def test_reference_equals_numpy(case):
         assert_close(g, w.astype(g.dtype), bitwise=case.bitwise, err_msg=case.id)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("consumer", [False, True], ids=["alone", "with-consumer"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_device_unfused_and_fused_equal_the_reference(case, consumer):

@@ -144,6 +144,7 @@ def _run(make, ref, decay_filter, lr=0.05, wd=0.01, groups=False):
     return cell
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_update_matches_formula(setting, name):
     make, ref, decay_filter = CASES[name]

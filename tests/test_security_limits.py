@@ -344,6 +344,7 @@ def deep_chain():
     return Chain(10000), f32(4, 8, seed=3)
 
 
+@pytest.mark.grid
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 @TARGETS
 def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
