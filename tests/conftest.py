@@ -12,7 +12,7 @@ auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow 
 share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (4), and at least
 one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
 the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
-40 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
+80 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
 line by its node id always runs. `--runslow --sweep=all` runs everything. tests/test_conftest.py
 checks all of this.
 
@@ -25,7 +25,9 @@ import hashlib
 import os
 import shutil
 import shlex
+import signal
 import tempfile
+import threading
 
 import pytest
 from hypothesis import settings
@@ -48,6 +50,12 @@ os.environ["GRAPHKERNEL_VERIFY"] = "1"
 # on when a background build finishes; tests/test_first_step.py sets background where it tests it
 os.environ["GRAPHKERNEL_COMPILE_MODE"] = "wait"
 
+# A run started in the background by a shell without job control (`cmd &`, nohup) inherits SIGINT
+# ignored, and Python then installs no KeyboardInterrupt handler: the tests of interrupted steps
+# (tests/test_atomic_step.py) need Ctrl-C's usual one, in this process and in the ones it starts.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # Python reads PYTHONWARNINGS before site-packages can be imported, so a subprocess cannot name
 # kernels.KernelBuildWarning or kernels.CacheWarning there: these match the start of their messages
 # ("kernel of Fused_... failed to build", "kernel cache entry ... is corrupt or stale", "kernel cache
@@ -60,7 +68,7 @@ os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last fi
 
 SWEEP_ENV = "GRAPHKERNEL_SWEEP"
 SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
-SWEEP_SHARE = 40      # the README command's
+SWEEP_SHARE = 80      # the README command's
 GRID_SHARE = 4        # the README command's share of each grid test's cases (CI: every case)
 EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"

@@ -370,13 +370,17 @@ def test_real_sigints_at_random_moments_never_tear_a_step(optimizer, fusion):
     child = subprocess.Popen([sys.executable, "-c", CHILD, optimizer, fusion, "40"], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    watchdog = threading.Timer(300, child.kill)   # a SIGINT the child never answers fails the test, no hang
+    watchdog.start()
     try:
-        for _ in range(40):
-            assert child.stdout.readline().strip() == "stepping", child.stderr.read()
+        for k in range(40):
+            line = child.stdout.readline().strip()
+            assert line == "stepping", f"no answer to SIGINT {k} within 300 s: {child.stderr.read()}"
             threading.Event().wait(rng.uniform(0, 0.004))
             child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=300)
     finally:
+        watchdog.cancel()
         child.kill()
         child.wait()
     assert child.returncode == 0, err

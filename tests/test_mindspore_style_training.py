@@ -197,11 +197,10 @@ def _agree(runs):
             assert a[1:3] == b[1:3], f"overflow and scale of step {k}"
 
 
-def test_a_bert_style_step_fused_and_reference_agree():
-    """The small twin of the slow training run below, which adds fusion off (and two layers, ten steps)."""
-    runs = [train("CPU", False, 3), train("Ascend", True, 3)]
+def test_a_bert_style_step_fused_unfused_and_reference_agree():
+    runs = [train("CPU", False, 3), train("Ascend", False, 3), train("Ascend", True, 3)]
     _agree(runs)
-    rows, step, optimizer = runs[1]
+    rows, step, optimizer = runs[2]
     losses = [float(r[0].reshape(-1)[0]) for r in rows]
     assert rows[0][0].shape == (1,) and losses[-1] < losses[0], losses
     assert [p.name for p in optimizer.parameters][:2] == ["embedding_table", "position_table"]
