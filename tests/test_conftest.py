@@ -117,11 +117,11 @@ def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
 
 
 def test_the_seed_and_the_selection_are_printed_with_how_to_reproduce(project, monkeypatch):
-    result = run(project, monkeypatch, "-k", "case or big or grid", seed="77")
+    result = run(project, monkeypatch, "-k", "case or big or grid", seed="77")   # -k grid: the marker too
     result.stdout.fnmatch_lines(["graphkernel seed 77 (from GRAPHKERNEL_SEED)",
                                  "reproduce: GRAPHKERNEL_SEED=77 python -m pytest * -k 'case or big or grid'",
                                  "sweep: * of 400 sweep tests selected (1 in 80 by seed 77; --sweep=all runs*",
-                                 f"grid: * of {GRID} grid cases selected (1 in 4 of each test's by seed 77; "
+                                 f"grid: * of {GRID + 2} grid cases selected (1 in 4 of each test's by seed 77; "
                                  "--runslow runs every one)",
                                  "slow: 1 deselected (--runslow runs them)"])
     quiet = run(project, monkeypatch, "-q", "-k", "plain", seed="77")   # -q hides the header, not the seed
