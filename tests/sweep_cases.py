@@ -83,31 +83,37 @@ def pairwise(base: list[tuple], base_names: tuple[str, ...], extra: dict[str, tu
     of two factors (base with extra, extra with extra) appears in some row. Deterministic. Only the
     first len(base_names) fields of a base row take part in pairs (a row may carry more). Among
     combinations that cover as many new pairs, the one of least `cost` wins: once every pair is
-    covered, the remaining rows take the cheapest sizes."""
+    covered, the remaining rows take the cheapest sizes; ties go to the first in a fixed rotation.
+
+    Scored for every combination at once: uncovered[(j, k)][a, b] marks the pairs of extra factors j, k
+    not yet covered, and a row's pairs with extra value v of factor j count per (j, v)."""
     names = list(extra)
+    index = [{v: i for i, v in reversed(list(enumerate(extra[n])))} for n in names]   # a value's first place
     combos = list(itertools.product(*(extra[n] for n in names)))
-    covered: set = set()
-
-    def pairs_of(row_base, combo):
-        found = set()
-        for j, v in enumerate(combo):
-            for i, b in enumerate(row_base[:len(base_names)]):
-                found.add((base_names[i], b, names[j], v))
-            for k in range(j + 1, len(combo)):
-                found.add((names[j], v, names[k], combo[k]))
-        return found
-
+    codes = np.array([[index[j][v] for j, v in enumerate(c)] for c in combos], dtype=np.int64).reshape(
+        len(combos), len(names))
+    ranks = np.unique([cost(c) for c in combos], return_inverse=True)[1].reshape(-1)   # lower: cheaper
+    uncovered = {(j, k): np.ones((len(extra[names[j]]), len(extra[names[k]])), dtype=bool)
+                 for j in range(len(names)) for k in range(j + 1, len(names))}
+    covered_base: set = set()
     rows = []
     for n, row in enumerate(base):
-        best, best_score = None, None
+        new = np.zeros(len(combos), dtype=np.int64)
+        for (j, k), table in uncovered.items():
+            new += table[codes[:, j], codes[:, k]]
+        for j, name in enumerate(names):
+            fresh = np.array([sum((base_names[i], b, name, v) not in covered_base
+                                  for i, b in enumerate(row[:len(base_names)])) for v in extra[name]])
+            new += fresh[codes[:, j]]
         start = stable_int("pairwise", n) % len(combos)   # ties broken by a fixed rotation
-        for c in range(len(combos)):
-            combo = combos[(start + c) % len(combos)]
-            score = (len(pairs_of(row, combo) - covered), -cost(combo))
-            if best_score is None or score > best_score:
-                best, best_score = combo, score
-        covered |= pairs_of(row, best)
-        rows.append(row + best)
+        order = np.roll(np.arange(len(combos)), -start)
+        score = new[order] * (int(ranks.max()) + 1) - ranks[order]
+        best = int(order[int(np.argmax(score))])            # argmax: the first of the best in the rotation
+        for (j, k), table in uncovered.items():
+            table[codes[best, j], codes[best, k]] = False
+        for j, v in enumerate(combos[best]):
+            covered_base.update((base_names[i], b, names[j], v) for i, b in enumerate(row[:len(base_names)]))
+        rows.append(row + combos[best])
     return rows
 
 

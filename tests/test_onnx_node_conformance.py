@@ -11,7 +11,9 @@ BatchNormalization), an opset older than 13, a window length read at run time; t
 that loading or running it fails with an OnnxImportError saying so. The module prints "ONNX node
 conformance: N passed of M" at the end; docs/onnx.md says "passes N of those M cases".
 """
+import importlib
 import os
+import pkgutil
 import warnings
 
 import numpy as np
@@ -166,14 +168,29 @@ _UNSUPPORTED = {
 EXPECTED_REJECTION = {name: what for what, names in _UNSUPPORTED.items() for name in names}
 
 
+# onnx's case modules that make only cases of ops graphkernel.onnx does not load (pooling): their case
+# generators take 8 of the 9 s of collecting every case, so collection leaves them out;
+# test_the_modules_left_out_make_no_loadable_case (slow: it collects them) checks that nothing is lost
+LEFT_OUT_MODULES = ("averagepool", "lppool", "maxpool")
+
+
+def _loadable(case) -> bool:
+    ops = set(gx.supported_ops())
+    return all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in case.model.graph.node)
+
+
 def _collect():
-    from onnx.backend.test.case.node import collect_testcases
+    """onnx's node test cases (as its collect_testcases makes them) whose ops graphkernel.onnx loads."""
+    import onnx.backend.test.case.node as node
+    from onnx.backend.test.case.utils import import_recursive
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the case generators warn about overflows they mean
-        cases = collect_testcases()
-    ops = set(gx.supported_ops())
-    return [c for c in cases
-            if all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in c.model.graph.node)]
+        for _, name, is_package in pkgutil.iter_modules(node.__path__):
+            if name not in LEFT_OUT_MODULES:
+                module = importlib.import_module(f"{node.__name__}.{name}")
+                if is_package:
+                    import_recursive(module)
+    return [c for c in node._NodeTestCases if _loadable(c)]
 
 
 CASES = _collect()
@@ -300,3 +317,15 @@ def test_node_case_on_numba_kernels(name, fuse):
 def test_numba_cross_section_names_real_cases():
     names = {c.name for c in CASES}
     assert set(NUMBA_CASES) <= names and set(NUMBA_UNFUSED_TOO) <= set(NUMBA_CASES)
+
+
+@pytest.mark.slow
+def test_the_modules_left_out_make_no_loadable_case():
+    """LEFT_OUT_MODULES is a collection shortcut, not a filter: onnx's own collection of every case (which
+    imports the modules left out) finds no loadable case that CASES lacks. When graphkernel.onnx learns
+    one of their ops, this fails until the module leaves the list."""
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        every = collect_testcases()
+    assert sorted(c.name for c in every if _loadable(c)) == sorted(c.name for c in CASES)
