@@ -9,10 +9,10 @@ command that reproduces the run, and so does the summary of a failed run.
 Which tests run (markers in setup.cfg). Two selections: the README's command (`python -m pytest -q -n
 auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow (or `-m slow`).
 `grid`: one case of a parametrized grid whose every case CI runs; without --runslow a run takes the
-share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (6), and at least
+share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (8), and at least
 one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
 the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
-80 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
+160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
 line by its node id always runs. `--runslow --sweep=all` runs everything. tests/test_conftest.py
 checks all of this.
 
@@ -68,8 +68,8 @@ os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last fi
 
 SWEEP_ENV = "GRAPHKERNEL_SWEEP"
 SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
-SWEEP_SHARE = 80      # the README command's
-GRID_SHARE = 6        # the README command's share of each grid test's cases (CI: every case)
+SWEEP_SHARE = 160      # the README command's
+GRID_SHARE = 8        # the README command's share of each grid test's cases (CI: every case)
 EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"
 _COUNTS = pytest.StashKey[dict]()   # what the selection kept and dropped, for the header

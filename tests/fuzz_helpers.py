@@ -1,7 +1,7 @@
 """What the fuzz tests share: their example counts, a bound on each example's time and memory, and the
 line between an error raised on purpose and a slip of ours that some safety net caught.
 
-    @fuzz_settings(400)               400 examples in CI's run, a sixth in the README command's (examples)
+    @fuzz_settings(400)               400 examples in CI's run, an eighth in the README command's (examples)
     with bounded(30, "what"): ...     TimeoutError after 30 s, MemoryError past MEMORY_HEADROOM
     deliberate(e)                     a GraphKernelError raised on purpose about the input
 """
