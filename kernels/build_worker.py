@@ -6,7 +6,8 @@ written to disk with its manifest, under the entry's lock) and answers on its st
 (job id, None, seconds) when the kernel is on disk, (job id, "ErrorType: message", seconds) when it
 did not build. Warnings the build gives (a CacheWarning) come back as the error when the process's
 warning filters make them errors (the tests' PYTHONWARNINGS), else go to stderr. It runs at a low
-priority (os.nice, given by the parent as argv[1]) and stops at the end of its stdin.
+priority (os.nice, given by the parent as argv[1]) and stops at the end of its stdin, or quietly
+when the parent has exited before reading an answer.
 """
 from __future__ import annotations
 
@@ -41,8 +42,11 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001 - the parent reports it as a failed build
             first = str(e).strip().splitlines()
             error = f"{type(e).__name__}: {first[0] if first else ''}"
-        pickle.dump((job_id, error, time.perf_counter() - start), replies)
-        replies.flush()
+        try:
+            pickle.dump((job_id, error, time.perf_counter() - start), replies)
+            replies.flush()
+        except BrokenPipeError:   # the parent has exited (the kernel is on disk for its next run)
+            os._exit(0)           # no flush at exit of a pipe nobody reads: no traceback on the user's terminal
 
 
 if __name__ == "__main__":
