@@ -68,7 +68,7 @@ os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last fi
 
 SWEEP_ENV = "GRAPHKERNEL_SWEEP"
 SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
-SWEEP_SHARE = 160      # the README command's
+SWEEP_SHARE = 160     # the README command's
 GRID_SHARE = 8        # the README command's share of each grid test's cases (CI: every case)
 EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"
