@@ -3,9 +3,9 @@
 An MPI job whose rank raises and exits is stuck: its peers wait in their next collective for a rank that
 is gone, and the failed rank itself waits in MPI_Finalize at exit (measured with MPICH 5: the job hangs
 until killed). So a process an MPI launcher started as one of several gets an excepthook: an uncaught
-exception prints its traceback as Python does, headed by the rank, and then calls MPI_Abort on the world,
-which makes the launcher end every rank at once (within a second with MPICH's Hydra) with a non-zero
-exit. It is installed when graphkernel is imported by such a process (so an error before init() ends
+exception prints its traceback as Python does, headed by the rank, waits half a second for the launcher
+to forward it, and then calls MPI_Abort on the world, which makes the launcher end every rank at once
+(within a second with MPICH's Hydra) with a non-zero exit. It is installed when graphkernel is imported by such a process (so an error before init() ends
 the job too: MPI is initialized then, only to abort) and again by init(). A KeyboardInterrupt ends the
 job the same way; `sys.exit(code)` is an ordinary exit and is not intercepted.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+import traceback
 
 _installed = [None]   # the hook we installed, so installing twice wraps once
 
@@ -27,14 +29,23 @@ def abort_job(code: int = 1) -> None:
     os._exit(code)
 
 
+# after the report is written and before MPI_Abort: the launcher forwards a rank's output in chunks,
+# and an abort can cut the last ones (seen with MPICH: a traceback without its final line)
+FORWARD_SECONDS = 0.5
+
+
 def _hook(previous, rank: int, size: int):
     def hook(kind, value, tb):
         try:
-            sys.stderr.write(f"graphkernel: rank {rank} of {size} raised {kind.__name__}; ending the job "
-                             "(MPI_Abort)\n")
-            previous(kind, value, tb)
+            head = f"graphkernel: rank {rank} of {size} raised {kind.__name__}; ending the job (MPI_Abort)\n"
+            if previous is sys.__excepthook__:   # Python's report, written in one piece
+                sys.stderr.write(head + "".join(traceback.format_exception(kind, value, tb)))
+            else:                                # the program's own hook reports it
+                sys.stderr.write(head)
+                previous(kind, value, tb)
             sys.stderr.flush()
             sys.stdout.flush()
+            time.sleep(FORWARD_SECONDS)
         finally:
             abort_job(1)
     return hook
