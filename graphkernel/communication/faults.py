@@ -7,8 +7,8 @@ exception prints its traceback as Python does, headed by the rank, waits half a 
 to forward it, and then calls MPI_Abort on the world, which makes the launcher end every rank at once
 (within a second with MPICH's Hydra) with a non-zero exit. It is installed when graphkernel is imported
 by such a process (so an error before init() ends the job too: MPI is initialized then, only to abort)
-and again by init(). A KeyboardInterrupt ends the
-job the same way; `sys.exit(code)` is an ordinary exit and is not intercepted.
+and again by init(). A KeyboardInterrupt ends the job the same way; `sys.exit(code)` is an ordinary
+exit and is not intercepted.
 """
 from __future__ import annotations
 
