@@ -6,15 +6,21 @@ A unit is a tile of up to `width` consecutive positions of the last axis (at one
 other kept axes). Per pass it walks the reduced positions in order and, for each, updates one
 accumulator per column from a contiguous slice of the row: the column loop vectorizes and every
 cache line is used whole, where a sweep down each column would stride through memory. Past
-LOOP_MAX_WRITES accumulators and outputs, each reduction's update is a loop of its own. Values
-computed after a reduction (unit level) are arrays over the tile's columns. Each column accumulates
-in the order of the reduced positions whatever block_dim is: results are bitwise stable.
+LOOP_MAX_WRITES accumulators and outputs, each reduction's update is a loop of its own. Each column
+accumulates in the order of the reduced positions whatever block_dim is: results are bitwise stable.
+
+Values computed after a reduction (unit level) are computed in one loop over the tile's columns
+between two row loops (the unit loop: reduction results, what follows from them, the outputs they
+write, the accumulators' reset), as scalars; a value a row loop or a later unit loop reads is kept
+in an array over the tile's columns too. Which values those are, a first rendering finds (every value
+kept); the kernel is the second. A loop and an array per value instead made a BERT gradient kernel
+with twenty outputs ~80 loops long, and its build ~20 s.
 """
 from __future__ import annotations
 
 from kernels.emitters import NP_NAME, REDUCERS
 from kernels.reduction import LOOP_MAX_WRITES, Reduction
-from kernels.elementwise import product
+from kernels.elementwise import Writer, product
 
 
 class Columns(Reduction):
@@ -23,8 +29,14 @@ class Columns(Reduction):
         self.inner = spec.rank - 1                     # the vectorized axis: the kept last one
         self.outer_kept = [a for a in self.kept if a != self.inner]
         self.red_axes = [a for a in range(spec.rank) if spec.reduce_axes[a]]
+        self.unit_loop: list[str] = []       # the statements of the open unit loop
+        self.in_loop: set[int] = set()       # unit values the open unit loop holds as scalars
+        self.kept_arrays: set[int] | None = None   # unit values kept in arrays (None: every one)
+        self.read_back: set[int] = set()     # unit values read from their arrays
 
     def unit_name(self, ref) -> str:
+        """A unit value read from its array (by a row loop, or a unit loop after the one computing it)."""
+        self.read_back.add(ref[1])
         return f"{self.names('u', ref[1])}[c]"
 
     def unit_base(self, buf: tuple) -> str:
@@ -47,12 +59,29 @@ class Columns(Reduction):
         n = ref[1]
         if n in self.consts:
             return self.const(n)
-        if n not in self.have_unit:
-            args = [self.ensure_unit(a) for a in self.spec.nodes[n].args]
+        if n in self.in_loop:
+            return self.names("uc", n)
+        if n in self.have_unit:
+            return self.unit_name(ref)
+        args = [self.ensure_unit(a) for a in self.spec.nodes[n].args]
+        return self.compute_unit(n, self.node_expr(n, args))
+
+    def compute_unit(self, n: int, expr: str) -> str:
+        """Unit value n computed in the open unit loop (kept in its array when something reads it there)."""
+        name = self.names("uc", n)
+        self.unit_loop.append(f"{name} = {expr}")
+        if self.kept_arrays is None or n in self.kept_arrays:
+            self.unit_loop.append(f"{self.names('u', n)}[c] = {name}")
+        self.in_loop.add(n)
+        self.have_unit.add(n)
+        return name
+
+    def close_unit_loop(self) -> None:
+        if self.unit_loop:
             with self.w.block("for c in range(cw):"):
-                self.w(f"{self.unit_name(ref)} = {self.node_expr(n, args)}")
-            self.have_unit.add(n)
-        return self.unit_name(ref)
+                for line in self.unit_loop:
+                    self.w(line)
+        self.unit_loop, self.in_loop = [], set()
 
     def write_reduced_outputs(self, phase: int) -> None:
         spec = self.spec
@@ -61,10 +90,14 @@ class Columns(Reduction):
             if not spec.full_buffer(pres) and spec.phase_of(ref) == phase:
                 buf = ("out", k)
                 value = self.ensure_unit(ref)
-                with self.w.block("for c in range(cw):"):
-                    self.w(f"{self.column(buf, self.unit_base(buf))} = {self.store(buf, value)}")
+                self.unit_loop.append(f"{self.column(buf, self.unit_base(buf))} = {self.store(buf, value)}")
 
     def render(self, name: str) -> str:
+        self.render_kernel(name)                  # every unit value kept: finds those read back
+        self.kept_arrays, self.w = set(self.read_back), Writer()
+        return self.render_kernel(name)
+
+    def render_kernel(self, name: str) -> str:
         w, spec = self.w, self.spec
         with w.block(self.signature(name)):
             self.docstring(name)
@@ -78,7 +111,7 @@ class Columns(Reduction):
                 for n, node in enumerate(spec.nodes):
                     # every reduced value may be a unit array: a reduction's result, what is computed
                     # after one, and what it reads that is computed from reduced-shape inputs only
-                    if node.reduced and n not in self.consts:
+                    if node.reduced and n not in self.consts and (self.kept_arrays is None or n in self.kept_arrays):
                         w(f"{self.names('u', n)} = np.empty(width, {NP_NAME[node.dtypes[0]]})")
                 with w.block("for t0 in range(start, stop, tile):"):
                     with w.block("for unit in range(t0, min(t0 + tile, stop)):"):
@@ -89,6 +122,7 @@ class Columns(Reduction):
                         self.write_reduced_outputs(0)
                         for j in range(spec.num_passes):
                             self.emit_pass(j)
+                        self.close_unit_loop()
         return w.text()
 
     def emit_pass(self, j: int) -> None:
@@ -99,9 +133,8 @@ class Columns(Reduction):
         for ref in self.unit_refs(refs):
             self.ensure_unit(ref)
         for n in reds:
-            ident = REDUCERS[spec.nodes[n].op].identity(self.acc_dtype(n))
-            with w.block("for c in range(cw):"):
-                w(f"{self.acc(n)}[c] = {ident}")
+            self.unit_loop.append(f"{self.acc(n)}[c] = {REDUCERS[spec.nodes[n].op].identity(self.acc_dtype(n))}")
+        self.close_unit_loop()
         used = self.inputs_of(refs)
         with w.block(f"for r in range({product(self.dims[a] for a in self.red_axes)}):"):
             index = self.decompose("r", self.red_axes)
@@ -124,7 +157,5 @@ class Columns(Reduction):
                     with w.block("for c in range(cw):"):
                         self.emit_element([], outs, [spec.results[k] for k in outs], "t", "c", lane="c")
         for n in reds:
-            with w.block("for c in range(cw):"):
-                w(f"{self.unit_name(('v', n, 0))} = {self.cast_result(n, f'{self.acc(n)}[c]')}")
-            self.have_unit.add(n)
+            self.compute_unit(n, self.cast_result(n, f"{self.acc(n)}[c]"))
         self.write_reduced_outputs(j + 1)

@@ -85,6 +85,7 @@ KEYED = {
     "bc": "input i loaded once for a segment or row (constant along it)",
     "v": "value of node n for one element",
     "u": "value of node n at the unit level (after a reduction): a scalar, or an array over columns",
+    "uc": "value of node n at the unit level for one column, in the unit loop (columns)",
     "acc": "accumulators of reduction n (64 lanes, or one per column)",
     "red": "folded result of reduction n",
     "part": "partial results of reduction n, one per chunk (split)",

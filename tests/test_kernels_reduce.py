@@ -256,8 +256,9 @@ def test_many_reductions_in_one_kernel_stay_vectorized(k, shape, axis, variant):
     fn = program.steps[0].fn
     llvm = fn.inspect_llvm(fn.signatures[0])
     assert len(re.findall(r"fmul <\d+ x float>", llvm)) >= k, "the operand loops run scalar"
+    accumulates = re.compile(r"^\s*(acc_\d+\[\w+\] = .*\bacc_\d+\[|ch_scr_)", re.M)   # an update or a scratch store
     together = [body for body in _loop_bodies(program.steps[0].info.source)
-                if "out_" in body and ("acc_" in body or "scr_" in body)]
+                if "out_" in body and accumulates.search(body)]
     # k sums and k outputs: within LOOP_MAX_WRITES one loop computes them all, past it none does
     assert bool(together) == (2 * k <= LOOP_MAX_WRITES), program.steps[0].info.source
 
@@ -281,3 +282,53 @@ def _loop_bodies(source: str) -> list[str]:
 def _unfused(graph):
     """The composite's subgraph at top level: one kernel per primitive."""
     return graph.nodes[-1].subgraph
+
+
+def column_gradient_checks(k: int, shape):
+    """k sums down the columns, each scaled by 1/s (s of reduced shape) and checked for overflow
+    (the loss-scale cell's bias gradients: a sum, a Mul, IsNan | IsInf, a Cast, two outputs each),
+    and a two-pass variance whose mean is read again after the second pass."""
+    b = GraphBuilder()
+    s = b.input((1, shape[1]))
+    inv = b.op("Reciprocal", s)
+    outs = []
+    for _ in range(k):
+        g = b.op("Mul", b.op("ReduceSum", b.input(shape), axis=(0,), keep_dims=True), inv)
+        bad = b.op("LogicalOr", b.op("IsNan", g), b.op("IsInf", g))
+        outs += [g, b.op("Cast", bad, dtype="float32")]
+    x = b.input(shape)
+    mean = b.op("Mul", b.op("ReduceSum", x, axis=(0,), keep_dims=True), b.const(1.0 / shape[0]))
+    centered = b.op("Sub", x, mean)
+    var = b.op("ReduceSum", b.op("Mul", centered, centered), axis=(0,), keep_dims=True)
+    outs += [b.op("Add", var, mean), centered]
+    return fused(b.graph(*outs))
+
+
+@pytest.mark.parametrize("k", [1, 6])
+def test_a_column_kernels_unit_values_are_one_loop_between_row_loops(k):
+    """Past a reduction, a columns kernel computes the unit values in one loop over the tile's columns
+    (as scalars: an array only for what a row loop or a later unit loop reads), not a loop and an
+    array per value: the overflow checks of six bias gradients made ~80 loops and a ~20 s build. The
+    results are the reference's and bitwise the unfused kernels'."""
+    import re
+    shape = (37, 150)   # more than one tile of columns, and a partial one
+    graph = column_gradient_checks(k, shape)
+    program = lower(graph, DeviceConfig(cache_mode="disable"))
+    assert [s.info.variant for s in program.steps] == ["columns"]
+    arrays = [np.full((1, shape[1]), 4.0, np.float32)] + \
+        [random_array(v.shape, seed=i) for i, v in enumerate(graph.inputs[1:])]
+    arrays[1][3, 7] = np.inf           # an overflow in the first gradient
+    arrays[1][5, 9] = np.nan
+    got = program.run(arrays)
+    unfused = lower(_unfused(graph), DeviceConfig()).run(arrays)
+    for a, u, want in zip(got, unfused, reference(graph, arrays)):
+        assert_close(a, want, rtol_scale=10)
+        assert_close(a, u, bitwise=True)
+    assert got[1][0, 7] == 1.0 and got[1][0, 9] == 1.0 and got[1][0, 8] == 0.0
+    source = program.steps[0].info.source
+    row_loop = re.search(r"^( *)for r in range", source, re.M).group(1)
+    unit_loops = re.findall(rf"^{row_loop}for c in range\(cw\):", source, re.M)
+    assert len(unit_loops) == 3, source   # two passes: before the first, between them, after the second
+    kept = set(re.findall(r"^\s*(u_\d+) = np\.empty", source, re.M))
+    assert kept == {"u_" + n for n in re.findall(r"\bu_(\d+)\[c\](?! =)", source)}, source  # only what is read back
+    assert len(kept) <= 2, source   # 1/s (read in the unit loops after the row loops) and the mean
