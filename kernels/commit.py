@@ -10,9 +10,12 @@ step must run to its end. graphkernel/compiler.py builds the all-or-nothing guar
     may_raise   whether a launch from there on can raise by itself: a host op (the user's Python), an
                 op the numpy reference computes, a generated kernel's stand-in while the kernel builds
                 in the background (numpy op by op: kernels/standin.py), anything but the generated
-                kernels, BLAS and copies. Generated kernels are compiled with numpy's error model and
-                run no Python: they do not raise. When one that can does, the caller keeps a copy of
-                the Parameters to put back (and asks again once the stand-ins' kernels have arrived).
+                kernels, BLAS, copies and the scatter-add. Generated kernels are compiled with numpy's
+                error model and run no Python: they do not raise; the scatter-add
+                (UnsortedSegmentSum, kernels/scatter.py) skips ids out of range instead of raising.
+                When one that can raise does, the caller keeps a copy of the Parameters to put back (and
+                asks again once the stand-ins' kernels have arrived): a whole model's Parameters and
+                optimizer state, copied every step.
 
 A launch writes an input when one of its output storages is that input's (an update written in place,
 or a final Assign copy); a Reshape of an input shares its storage, so it counts too.
@@ -25,8 +28,9 @@ from kernels.background import PendingLaunch
 from kernels.executor import GENERATED, Conditional
 
 # Launch variants that raise nothing of their own: generated numba kernels (numpy's error model),
-# numpy's BLAS and transposes, copies. (An If is no launch: its branches' launches stand in its place.)
-_SAFE = frozenset(GENERATED) | {"numpy", "copy"}
+# numpy's BLAS and transposes, copies, the scatter-add. (An If is no launch: its branches' launches
+# stand in its place.)
+_SAFE = frozenset(GENERATED) | {"numpy", "copy", "scatter"}
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,14 @@ def segment_sum_fn(x_shape: tuple[int, ...], ids_shape: tuple[int, ...], num_seg
     wide = wide_np(dtype)   # a half float sums in float32
 
     def segment_sum(x, ids, out):
-        acc = np.zeros((num_segments, width), wide)
+        # a float32 or float64 output accumulates where it lies, unless it is x's own buffer (an
+        # update of x in place): an embedding table's gradient is one zeroing and one pass, not a
+        # fresh buffer, its page faults and a copy every step
+        in_place = out.dtype == wide and not np.may_share_memory(out, x)
+        acc = out.reshape(num_segments, width) if in_place else np.empty((num_segments, width), wide)
+        acc.fill(0)
         if rows and width:
             _segment_sum(x.reshape(rows, width).astype(wide, copy=False), ids.astype(np.int64), acc)
-        out[:] = acc.reshape(-1)
+        if not in_place:
+            out[:] = acc.reshape(-1)
     return segment_sum
