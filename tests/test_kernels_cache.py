@@ -144,3 +144,32 @@ def test_one_kernel_serves_every_shape_with_the_same_structure(tmp_path):
         a = random_array(shape)
         np.testing.assert_allclose(program.run([a])[0], a * np.float32(2) + np.float32(1), rtol=1e-6)
     assert len(names) == 1
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_build_runs_without_the_cyclic_collector_and_leaves_it_as_it_was(enabled):
+    """kernels.compile.compile_for turns the cyclic collector off while numba compiles (its objects
+    made every collection walk the test worker's whole heap) and back to how it found it, after a
+    build that fails too."""
+    import gc
+    from numba import types
+    from kernels import compile as kc
+    seen = []
+    source = "def probe_kernel(a, n):\n    a[0] = n\n"
+    dispatcher = kc.from_source("probe_kernel", source)
+    original = dispatcher.compile
+
+    def compile_and_look(sig):
+        seen.append(gc.isenabled())
+        return original(sig)
+    dispatcher.compile = compile_and_look
+    (gc.enable if enabled else gc.disable)()
+    try:
+        kc.compile_for(dispatcher, (types.Array(types.float32, 1, "C"), types.int64))
+        assert seen == [False] and gc.isenabled() == enabled
+        broken = kc.from_source("broken_kernel", "def broken_kernel(a):\n    return a.no_such_attribute\n")
+        with pytest.raises(Exception):
+            kc.compile_for(broken, (types.Array(types.float32, 1, "C"),))
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable()
