@@ -32,6 +32,7 @@ from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 from ir.dtypes import DType
 from kernels.emitters import kernel_functions
+from kernels.layout import const_value
 
 # a half float's buffer holds its uint16 bits (kernels/emitters.py converts them)
 _NUMBA_DTYPE = {DType.float16: types.uint16, DType.bfloat16: types.uint16, DType.float32: types.float32,
@@ -45,15 +46,17 @@ class CacheLocationError(RuntimeError):
     """numba would keep a kernel's cache files outside the kernel cache directory."""
 
 
-def signature(buffer_dtypes, num_ints: int) -> tuple:
-    """Argument types of a kernel: flat C-contiguous arrays, then int64 sizes, block_dim, tile, width,
-    the range of blocks (and a split kernel's fold flag)."""
-    return tuple(types.Array(_NUMBA_DTYPE[d], 1, "C") for d in buffer_dtypes) + (types.int64,) * num_ints
+def signature(buffer_dtypes, num_sizes: int, num_scalars: int = 0, fold: bool = False) -> tuple:
+    """Argument types of a kernel: flat C-contiguous arrays, int64 sizes, float64 scalar constants,
+    then int64 block_dim, tile, width, the range of blocks (and a split kernel's fold flag)."""
+    return (tuple(types.Array(_NUMBA_DTYPE[d], 1, "C") for d in buffer_dtypes) + (types.int64,) * num_sizes
+            + (types.float64,) * num_scalars + (types.int64,) * (5 + fold))
 
 
 def multi_tensor_signature(mspec) -> tuple:
     """Argument types of a multi-tensor kernel (kernels/multi_tensor.py): per buffer one flat C array, or
-    a tuple of one per tensor; the int64 counts; block_dim, tile, width and the range of blocks."""
+    a tuple of one per tensor; the int64 counts; the float64 constants; block_dim, tile, width and the
+    range of blocks."""
     spec, aliased = mspec.spec, mspec.spec.aliased
     arrays = [(d, not shared) for (d, _), shared in zip(spec.inputs, mspec.shared)]
     arrays += [(d, True) for k, (d, _) in enumerate(spec.outputs) if k not in aliased]
@@ -61,7 +64,8 @@ def multi_tensor_signature(mspec) -> tuple:
     for dtype, per_tensor in arrays:
         array = types.Array(_NUMBA_DTYPE[dtype], 1, "C")
         out.append(types.UniTuple(array, mspec.tensors) if per_tensor else array)
-    return tuple(out) + (types.Array(types.int64, 1, "C"),) + (types.int64,) * 5
+    scalars = sum(const_value(node) is None for node in spec.nodes if node.op == "Const")
+    return tuple(out) + (types.Array(types.int64, 1, "C"),) + (types.float64,) * scalars + (types.int64,) * 5
 
 
 # Kernels are sequential functions over a range of blocks; kernels.threads runs a launch's blocks on

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from ir.dtypes import DType
 from kernels import emitters
 from kernels.emitters import Operands, const_literal, emit
-from kernels.layout import KernelSpec
+from kernels.layout import KernelSpec, const_value
 from kernels.names import Names
 
 
@@ -63,6 +63,8 @@ class KernelTemplate:
         self.pres = dict(self.buffers + outputs)
         self.dims = [self.names("d", a) for a in range(spec.rank)]
         self.consts = {n: node for n, node in enumerate(spec.nodes) if node.op == "Const"}
+        # the constants passed as arguments (kernels.layout.argument_consts), in node order
+        self.scalars = [n for n, node in self.consts.items() if const_value(node) is None]
         self.stash_load: set = set()    # refs read back from the block's row scratch in this pass
         self.stash_store: set = set()   # refs computed in this pass and kept for later passes
 
@@ -139,7 +141,7 @@ class KernelTemplate:
         out = []
         for ref in node.args:
             if ref[0] == "v" and ref[1] in self.consts:
-                out.append(self.consts[ref[1]].attrs[0][2])
+                out.append(const_value(self.consts[ref[1]]))
             else:
                 out.append(None)
         return tuple(out)
@@ -212,13 +214,20 @@ class KernelTemplate:
         return exprs
 
     def emit_consts(self) -> None:
+        """Each constant in its compute dtype: a literal, or its float64 argument converted (exactly:
+        the value is one of that dtype)."""
         for n, node in self.consts.items():
-            self.w(f"{self.const(n)} = {const_literal(node.attrs[0][2], node.dtypes[0])}")
+            value = const_value(node)
+            if value is None:
+                dtype = emitters.compute_dtype(node.dtypes[0])
+                self.w(f"{self.const(n)} = {emitters.NP_NAME[dtype]}({self.names('sc', n)})")
+            else:
+                self.w(f"{self.const(n)} = {const_literal(value, node.dtypes[0])}")
 
     def arguments(self) -> list[str]:
-        """The kernel's parameters: its buffers, the collapsed sizes, the launch's block_dim, tile and
-        width, and the blocks this call runs."""
-        return ([self.name(b) for b, _ in self.buffers] + self.dims
+        """The kernel's parameters: its buffers, the collapsed sizes, the constants it takes as
+        arguments, the launch's block_dim, tile and width, and the blocks this call runs."""
+        return ([self.name(b) for b, _ in self.buffers] + self.dims + [self.names("sc", n) for n in self.scalars]
                 + ["block_dim", "tile", "width", "block_lo", "block_hi"])
 
     def signature(self, name: str) -> str:

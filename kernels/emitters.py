@@ -186,6 +186,10 @@ def _cast(o: Operands) -> str:
     return f"{NP_NAME[dst]}({o.args[0]})" if src != dst else o.args[0]
 
 
+# ops whose emitter writes code for a constant operand's value (Operands.consts): their constants stay
+# literals in the kernel (kernels.layout.argument_consts)
+VALUE_SPECIALIZED = {"Pow"}
+
 EMITTERS: dict[str, Callable[[Operands], str]] = {
     "Add": _arith("+"),
     "Sub": _arith("-"),

@@ -83,7 +83,7 @@ class Step:
     fn: object                  # called as fn(*flat inputs, *flat outputs, *extra)
     ins: tuple[int, ...]        # storage ids
     outs: tuple[int, ...]
-    extra: tuple = ()
+    extra: tuple = ()            # the scalars after the arrays: sizes, float constants, launch ints
     threads: int = 1            # threads the launch runs on (kernels/launch.py; fn is then a ParallelLaunch)
     values_in: tuple = ()       # IR values (for the kernel graph)
     values_out: tuple = ()
@@ -222,7 +222,7 @@ class _Shifted:
 
 
 class Plan:
-    """One set of sizes of a lowered graph: its launches (each step's callable and int arguments), every
+    """One set of sizes of a lowered graph: its launches (each step's callable and scalar arguments), every
     buffer's size, the arena the temporaries share and the generated runner. A static graph has one;
     a graph with symbolic sizes one per shape its calls have had (kernels/plan.py makes them)."""
 
@@ -298,7 +298,7 @@ class Plan:
     def _make_runner(self, observed: bool):
         """Generated Python for one call: check and flatten the inputs, pick the output buffers,
         launch every kernel with its arguments spelled out, return the outputs. The plans of one
-        program (kernels/plan.py) share it: the ints of each launch come from the environment, and the
+        program (kernels/plan.py) share it: the scalars of each launch come from the environment, and the
         code is made once per layout of their scratch buffers."""
         shared = self._shared
         if shared is not None:
@@ -354,9 +354,12 @@ class Plan:
             if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
                 call_args = [f"{a}.view(U16)" if self.storages[s].dtype in HALF_NP else a
                              for a, s in zip(call_args, passed)]
-            if shared is None:
-                call_args += [repr(x) for x in step.extra]
-            elif step.extra:   # plans of one program share the runner's code: the ints come from env
+            if shared is None:   # ints spelled out; a kernel's float constants (inf, nan too) by name
+                for j, x in enumerate(step.extra):
+                    if isinstance(x, float):
+                        env[f"x{k}_{j}"] = x
+                    call_args.append(f"x{k}_{j}" if isinstance(x, float) else repr(x))
+            elif step.extra:   # plans of one program share the runner's code: the scalars come from env
                 env[f"e{k}"] = tuple(step.extra)
                 call_args.append(f"*e{k}")
             if isinstance(step.fn, Conditional):   # its branch's launches are observed one by one

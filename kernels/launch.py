@@ -12,7 +12,7 @@
         kernel from the cache (or build it), write the source with --dump_as_text; in the background
         (--compile_mode=background) a kernel missing from the cache is left to the builder
         (kernels/background.py) and comes back pending, its launches on a stand-in meanwhile
-    launch_of(fn, block_dim, threads, extra, split) -> (callable, its int arguments)
+    launch_of(fn, block_dim, threads, extra, split) -> (callable, its scalar arguments)
         how the executor calls it: one thread calls the kernel once over every block,
         `fn(*arrays, *extra, 0, block_dim[, 1])`; several threads call a ParallelLaunch, which runs
         the blocks in chunks on kernels.threads' pool (a split kernel folds its partials after)
@@ -33,7 +33,7 @@ from kernels.background import builder as background_builder
 from kernels.cache import fetch_kernel, lookup_kernel
 from kernels.codegen import render
 from kernels.emitters import EMITTERS, Operands, math_functions
-from kernels.layout import KernelSpec
+from kernels.layout import KernelSpec, const_value
 from kernels.reduction import split_supported
 
 SPLIT_MAX_UNITS = 64        # a reduction over fewer units than this may split its rows into chunks
@@ -96,7 +96,7 @@ def _lanes(variant: str) -> int:
 def work_weight(spec: KernelSpec) -> float:
     """aicore.work_weight of a kernel: its passes over the data, and the transcendentals and divides
     it computes per point (a value computed once per row after a reduction does not count)."""
-    consts = {n: node.attrs[0][2] for n, node in enumerate(spec.nodes) if node.op == "Const"}
+    consts = {n: const_value(node) for n, node in enumerate(spec.nodes) if node.op == "Const"}
     per_point = [_point_cost(node, consts) for node in spec.nodes
                  if not (node.reduced and spec.has_reduce and node.phase >= 1)
                  and node.op != "Const" and get(node.op).pattern != Pattern.REDUCE]
@@ -170,7 +170,7 @@ def write_source(directory: str, name: str, source: str) -> None:
 # --- the call ------------------------------------------------------------------------------------
 class ParallelLaunch:
     """A kernel launched over the pool's threads: called as the kernel is, without the block range,
-    `launch(*arrays, *ints)`, it runs the blocks in `chunks` contiguous chunks, one kernel call each,
+    `launch(*arrays, *scalars)`, it runs the blocks in `chunks` contiguous chunks, one kernel call each,
     on kernels.threads.pool(); a split kernel (`fold`) then folds its partials in one more call."""
 
     def __init__(self, fn, block_dim: int, chunks: int, fold: bool):
@@ -187,7 +187,7 @@ class ParallelLaunch:
 
 
 def launch_of(fn, block_dim: int, n_threads: int, extra: tuple, fold: bool) -> tuple[object, tuple]:
-    """(the callable a step calls, its int arguments after the arrays): the kernel itself over every
+    """(the callable a step calls, its scalar arguments after the arrays): the kernel itself over every
     block on one thread, or a ParallelLaunch over the pool."""
     if n_threads <= 1 or block_dim <= 1:
         return fn, extra + (0, block_dim) + ((1,) if fold else ())

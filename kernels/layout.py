@@ -6,6 +6,8 @@
     KernelSpec: per collapsed axis "reduce?", per buffer a presence bit per axis, the nodes in a
                 canonical form (op, code-relevant attrs, input refs, dtypes): no sizes
     sizes:      the collapsed dims, passed to the kernel at run time
+    scalars:    the float scalar constants a kernel takes as arguments (`argument_consts`), so one
+                compiled kernel serves `x * 0.5` and `x * 2.0`
 
 Two shapes with the same spec share one compiled kernel: `Add(f32[4,4], f32[4,4])` and
 `Add(f32[1000], f32[1000])` both collapse to one full axis. Buffers are passed flat (1-D, C order);
@@ -17,8 +19,9 @@ import math
 from dataclasses import dataclass
 
 from ir.dtypes import DType
-from ir.graph import Graph, Value
+from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, get
+from kernels.emitters import VALUE_SPECIALIZED
 from kernels.fusible import analyze
 
 # Attributes whose meaning the layout already carries (axes, target shapes): not part of the code.
@@ -95,18 +98,44 @@ def _const_attr(value) -> tuple:
     return ("value", arr.dtype.str, arr.reshape(-1)[0].item() if arr.size == 1 else arr.tobytes())
 
 
-def _code_attrs(node) -> tuple:
+def const_value(node: NodeSpec):
+    """The value a Const node's kernel code holds, or None when the kernel takes it as an argument."""
+    attr = node.attrs[0]
+    return attr[2] if attr[0] == "value" else None
+
+
+def argument_consts(graph: Graph) -> list[Node]:
+    """The Consts a kernel of `graph` takes as arguments (float64, in node order) instead of holding
+    them as literals: the float scalars whose value no emitter writes code for (Pow by 2 is x * x:
+    kernels.emitters.VALUE_SPECIALIZED). Integers and booleans stay literals: LLVM turns an integer
+    division by a literal into multiplications, and few kernels differ by one."""
+    specialized = {v for n in graph.nodes if n.op in VALUE_SPECIALIZED for v in n.inputs}
+    return [n for n in graph.nodes if n.op == "Const" and n.out.dtype.is_float and n.out.type.size == 1
+            and n.out not in specialized]
+
+
+def scalar_values(graph: Graph) -> tuple[float, ...]:
+    """The values of `argument_consts(graph)`, as a kernel of `graph` takes them (exact in float64)."""
+    return tuple(float(n.attr("value").array.reshape(-1)[0]) for n in argument_consts(graph))
+
+
+def _code_attrs(node, argument: bool) -> tuple:
     """The attrs codegen reads: the op's declared ones (an attr the op does not declare, as a hand-built
-    or hostile graph may carry, changes no code and never reaches the key or the kernel's source)."""
+    or hostile graph may carry, changes no code and never reaches the key or the kernel's source); a
+    Const's value, or ("argument",) when the kernel takes it as an argument (its dtype is the node's)."""
     if node.op == "Const":
-        return (_const_attr(node.attr("value")),)
+        return (("argument",),) if argument else (_const_attr(node.attr("value")),)
     declared = {a.name for a in get(node.op).attrs}
     return tuple((k, v) for k, v in node.attrs if k in declared and k not in _LAYOUT_ATTRS)
 
 
-def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:
-    """The spec and the collapsed sizes of a kernel computing `graph` (fusible's contract)."""
+def describe(graph: Graph, const_arguments: bool = False) -> tuple[KernelSpec, tuple[int, ...]]:
+    """The spec and the collapsed sizes of a kernel computing `graph` (fusible's contract); with
+    `const_arguments`, the kernel takes `argument_consts(graph)` as arguments (their values:
+    `scalar_values`), else it holds every constant as a literal (a spec then tells the whole
+    computation: the multi-tensor passes compare them)."""
     ks = analyze(graph)
+    arguments = set(argument_consts(graph)) if const_arguments else set()
     shape, axes = ks.shape, set(ks.reduce_axes)
     buffers = list(graph.inputs) + list(graph.outputs)
     # per original axis: the pattern that decides whether it merges with its neighbour
@@ -133,7 +162,7 @@ def describe(graph: Graph) -> tuple[KernelSpec, tuple[int, ...]]:
     nodes = []
     for n, node in enumerate(graph.nodes):
         reduced = all(ks.aligned[v][a] == 1 for v in node.outputs for a in axes)
-        op, attrs = node.op, _code_attrs(node)
+        op, attrs = node.op, _code_attrs(node, node in arguments)
         if get(op).pattern == Pattern.REDUCE and node not in ks.reductions:
             op, attrs = "Cast", ()  # it reduces size-1 axes only: a Cast to its own dtype, an identity
         nodes.append(NodeSpec(op, attrs, tuple(refs[v] for v in node.inputs),

@@ -49,7 +49,7 @@ from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Step, Storage
 from kernels.in_place import plan_in_place
 from kernels.launch import build_kernel, choose_launch, launch_of, threads_for, ub_bytes
-from kernels.layout import describe
+from kernels.layout import describe, scalar_values
 from kernels.plan import KernelLaunch, Planner, Program, alone
 from kernels.matmul import gemm_fn
 from kernels.multi_tensor import describe_multi, launcher, local_aliases, multi_parts
@@ -310,9 +310,9 @@ class _Builder:
         key = (sub.key(), aliases)
         launch = self.kernels.get(key)
         if launch is None:
-            spec, sizes = describe(sub)
+            spec, sizes = describe(sub, const_arguments=True)
             launch = KernelLaunch(replace(spec, in_place=aliases), self._build, self.cfg.core_num,
-                                  self.cfg.parallel_min_elements)
+                                  self.cfg.parallel_min_elements, scalar_values(sub))
             launch.sizes = sizes
             self.kernels[key] = launch
         sizes = launch.sizes

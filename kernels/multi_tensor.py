@@ -3,10 +3,11 @@
 
     a Composite whose subgraph is T disjoint parts, each the same flat elementwise kernel (one
     KernelSpec of rank 1: every buffer of the part's size or of size 1) over its own size n_t
-      -> kernel(buffers..., counts, block_dim, tile, width)
+      -> kernel(buffers..., counts, constants..., block_dim, tile, width)
          a buffer every part reads from one array (the learning rate) is one array argument; a buffer
          with an array per part is a tuple of T arrays (a numba UniTuple, indexed at run time);
-         counts: int64[T], the parts' sizes
+         counts: int64[T], the parts' sizes; constants: the float scalars every part holds
+         (kernels.layout.argument_consts)
 
 The blocks share the concatenated flat space (n_0 + ... + n_{T-1}) as an elementwise kernel's blocks
 share its one tensor: block b walks, for each tensor t, the part of its share that falls in
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from ir.graph import Graph, Node, Value
 from kernels.fusible import Unsupported
-from kernels.layout import KernelSpec, describe
+from kernels.layout import KernelSpec, describe, scalar_values
 from kernels.elementwise import Elementwise
 
 # The most tensors one kernel takes. numba indexes a tuple at run time through a switch over its
@@ -110,10 +111,12 @@ def multi_parts(sub: Graph) -> list[Part] | None:
 
 def describe_multi(parts: list[Part]) -> tuple[MultiTensorSpec, tuple[int, ...]] | None:
     """The multi-tensor spec and the tensors' sizes, or None unless every part is one rank-1 elementwise
-    kernel."""
-    described = [describe(p.graph) for p in parts]
+    kernel, its constants of the same values in every part (the kernel's arguments: `part_scalars`)."""
+    described = [describe(p.graph, const_arguments=True) for p in parts]
     spec = described[0][0]
     if spec.has_reduce or spec.rank != 1 or any(s != spec or len(z) != 1 for s, z in described):
+        return None
+    if len({repr(scalar_values(p.graph)) for p in parts}) != 1:   # repr: nan and -0.0 compare as themselves
         return None
     shared = tuple(len({p.inputs[i] for p in parts}) == 1 for i in range(len(spec.inputs)))
     return MultiTensorSpec(spec, len(parts), shared), tuple(z[0] for _, z in described)
@@ -136,7 +139,7 @@ def local_aliases(parts: list[Part], mspec: MultiTensorSpec, ins: tuple[int, ...
 def launcher(fn, parts: list[Part], mspec: MultiTensorSpec, counts, num_inputs: int, passed_outputs: list[int]):
     """A callable taking the composite's arrays as the executor passes them (its inputs, then the outputs
     not stored through an input, in `passed_outputs` order, then block_dim, tile, width and the range of
-    blocks to run) that packs them into the kernel's arguments."""
+    blocks to run) that packs them into the kernel's arguments, the counts and constants added."""
     aliased = dict(mspec.spec.in_place)
     layout: list = []
     for i, shared in enumerate(mspec.shared):
@@ -147,9 +150,11 @@ def launcher(fn, parts: list[Part], mspec: MultiTensorSpec, counts, num_inputs: 
             layout.append(tuple(slot[p.outputs[k]] for p in parts))
     layout = tuple(layout)
 
+    scalars = scalar_values(parts[0].graph)
+
     def launch(*arrays):
         args = [arrays[g] if isinstance(g, int) else tuple([arrays[j] for j in g]) for g in layout]
-        fn(*args, counts, *arrays[-5:])
+        fn(*args, counts, *scalars, *arrays[-5:])
     return launch
 
 
@@ -173,8 +178,8 @@ class MultiTensor(Elementwise):
         return self.names("mt", *key) if self.per_tensor(key) else self.names(*key)
 
     def arguments(self) -> list[str]:
-        return [self.argument(b) for b, _ in self.buffers] + ["counts", "block_dim", "tile", "width", "block_lo",
-                                                              "block_hi"]
+        return ([self.argument(b) for b, _ in self.buffers] + ["counts"] + [self.names("sc", n) for n in self.scalars]
+                + ["block_dim", "tile", "width", "block_lo", "block_hi"])
 
     def docstring(self, name: str) -> None:
         self.w(f'"""{name}: {self.variant} kernel over {self.mspec.tensors} tensors, counts[t] elements each.')

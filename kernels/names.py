@@ -81,6 +81,7 @@ KEYED = {
     "ch": "the chunk of a slice the current chunk loop walks",
     "ix": "index on axis a, from a flat position",
     "cst": "scalar constant of node n",
+    "sc": "scalar constant of node n as the kernel takes it (argument, float64)",
     "ld": "input i loaded for one element",
     "bc": "input i loaded once for a segment or row (constant along it)",
     "v": "value of node n for one element",

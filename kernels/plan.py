@@ -49,8 +49,9 @@ class KernelLaunch:
     """One generated kernel structure: its launch at given collapsed sizes (cached per sizes), and its
     compiled kernel per variant, built the first time a launch needs that variant."""
 
-    def __init__(self, spec, build, core_num: int, min_elements: int):
+    def __init__(self, spec, build, core_num: int, min_elements: int, scalars: tuple[float, ...] = ()):
         self.spec, self.build = spec, build     # build(spec, variant, sig) -> Built (kernels/launch.py)
+        self.scalars = scalars                  # the constants the kernel takes (kernels.layout.scalar_values)
         self.core_num, self.min_elements = core_num, min_elements
         self.weight = work_weight(spec)
         self.dtypes = [d for d, _ in spec.inputs] + [d for k, (d, _) in enumerate(spec.outputs)
@@ -68,12 +69,12 @@ class KernelLaunch:
                 built = self.built[variant] = replace(built, fn=built.job.dispatcher, origin="memory", job=None)
             return built, "memory"
         fold = variant == "split"
-        sig = signature(self.dtypes + [d for d, _ in partials], n_sizes + 5 + fold)
+        sig = signature(self.dtypes + [d for d, _ in partials], n_sizes, len(self.scalars), fold)
         built = self.built[variant] = self.build(self.spec, variant, sig)
         return built, built.origin
 
     def at(self, sizes: tuple[int, ...], standin=None) -> tuple:
-        """(KernelInfo without its node's name, callable, int arguments, threads, partials, origin) of a
+        """(KernelInfo without its node's name, callable, scalar arguments, threads, partials, origin) of a
         launch over the collapsed `sizes`. While its kernel builds in the background the callable is a
         PendingLaunch running `standin()` (kernels/standin.py, made for the call's shapes; a launch at
         the same collapsed sizes computes the same elements in the same order at any shape), swapped
@@ -88,12 +89,12 @@ class KernelLaunch:
         built, origin = self.kernel(variant, len(sizes), partials)
         # kernels.launch.threads_for, its work weight computed once
         n_threads = aicore.launch_threads(block_dim, math.prod(sizes), self.min_elements, self.weight)
-        ints, fold = tuple(sizes) + (block_dim, tile, lanes), variant == "split"
-        fn, extra = launch_of(built.fn, block_dim, n_threads, ints, fold)
+        args, fold = tuple(sizes) + self.scalars + (block_dim, tile, lanes), variant == "split"
+        fn, extra = launch_of(built.fn, block_dim, n_threads, args, fold)
         if built.job is not None:   # building in the background: the stand-in runs meanwhile
             if standin is None:
                 raise ValueError(f"kernel {built.name} builds in the background and its launch has no stand-in")
-            fn = PendingLaunch(built.job, standin(), lambda d: launch_of(d, block_dim, n_threads, ints, fold)[0])
+            fn = PendingLaunch(built.job, standin(), lambda d: launch_of(d, block_dim, n_threads, args, fold)[0])
         info = KernelInfo(built.name, spec.op_names, block_dim, (), (), "device", built.source, variant,
                           kernel=built.name, tile=tile, ub_bytes=ub_bytes(spec, sizes, variant, tile))
         self.at_sizes[sizes] = (info, fn, extra, n_threads, partials)

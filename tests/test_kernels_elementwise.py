@@ -137,12 +137,53 @@ def test_pow_integer_exponent_is_multiplications():
 
 
 def test_float32_constants_stay_float32():
+    """The kernel takes the constant as a float64 argument and computes with it as float32 (numba
+    widens float32 * float64 to float64): float32(0.1) passed exactly, float32 products."""
     b = GraphBuilder()
     x = b.input((16,))
     g = b.graph(b.op("Mul", x, b.const(0.1)))
-    source = lower(g, CFG).kernels[0].source
-    assert "np.float32(0.10000000149011612)" in source
+    program = lower(g, CFG)
+    assert re.search(r"cst_(\d+) = np\.float32\(sc_\1\)", program.kernels[0].source)
+    assert 0.10000000149011612 in program.steps[0].extra
     check(g, [random_array((16,))], bitwise=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_one_kernel_serves_every_value_of_its_float_constants(dtype):
+    """(x * c + d) / e for constants of every kind (inf, nan, -0.0, a subnormal, values not exact in
+    float32): one compiled kernel per dtype, the constants its arguments, numpy's bits each time.
+    Integer constants and Pow's exponent (its emitter writes x * x for 2) stay literals."""
+    tiny = float(np.finfo(np.float16 if dtype == "float16" else np.float32).smallest_subnormal)
+    values = [(0.5, 1.5, 3.0), (np.inf, -0.0, 7.0), (np.nan, 0.1, -2.5), (tiny, 1e-3, 1 / 3)]
+    functions, names = set(), set()
+    x = random_array((5, 33), dtype, seed=3)
+    for c, d, e in values:
+        b = GraphBuilder()
+        xi = b.input((5, 33), dtype)
+        k = lambda v: b.const(v, xi.dtype)
+        g = fused(b.graph(b.op("RealDiv", b.op("Add", b.op("Mul", xi, k(c)), k(d)), k(e))))
+        program = lower(g, CFG)
+        header = re.search(r"def \w+\((.*)\):", program.kernels[0].source).group(1)
+        assert len(program.steps) == 1 and len(re.findall(r"\bsc_\d+", header)) == 3
+        functions.add(program.steps[0].fn)
+        names.add(program.kernels[0].kernel)
+        for got, want in zip(program.run([x]), reference(g, [x])):
+            assert_close(got, want, bitwise=True)
+    assert len(names) == 1 and len(functions) == 1
+    b = GraphBuilder()
+    xi = b.input((4,), dtype)
+    g = fused(b.graph(b.op("Mul", b.op("Pow", xi, b.const(2.0, xi.dtype)), b.const(3, xi.dtype))))
+    body = lower(g, CFG).kernels[0].source
+    assert re.search(r"\((\w+) \* \1\)", body) and "sc_" in body   # x * x; 3.0 an argument
+
+
+def test_integer_constants_stay_literals():
+    b = GraphBuilder()
+    x = b.input((6,), "int32")
+    g = b.graph(b.op("Mul", x, b.const(7, x.dtype)))
+    program = lower(g, CFG)
+    assert "np.int32(7)" in program.kernels[0].source and "sc_" not in program.kernels[0].source
+    check(g, [random_array((6,), "int32")], bitwise=True)
 
 
 def test_fused_chain_equals_unfused_bitwise():

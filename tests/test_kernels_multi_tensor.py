@@ -135,6 +135,20 @@ def test_every_block_dim_gives_the_same_bits(core_num):
         assert_close(got, want, bitwise=True)
 
 
+def test_one_multi_tensor_kernel_serves_every_value_of_its_constants():
+    """The parts' constant (m * c, c = 0.9, 1.9, 0.0) is the kernel's argument: one kernel for the three,
+    each run giving the bits of the one-kernel-per-tensor program."""
+    names = set()
+    for variant in (0, 1, -0.9):
+        program, arrays, _ = run(update_graph(SIZES["two"], variant=variant), DeviceConfig())
+        (step,) = [s for s in program.steps if s.info.variant == "multi_tensor"]
+        names.add(step.info.kernel)
+        _, base, _ = run(update_graph(SIZES["two"], variant=variant, merged=False), DeviceConfig())
+        for got, want in zip(arrays, base):
+            assert_close(got, want, bitwise=True)
+    assert len(names) == 1
+
+
 def test_run_step_of_a_multi_tensor_kernel():
     graph = update_graph(SIZES["two"])
     program = lower(graph, DeviceConfig(cache_mode="disable"))
