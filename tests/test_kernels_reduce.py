@@ -261,6 +261,11 @@ def test_many_reductions_in_one_kernel_stay_vectorized(k, shape, axis, variant):
                 if "out_" in body and accumulates.search(body)]
     # k sums and k outputs: within LOOP_MAX_WRITES one loop computes them all, past it none does
     assert bool(together) == (2 * k <= LOOP_MAX_WRITES), program.steps[0].info.source
+    if variant == "rows" and 2 * k > LOOP_MAX_WRITES:   # the operands: LOOP_MAX_WRITES scratch rows a loop
+        rows_written = [len(set(re.findall(r"\bch_scr_\d+\[j\] =", body)))
+                        for body in _loop_bodies(program.steps[0].info.source)]
+        assert sorted(n for n in rows_written if n) == sorted(
+            min(LOOP_MAX_WRITES, k - at) for at in range(0, k, LOOP_MAX_WRITES)), program.steps[0].info.source
 
 
 def _loop_bodies(source: str) -> list[str]:
