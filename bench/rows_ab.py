@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -69,7 +70,10 @@ def worker(threads: int, only: str) -> None:
 def compare(trees: dict, threads: int, rounds: int, only: str = "") -> dict:
     procs = {}
     for label, root in trees.items():
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(root), NUMBA_NUM_THREADS=str(max(threads, 2)))
+        # a kernel cache of its own: two trees rendering the same kernel source (a change to how kernels
+        # are compiled, not to what they say) must each run the kernel they built
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(root), NUMBA_NUM_THREADS=str(max(threads, 2)),
+                   GRAPHKERNEL_CACHE_DIR=tempfile.mkdtemp(prefix=f"rows_ab_{label}_"))
         procs[label] = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", str(threads), only],
                                         cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     names = [json.loads(p.stdout.readline()) for p in procs.values()]
