@@ -4,10 +4,9 @@
             them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
             sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
             UB) in a plain loop (past LOOP_MAX_WRITES arrays written, a loop per LOOP_MAX_WRITES
-            scratch rows), SWEEP_CHUNK
-            elements at a time, and accumulates it into the
-            reduction's 64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in a
-            fixed tree); an operand that is an input row, or a value kept for a later pass, is
+            scratch rows), SWEEP_CHUNK elements at a time, and accumulates it into the reduction's
+            64 lanes (kernels.lanes: element j into lane j % 64, the lanes folded in a fixed
+            tree); an operand that is an input row, or a value kept for a later pass, is
             accumulated where it lies. A costly value a later pass needs stays in a scratch row
             too, instead of being computed again.
     split   one-pass reductions of a long row over few units: the row is cut into chunks of `tile`
