@@ -359,7 +359,7 @@ def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
     assert_close(compiled(Tensor(x)).asnumpy(), chain_reference(x, 10000), bitwise=True)
 
 
-# 100,000 nodes take 25-30 s from a cold kernel cache (README's "about half a minute"): slow, run by
+# 100,000 nodes take ~50 s (docs/security.md; 20,000 take ~10 s): slow, run by
 # --runslow; a twin a fifth its size runs every time.
 @pytest.mark.parametrize("nodes", [20000, pytest.param(100000, marks=pytest.mark.slow)])
 def test_a_big_graph_compiles_fused_on_the_kernels(nodes):
