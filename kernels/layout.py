@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ir.dtypes import DType
 from ir.graph import Graph, Node, Value
 from ir.ops import Pattern, get
@@ -117,6 +119,12 @@ def argument_consts(graph: Graph) -> list[Node]:
 def scalar_values(graph: Graph) -> tuple[float, ...]:
     """The values of `argument_consts(graph)`, as a kernel of `graph` takes them (exact in float64)."""
     return tuple(float(n.attr("value").array.reshape(-1)[0]) for n in argument_consts(graph))
+
+
+def scalar_bits(graph: Graph) -> bytes:
+    """The bits of `scalar_values(graph)`: what two kernels sharing one launch must agree on (0.0 and
+    -0.0 compare equal as floats and differ here; so do NaNs of another sign)."""
+    return np.array(scalar_values(graph), np.float64).tobytes()
 
 
 def _code_attrs(node, argument: bool) -> tuple:

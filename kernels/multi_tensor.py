@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ir.graph import Graph, Node, Value
 from kernels.fusible import Unsupported
-from kernels.layout import KernelSpec, describe, scalar_values
+from kernels.layout import KernelSpec, describe, scalar_bits, scalar_values
 from kernels.elementwise import Elementwise
 
 # The most tensors one kernel takes. numba indexes a tuple at run time through a switch over its
@@ -116,7 +116,7 @@ def describe_multi(parts: list[Part]) -> tuple[MultiTensorSpec, tuple[int, ...]]
     spec = described[0][0]
     if spec.has_reduce or spec.rank != 1 or any(s != spec or len(z) != 1 for s, z in described):
         return None
-    if len({repr(scalar_values(p.graph)) for p in parts}) != 1:   # repr: nan and -0.0 compare as themselves
+    if len({scalar_bits(p.graph) for p in parts}) != 1:
         return None
     shared = tuple(len({p.inputs[i] for p in parts}) == 1 for i in range(len(spec.inputs)))
     return MultiTensorSpec(spec, len(parts), shared), tuple(z[0] for _, z in described)

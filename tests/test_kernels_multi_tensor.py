@@ -302,6 +302,33 @@ def test_a_candidate_depending_on_a_member_is_refused():
         assert_close(got, want, bitwise=True)
 
 
+@pytest.mark.parametrize("consts, launches", [((0.5, 0.5, 0.5), [3]), ((0.0, -0.0, 0.0), [2]),
+                                              ((np.nan, -np.nan), [])], ids=["equal", "signed zeros", "nans"])
+def test_updates_share_a_launch_only_with_the_same_constant_bits(consts, launches):
+    """One multi-tensor launch passes one set of constants (the kernel's arguments), so the pass groups
+    updates by their constants' bits: 0.0 and -0.0 (equal as floats) or NaNs of two signs go to
+    launches of their own, and each Parameter gets the reference's bits."""
+    b = GraphBuilder()
+    params = [b.input((3 + k, 4), name=f"p{k}") for k in range(len(consts))]
+    assigns = []
+    for p, c in zip(params, consts):
+        sub = GraphBuilder(p.type)
+        x = sub.inputs[0]
+        (new,) = b.composite(sub.graph(sub.op("Mul", sub.op("Mul", x, sub.scalar(c, x)), sub.scalar(3.0, x))), p,
+                             name="Fused_Mul_0")
+        assigns.append(b.op("Assign", p, new))
+    graph = b.graph(b.reduce("ReduceSum", params[0], (0, 1), keep_dims=False), *assigns)
+    with PassContext():
+        fused = multi_tensor_fusion(graph, CompileOptions(enable_graph_kernel=True))
+    program = lower(fused, DeviceConfig())
+    assert [len(s.values_out) for s in program.steps if s.info.variant == "multi_tensor"] == launches
+    arrays = [random_array(v.shape, v.dtype.np, seed=k) for k, v in enumerate(graph.inputs)]
+    want = interpret(graph, [a.copy() for a in arrays])[1:]   # the Assigns' values
+    program.run(arrays)
+    for got, w in zip(arrays, want):   # the Parameters, updated in place
+        assert got.tobytes() == np.asarray(w).tobytes()
+
+
 @pytest.mark.parametrize("count", [MAX_TENSORS, MAX_TENSORS + 1, 2 * MAX_TENSORS + 3])
 def test_a_long_group_is_cut_into_launches_of_at_most_max_tensors(count):
     """One launch takes at most MAX_TENSORS updates (numba's build time grows faster than the tensor

@@ -35,24 +35,26 @@ from graphkernel.passes.fusion_driver import Search
 from graphkernel.passes.fusion_rules import can_fuse
 from graphkernel.passes.fusion_utils import build_composite
 from kernels.fusible import Unsupported
-from kernels.layout import describe
+from kernels.layout import describe, scalar_bits
 from kernels.multi_tensor import MAX_TENSORS
 
 STAGE = "composite"
 
 
-def flat_spec(node: Node):
-    """The KernelSpec of the kernel of a composite, or of a fusible primitive as the composite of it
-    would be, when it is elementwise over one flat axis; else None."""
+def kernel_key(node: Node):
+    """What makes updates one multi-tensor kernel (kernels.multi_tensor.describe_multi): the KernelSpec of
+    the kernel of a composite, or of a fusible primitive as the composite of it would be, its constants
+    as the kernel's arguments, and their bits (one launch passes one set). None unless the kernel is
+    elementwise over one flat axis."""
     if node.subgraph is None:
         if not is_fusible(node):
             return None
         node, _ = build_composite([node], set(node.outputs))
     try:
-        spec, _ = describe(node.subgraph)
+        spec, _ = describe(node.subgraph, const_arguments=True)
     except Unsupported:     # no one iteration shape: no candidate
         return None
-    return spec if spec.rank == 1 and not spec.has_reduce else None
+    return (spec, scalar_bits(node.subgraph)) if spec.rank == 1 and not spec.has_reduce else None
 
 
 def independent(search: Search, a: Node, b: Node) -> str | None:
@@ -93,9 +95,9 @@ def multi_tensor_fusion(graph: Graph, opts: CompileOptions) -> Graph:
     groups: dict = {}
     for node in graph.nodes:
         if node in updates:
-            spec = flat_spec(node)
-            if spec is not None:
-                groups.setdefault(spec, []).append(node)
+            key = kernel_key(node)
+            if key is not None:
+                groups.setdefault(key, []).append(node)
     if all(len(nodes) < 2 for nodes in groups.values()):
         return graph
     search = _MultiTensorSearch(graph, opts, STAGE, is_fusible, "multi-tensor fusion", independent,
