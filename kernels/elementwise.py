@@ -181,36 +181,47 @@ class KernelTemplate:
         exprs: dict = {}
         names = self.names
 
-        def expr(ref) -> str:
-            if ref in exprs:
-                return exprs[ref]
+        def leaf(ref) -> str | None:
+            """The name of a value read rather than computed here (its load emitted), else None."""
             if ref[0] == "in":
                 i = ref[1]
-                if self.inner_present(("in", i)):
-                    name = names("ld", i, *lane)
-                    element = f"{names(slices, 'in', i)}[{index}]"
-                    self.w(f"{name} = {self.load(('in', i), element)}")
-                else:
-                    name = self.broadcast_load(i)
-            elif ref[1] in self.consts:
-                name = self.const(ref[1])
-            elif self.unit_level(ref):
-                name = self.unit_name(ref)
-            elif ref in self.stash_load:
+                if not self.inner_present(("in", i)):
+                    return self.broadcast_load(i)
+                name, element = names("ld", i, *lane), f"{names(slices, 'in', i)}[{index}]"
+                self.w(f"{name} = {self.load(('in', i), element)}")
+                return name
+            if ref[1] in self.consts:
+                return self.const(ref[1])
+            if self.unit_level(ref):
+                return self.unit_name(ref)
+            if ref in self.stash_load:
                 name = names("v", ref[1], *lane)
                 self.w(f"{name} = {names(slices, 'keep', ref[1])}[{index}]")
-            else:
+                return name
+            return None
+
+        # depth first, each operand before its user and in operand order, without recursion: a chain
+        # of thousands of ops (--composite_op_limit_size) is as deep
+        for target in targets:
+            stack = [(target, False)]
+            while stack:
+                ref, operands_done = stack.pop()
+                if ref in exprs:
+                    continue
+                if not operands_done:
+                    name = leaf(ref)
+                    if name is not None:
+                        exprs[ref] = name
+                        continue
+                    stack.append((ref, True))
+                    stack.extend((a, False) for a in reversed(self.spec.nodes[ref[1]].args))
+                    continue
                 n = ref[1]
-                args = [expr(a) for a in self.spec.nodes[n].args]
                 name = names("v", n, *lane)
-                self.w(f"{name} = {self.node_expr(n, args)}")
+                self.w(f"{name} = {self.node_expr(n, [exprs[a] for a in self.spec.nodes[n].args])}")
                 if ref in self.stash_store:
                     self.w(f"{names(slices, 'keep', n)}[{index}] = {name}")
-            exprs[ref] = name
-            return name
-
-        for ref in targets:
-            expr(ref)
+                exprs[ref] = name
         return exprs
 
     def emit_consts(self) -> None:

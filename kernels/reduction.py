@@ -121,18 +121,16 @@ class Reduction(KernelTemplate):
     def unit_refs(self, refs) -> list:
         """Unit-level values an in-loop computation of refs reads."""
         found, seen = [], set()
-
-        def walk(ref):
+        stack = list(reversed(refs))   # depth first in operand order, without recursion (deep chains)
+        while stack:
+            ref = stack.pop()
             if ref in seen or ref[0] == "in" or ref[1] in self.consts:
-                return
+                continue
             seen.add(ref)
             if self.unit_level(ref):
                 found.append(ref)
-                return
-            for a in self.spec.nodes[ref[1]].args:
-                walk(a)
-        for r in refs:
-            walk(r)
+                continue
+            stack.extend(reversed(self.spec.nodes[ref[1]].args))
         return found
 
     def emit_sweep(self, reds, outs, refs, length: str) -> None:
@@ -218,18 +216,16 @@ class Reduction(KernelTemplate):
 
     def inputs_of(self, refs) -> set[int]:
         found, seen = set(), set()
-
-        def walk(ref):
+        stack = list(refs)
+        while stack:
+            ref = stack.pop()
             if ref in seen:
-                return
+                continue
             seen.add(ref)
             if ref[0] == "in":
                 found.add(ref[1])
             elif not self.unit_level(ref):
-                for a in self.spec.nodes[ref[1]].args:
-                    walk(a)
-        for r in refs:
-            walk(r)
+                stack.extend(self.spec.nodes[ref[1]].args)
         return found
 
     def alloc_lanes(self, count: str = str(LANES)) -> None:
@@ -275,15 +271,13 @@ class Rows(Reduction):
 
     def closure(self, refs) -> set:
         seen = set()
-
-        def walk(ref):
+        stack = list(refs)
+        while stack:
+            ref = stack.pop()
             if ref in seen or ref[0] == "in" or ref[1] in self.consts or self.unit_level(ref):
-                return
+                continue
             seen.add(ref)
-            for a in self.spec.nodes[ref[1]].args:
-                walk(a)
-        for r in refs:
-            walk(r)
+            stack.extend(self.spec.nodes[ref[1]].args)
         return seen
 
     def plan_stash(self) -> dict:

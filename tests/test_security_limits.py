@@ -11,6 +11,9 @@ that raise, and graphs too big or too deep for recursive or quadratic code.
                           (100,000 nodes with --runslow)
 """
 
+import sys
+import warnings
+
 import numpy as np
 import pytest
 
@@ -24,7 +27,7 @@ from graphkernel.ops import operations as P
 from ir import parse_graph
 from ir.errors import ExecutionError, GraphKernelError, ShapeError
 from ir.limits import ResourceLimitError, reference_peak_bytes
-from kernels import DeviceConfig, lower
+from kernels import DeviceConfig, KernelBuildWarning, lower
 from kernels.executor import Storage, plan_arena
 from fuzz_helpers import bounded
 from kernel_graphs import fused
@@ -357,6 +360,33 @@ def test_a_10000_deep_chain_compiles_and_runs(deep_chain, target, fusion):
     if fusion:
         assert max(len(k.op_types) for k in compiled.kernels) == limit
     assert_close(compiled(Tensor(x)).asnumpy(), chain_reference(x, 10000), bitwise=True)
+
+
+class ChainSum(Chain):
+    def construct(self, x):
+        return P.ReduceSum()(super().construct(x), (1,))
+
+
+@pytest.mark.parametrize("net", ["chain", "chain then a sum"])
+def test_a_kernel_as_deep_as_pythons_recursion_limit_is_one_kernel(net):
+    """Flags raised to a chain as deep as sys.getrecursionlimit() (reduce_fuse_depth goes to 1000):
+    the chain is one composite, and its kernel is generated without recursing once per op (it failed
+    to build with a RecursionError and ran as single-op kernels)."""
+    limit = sys.getrecursionlimit()
+    length, cell, flags = (limit + 500, Chain, f"--composite_op_limit_size={limit + 500}") if net == "chain" else \
+        (990, ChainSum, "--composite_op_limit_size=1000 --reduce_fuse_depth=1000")
+    context.set_context(device_target="Ascend", enable_graph_kernel=True, graph_kernel_flags=flags)
+    x = f32(4, 8, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", KernelBuildWarning)
+        compiled = cell(length).compile(Tensor(x))
+        got = compiled(Tensor(x)).asnumpy()
+    assert compiled.kernel_count == 1 and len(compiled.kernels[0].op_types) == length + (net != "chain")
+    want = chain_reference(x, length)
+    if net == "chain":
+        assert_close(got, want, bitwise=True)
+    else:
+        assert_close(got, want.sum(1))
 
 
 # 100,000 nodes take ~50 s (docs/security.md; 20,000 take ~10 s): slow, run by
