@@ -139,9 +139,8 @@ def _code_attrs(node, argument: bool) -> tuple:
 
 def describe(graph: Graph, const_arguments: bool = False) -> tuple[KernelSpec, tuple[int, ...]]:
     """The spec and the collapsed sizes of a kernel computing `graph` (fusible's contract); with
-    `const_arguments`, the kernel takes `argument_consts(graph)` as arguments (their values:
-    `scalar_values`), else it holds every constant as a literal (a spec then tells the whole
-    computation: the multi-tensor passes compare them)."""
+    `const_arguments` (lowering, the multi-tensor pass), the kernel takes `argument_consts(graph)` as
+    arguments (their values: `scalar_values`), else it holds every constant as a literal."""
     ks = analyze(graph)
     arguments = set(argument_consts(graph)) if const_arguments else set()
     shape, axes = ks.shape, set(ks.reduce_axes)
