@@ -7,7 +7,8 @@ become one launch over all of them (kernels/multi_tensor.py renders it).
 The candidates are the kernels of the optimizer phase (`ir.autodiff.update_nodes`: nodes computing
 only Parameter updates), composites or fusible primitives, whose kernel is elementwise over one flat
 axis: every buffer of its size or of size 1, as the update of a Parameter of any shape is. Kernels
-with the same kernel code up to their size (one `kernels.layout.KernelSpec`) are merged in graph order,
+with the same kernel code up to their size (one `kernels.layout.KernelSpec`, its float constants
+arguments) and the same constants, bit for bit (`kernel_key`), are merged in graph order,
 each candidate asked through `fusion_rules.can_fuse` (the fusion search, `fusion_driver.Search`, with
 this pass's rule and kernel) whether it joins the group so far:
 
