@@ -111,7 +111,7 @@ def multi_parts(sub: Graph) -> list[Part] | None:
 
 def describe_multi(parts: list[Part]) -> tuple[MultiTensorSpec, tuple[int, ...]] | None:
     """The multi-tensor spec and the tensors' sizes, or None unless every part is one rank-1 elementwise
-    kernel, its constants of the same values in every part (the kernel's arguments: `part_scalars`)."""
+    kernel, its constants (the kernel's arguments) of the same bits in every part (`scalar_bits`)."""
     described = [describe(p.graph, const_arguments=True) for p in parts]
     spec = described[0][0]
     if spec.has_reduce or spec.rank != 1 or any(s != spec or len(z) != 1 for s, z in described):
