@@ -143,7 +143,7 @@ class Columns(Reduction):
                 if (kind == "in" and k in used) or (kind == "out" and k in outs):
                     w(f"{self.at(buf)} = {self.unit_base(buf)} + {self.offset(buf, index)}")
                     if pres[self.inner]:
-                        w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + cw]")
+                        w(f"{self.sliced(buf)} = {self.view(self.name(buf), self.at(buf), 'cw')}")
                     elif kind == "in":
                         w(f"{self.broadcast_load(k)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
             if len(reds) + len(outs) <= LOOP_MAX_WRITES:

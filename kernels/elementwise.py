@@ -4,8 +4,8 @@
                     grid of blocks (block_range), and the per-element body built from the emitters
     Elementwise     each block takes a contiguous share of the flat iteration space and walks it in
                     segments of at most `tile` elements inside one row of the last axis; a segment is
-                    sliced out of every buffer and looped over from 0 (a loop from 0 vectorizes,
-                    `range(s, e)` does not)
+                    a view of every buffer (kernels.views) looped over from 0 (a loop from 0
+                    vectorizes, `range(s, e)` does not)
 """
 from __future__ import annotations
 
@@ -83,6 +83,14 @@ class KernelTemplate:
 
     def const(self, n: int) -> str:
         return self.names("cst", n)
+
+    @staticmethod
+    def view(array: str, start: str, count: str, step: str = "1") -> str:
+        """The source of array[start:start + count * step:step], made by kernels.views (a slice costs
+        numba's general slicing code in every build)."""
+        if step == "1":
+            return f"view({array}, {start}, {count})"
+        return f"view_strided({array}, {start}, {count}, {step})"
 
     # --- layout arithmetic ---------------------------------------------------------------
     def stride(self, buf: tuple, axis: int) -> str:
@@ -289,7 +297,7 @@ class Elementwise(KernelTemplate):
                 off = "i" if all(pres) else self.offset(buf, index)
                 w(f"{self.at(buf)} = {off}")
                 if pres[-1]:
-                    w(f"{self.sliced(buf)} = {self.name(buf)}[{self.at(buf)}:{self.at(buf)} + n]")
+                    w(f"{self.sliced(buf)} = {self.view(self.name(buf), self.at(buf), 'n')}")
             self.emit_loop(self.spec)
             w("i += n")
 

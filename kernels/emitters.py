@@ -25,7 +25,7 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.ops import OPS, Pattern, get
-from kernels import lanes, mathfn
+from kernels import lanes, mathfn, views
 
 NP_NAME = {DType.float16: "np.float32", DType.bfloat16: "np.float32", DType.float32: "np.float32",
            DType.float64: "np.float64", DType.int8: "np.int8", DType.int16: "np.int16", DType.int32: "np.int32",
@@ -75,6 +75,7 @@ HELPERS = {
                                                           "f16_bits_to_f32", "f32_to_f16_bits",
                                                           "bf16_bits_to_f32", "f32_to_bf16_bits")},
     "kernels.lanes": dict(lanes.FUNCTIONS),
+    "kernels.views": dict(views.FUNCTIONS),
 }
 
 

@@ -51,11 +51,9 @@ class Reduction(KernelTemplate):
     def acc(self, n: int) -> str:
         return self.names("acc", n)
 
-    def slice_expr(self, buf: tuple, length: str) -> str:
-        s, name, o = self.stride(buf, self.inner), self.name(buf), self.at(buf)
-        if s == "1":
-            return f"{name}[{o}:{o} + {length}]"
-        return f"{name}[{o}:{o} + {length} * {s}:{s}]"
+    def row_view(self, buf: tuple, length: str) -> str:
+        """The view of buf's `length` elements along the inner reduce axis from its current offset."""
+        return self.view(self.name(buf), self.at(buf), length, self.stride(buf, self.inner))
 
     def acc_dtype(self, n: int) -> DType:
         node = self.spec.nodes[n]
@@ -145,13 +143,13 @@ class Reduction(KernelTemplate):
             kind, index = buf
             if (kind == "in" and index in used_inputs) or (kind == "out" and index in outs):
                 if pres[self.inner]:
-                    w(f"{self.sliced(buf)} = {self.slice_expr(buf, length)}")
+                    w(f"{self.sliced(buf)} = {self.row_view(buf, length)}")
                     sliced.append(buf)
                 elif kind == "in":
                     w(f"{self.broadcast_load(index)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
             key = ("keep", ref[1])
-            w(f"{self.sliced(key)} = {self.name(key)}[:{length}]")
+            w(f"{self.sliced(key)} = {self.view(self.name(key), '0', length)}")
             sliced.append(key)
         rows = {n: self.direct_row(n) for n in reds}
         computed = [n for n in reds if rows[n] is None]
@@ -170,9 +168,9 @@ class Reduction(KernelTemplate):
         with w.block(f"for q in range(0, {length}, {SWEEP_CHUNK}):"):
             w(f"cnt = min({SWEEP_CHUNK}, {length} - q)")
             for key in sliced:
-                w(f"{names('ch', *key)} = {self.sliced(key)}[q:q + cnt]")
+                w(f"{names('ch', *key)} = {self.view(self.sliced(key), 'q', 'cnt')}")
             for n in computed:
-                w(f"{names('ch', 'scr', n)} = {self.name(('scr', n))}[:cnt]")
+                w(f"{names('ch', 'scr', n)} = {self.view(self.name(('scr', n)), '0', 'cnt')}")
             writes = len(computed) + len(outs) + len(self.stash_store)
             if writes <= LOOP_MAX_WRITES:
                 with w.block("for j in range(cnt):"):

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from kernels import aicore
 from kernels.lanes import PYTHON as LANES_IN_PYTHON
+from kernels.views import PYTHON as VIEWS_IN_PYTHON
 from kernels.codegen import render
 from kernels.compile import kernel_globals
 from kernels.layout import describe
@@ -60,11 +61,13 @@ def test_lowering_follows_launch_threads():
     assert forced.steps[0].threads == min(forced.kernels[0].block_dim, aicore.host_threads())
 
 
-# kernels.mathfn's and kernels.lanes' functions are numba intrinsics: in pure Python, numpy stands in for
-# the first, kernels.lanes.PYTHON (their plain-Python semantics) for the second
+# kernels.mathfn's, kernels.lanes' and kernels.views' functions are numba intrinsics: in pure Python,
+# numpy stands in for the first, kernels.lanes.PYTHON and kernels.views.PYTHON (their plain-Python
+# semantics) for the others
 PURE_PYTHON_MATH = {"exp_f32": lambda x: np.exp(np.float32(x)), "log_f32": lambda x: np.log(np.float32(x)),
                     "tanh_f32": lambda x: np.tanh(np.float32(x)),
-                    "erf_f32": lambda x: np.float32(math.erf(float(x))), **LANES_IN_PYTHON}
+                    "erf_f32": lambda x: np.float32(math.erf(float(x))), **LANES_IN_PYTHON,
+                    **VIEWS_IN_PYTHON}
 
 
 class Counting:
