@@ -113,16 +113,15 @@ class Columns(Reduction):
                     # after one, and what it reads that is computed from reduced-shape inputs only
                     if node.reduced and n not in self.consts and (self.kept_arrays is None or n in self.kept_arrays):
                         w(f"{self.names('u', n)} = np.empty(width, {NP_NAME[node.dtypes[0]]})")
-                with w.block("for t0 in range(start, stop, tile):"):
-                    with w.block("for unit in range(t0, min(t0 + tile, stop)):"):
-                        w("p = unit // tiles")
-                        w("c0 = (unit - p * tiles) * width")
-                        w(f"cw = min(width, {last} - c0)")
-                        self.emit_unit_start("p")
-                        self.write_reduced_outputs(0)
-                        for j in range(spec.num_passes):
-                            self.emit_pass(j)
-                        self.close_unit_loop()
+                with w.block("for unit in range(start, stop):"):
+                    w("p = unit // tiles")
+                    w("c0 = (unit - p * tiles) * width")
+                    w(f"cw = min(width, {last} - c0)")
+                    self.emit_unit_start("p")
+                    self.write_reduced_outputs(0)
+                    for j in range(spec.num_passes):
+                        self.emit_pass(j)
+                    self.close_unit_loop()
         return w.text()
 
     def emit_pass(self, j: int) -> None:

@@ -5,7 +5,8 @@ lane in the row's order; the lanes are then folded in a fixed tree, lane k with 
 16, ..., 1. No order depends on the vector width, block_dim or the thread count, so results are bitwise
 stable; fused and single-op kernels call the same functions, so they agree.
 
-    acc = np.empty(LANES, dtype); acc[:] = identity       in the kernel (identity: 0, -inf, +inf, ...)
+    acc = np.empty(LANES, dtype)                           in the kernel
+    lanes_fill(acc, identity)    every lane set to the reduction's identity (0, -inf, +inf, ...)
     lanes_sum(acc, row)          acc[j % 64] = acc[j % 64] + row[j], j = 0 .. len(row) - 1
     lanes_max(acc, row)          the same with numpy's maximum rule ((a >= b or a is NaN) ? a : b)
     lanes_min(acc, row)          ... minimum ((a <= b or a is NaN) ? a : b)
@@ -96,6 +97,25 @@ def _accumulate(op: str):
     return accumulate
 
 
+@intrinsic
+def lanes_fill(typingctx, acc, value):
+    if not (isinstance(acc, types.Array) and acc.ndim == 1 and acc.layout == "C" and acc.dtype in DTYPES
+            and isinstance(value, (types.Number, types.Boolean))):
+        return None
+
+    def codegen(context, builder, signature, args):
+        accty, valuety = signature.args
+        acc_a = _array(context, builder, accty, args[0])
+        align = context.get_abi_sizeof(context.get_data_type(accty.dtype))
+        x = context.cast(builder, args[1], valuety, accty.dtype)
+        vector = ir.VectorType(x.type, LANES)
+        one = builder.insert_element(ir.Constant(vector, ir.Undefined), x, ir.IntType(32)(0))
+        splat = builder.shuffle_vector(one, one, ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+        builder.store(splat, _lanes_vector_pointer(context, builder, accty, acc_a.data), align=align)
+        return context.get_dummy_value()
+    return types.none(acc, value), codegen
+
+
 def _fold(op: str):
     @intrinsic
     def fold(typingctx, acc):
@@ -125,6 +145,7 @@ def _fold(op: str):
 lanes_sum, lanes_max, lanes_min = (_accumulate(op) for op in ("sum", "max", "min"))
 fold_sum, fold_max, fold_min = (_fold(op) for op in ("sum", "max", "min"))
 FUNCTIONS = {f.__name__: f for f in (lanes_sum, lanes_max, lanes_min, fold_sum, fold_max, fold_min)}
+FUNCTIONS["lanes_fill"] = lanes_fill
 
 
 # ---------------------------------------------------------------- the same in plain Python
@@ -161,5 +182,9 @@ def _py_fold(op: str):
     return fold
 
 
-PYTHON = {**{f"lanes_{op}": _py_accumulate(op) for op in ("sum", "max", "min")},
+def _py_fill(acc, value):
+    acc[:LANES] = value
+
+
+PYTHON = {"lanes_fill": _py_fill, **{f"lanes_{op}": _py_accumulate(op) for op in ("sum", "max", "min")},
           **{f"fold_{op}": _py_fold(op) for op in ("sum", "max", "min")}}

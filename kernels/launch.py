@@ -3,7 +3,9 @@
     choose_launch(spec, sizes, core_num) -> (variant, block_dim, tile, lanes)
         variant     elementwise | rows | columns | split (reductions, by the kept and reduced sizes)
         block_dim   blocks of the AI Core grid (aicore.block_dim_for; 1 for a float16 ReduceSum)
-        tile        units (or elements) a block walks at a time, its live data inside the UB
+        tile        elements an elementwise block walks at a time (a segment), a split kernel's chunk;
+                    for rows and columns the units whose live data fit the UB (the plan shows it;
+                    their kernels walk a block's units one by one, the same order)
     threads_for(spec, sizes, block_dim, min_elements) -> threads
         one thread below min_elements weighted points (work_weight), else min(block_dim, the
         pool's threads: kernels/threads.py)

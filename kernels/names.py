@@ -37,7 +37,6 @@ FIXED = {
     "extra": "blocks that take one unit more",
     "start": "the block's first unit",
     "stop": "past the block's last unit",
-    "t0": "first unit of the current tile",
     "unit": "the current unit",
     "p": "the current position of the kept axes",
     "rest": "the flat position still to decompose into axis indices",

@@ -1,7 +1,7 @@
 """Reduction kernels: units over the kept axes, sweeps ("passes") over the reduce axes.
 
     rows    a unit is one position of the kept axes; each block takes a share of the units and walks
-            them `tile` at a time; per unit one pass over the reduce axes per phase (Softmax: max,
+            them one by one; per unit one pass over the reduce axes per phase (Softmax: max,
             sum of exp, output). A sweep computes each reduction's operand into a scratch row (the
             UB) in a plain loop (past LOOP_MAX_WRITES arrays written, a loop per LOOP_MAX_WRITES
             scratch rows), SWEEP_CHUNK elements at a time, and accumulates it into the reduction's
@@ -234,8 +234,7 @@ class Reduction(KernelTemplate):
     def init_lanes(self, reds) -> None:
         for n in reds:
             ident = REDUCERS[self.spec.nodes[n].op].identity(self.acc_dtype(n))
-            with self.w.block(f"for k in range({LANES}):"):
-                self.w(f"{self.acc(n)}[k] = {ident}")
+            self.w(f"lanes_fill({self.acc(n)}, {ident})")
 
     def write_reduced_outputs(self, phase: int) -> None:
         spec = self.spec
@@ -305,12 +304,11 @@ class Rows(Reduction):
                 for ref in sorted(self.stash):
                     w(f"{self.name(('keep', ref[1]))} = np.empty({m}, {NP_NAME[spec.nodes[ref[1]].dtypes[0]]})")
                 self.alloc_scratch()
-                with w.block("for t0 in range(start, stop, tile):"):
-                    with w.block("for p in range(t0, min(t0 + tile, stop)):"):
-                        self.emit_unit_start("p")
-                        self.write_reduced_outputs(0)
-                        for j in range(spec.num_passes):
-                            self.emit_pass(j, m)
+                with w.block("for p in range(start, stop):"):
+                    self.emit_unit_start("p")
+                    self.write_reduced_outputs(0)
+                    for j in range(spec.num_passes):
+                        self.emit_pass(j, m)
         return w.text()
 
     def emit_pass(self, j: int, m: str) -> None:

@@ -39,7 +39,7 @@ _ALLOWED_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Impor
                   ast.BoolOp, ast.Compare, ast.IfExp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
                   ast.expr_context)
 _CALLABLE = {"range", "min", "max", "abs", "len"}
-_PROCEDURES = {"lanes_sum", "lanes_max", "lanes_min"}   # calls that may stand as statements
+_PROCEDURES = {"lanes_sum", "lanes_max", "lanes_min", "lanes_fill"}   # calls that may stand as statements
 _IMPORTS = {("math", None), ("numpy", "np")}
 
 

@@ -66,3 +66,35 @@ def test_a_nan_anywhere_makes_max_and_min_nan_as_numpy():
     for op, reference in (("max", np.max), ("min", np.min)):
         acc = np.full(lanes.LANES, IDENTITY[op](row.dtype), np.float32)
         assert np.isnan(compiled(op)(acc, row, row[:0])) and np.isnan(reference(row))
+
+
+@njit
+def _fill(acc, value):
+    lanes.lanes_fill(acc, value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int32, np.uint64])
+def test_fill_sets_every_lane_to_the_identity_and_nothing_past_them(dtype):
+    dtype = np.dtype(dtype)
+    for op in ("sum", "max", "min"):
+        value = dtype.type(IDENTITY[op](dtype))
+        acc = np.full(lanes.LANES + 3, 7, dtype)   # three guard elements past the lanes
+        expected = acc.copy()
+        _fill(acc, value)
+        lanes.PYTHON["lanes_fill"](expected, value)
+        assert same(acc, expected) and same(acc[:lanes.LANES], np.full(lanes.LANES, value, dtype))
+        assert acc[lanes.LANES:].tolist() == [7, 7, 7]
+    if dtype.kind == "f":   # a negative zero keeps its sign
+        acc = np.zeros(lanes.LANES, dtype)
+        _fill(acc, dtype.type(-0.0))
+        assert np.signbit(acc).all()
+
+
+def test_a_rows_kernel_fills_its_lanes_in_one_store():
+    from kernels.codegen import render
+    from kernels.layout import describe
+    from tests.kernel_graphs import softmax
+    spec, _ = describe(softmax((6, 9), (1,)))
+    _, source = render(spec, "rows")
+    assert source.count("lanes_fill(") == 2   # the max's lanes and the sum's
+    assert f"range({lanes.LANES})" not in source
