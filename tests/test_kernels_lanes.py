@@ -93,7 +93,7 @@ def test_fill_sets_every_lane_to_the_identity_and_nothing_past_them(dtype):
 def test_a_rows_kernel_fills_its_lanes_in_one_store():
     from kernels.codegen import render
     from kernels.layout import describe
-    from tests.kernel_graphs import softmax
+    from tests.test_kernels_reduce import softmax
     spec, _ = describe(softmax((6, 9), (1,)))
     _, source = render(spec, "rows")
     assert source.count("lanes_fill(") == 2   # the max's lanes and the sum's
