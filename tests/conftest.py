@@ -179,7 +179,11 @@ def pytest_collection_modifyitems(config, items):
     config.stash[_COUNTS] = counts
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+    # the slow tests first (in their order): xdist's worksteal gives each worker half the list and an idle
+    # one takes from the end of the other's, so a long test left at the end of a list ran alone while the
+    # other worker waited; first, the short tests behind it are what gets shared out
+    keep.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items[:] = keep
 
 
 def _seed_lines(config) -> list[str]:

@@ -121,6 +121,14 @@ def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
     assert cases(selected(project, monkeypatch, *missing, seed="1")) == set(missing)   # named: they run
 
 
+def test_slow_tests_run_first(project, monkeypatch):
+    result = run(project, monkeypatch, "--collect-only", "-q", "--runslow", seed="1")
+    order = [line for line in result.outlines if line.startswith("test_generated.py::")]
+    assert order[0] == "test_generated.py::test_big" and len(order) > 80   # defined after the sweep and grid
+    rest = [line.split("[")[0] for line in order[1:]]
+    assert rest.index("test_generated.py::test_grid") > rest.index("test_generated.py::test_case")  # kept order
+
+
 def test_the_seed_and_the_selection_are_printed_with_how_to_reproduce(project, monkeypatch):
     result = run(project, monkeypatch, "-k", "case or big or grid", seed="77")   # -k grid: the marker too
     result.stdout.fnmatch_lines(["graphkernel seed 77 (from GRAPHKERNEL_SEED)",
