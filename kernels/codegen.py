@@ -7,15 +7,15 @@ tile are run-time arguments:
 
     elementwise   each block takes a contiguous share of the flat iteration space (aicore.block_range)
                   and walks it in segments of at most `tile` elements that stay inside one row of the
-                  last axis; a segment is sliced out of every buffer and looped over from 0
+                  last axis; a segment is a view of every buffer, looped over from 0
                   (a loop from 0 vectorizes, `range(s, e)` does not)
     rows          reductions: a unit is one position of the kept axes; each block takes a share of
-                  the units and walks them `tile` at a time; per unit, one sweep ("pass") over the
+                  the units and walks them one by one; per unit, one sweep ("pass") over the
                   reduce axes per phase (Softmax: max, sum of exp, output); a reduction's operand row
                   is accumulated into 64 lanes by kernels.lanes (LLVM vector code: element j in lane
                   j % 64, the lanes folded in a fixed tree), nothing reassociated
     columns       reductions whose last axis is kept (a sum over axis 0): a unit is a tile of
-                  columns, one accumulator per column, updated row by row from contiguous slices
+                  columns, one accumulator per column, updated row by row from contiguous views
                   (kernels/columns.py)
     multi_tensor  one elementwise kernel over many tensors of different sizes (kernels/multi_tensor.py):
                   the blocks share the tensors' concatenated flat space

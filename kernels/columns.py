@@ -4,7 +4,7 @@
 
 A unit is a tile of up to `width` consecutive positions of the last axis (at one position of the
 other kept axes). Per pass it walks the reduced positions in order and, for each, updates one
-accumulator per column from a contiguous slice of the row: the column loop vectorizes and every
+accumulator per column from a contiguous view of the row: the column loop vectorizes and every
 cache line is used whole, where a sweep down each column would stride through memory. Past
 LOOP_MAX_WRITES accumulators and outputs, each reduction's update is a loop of its own. Each column
 accumulates in the order of the reduced positions whatever block_dim is: results are bitwise stable.
@@ -142,7 +142,7 @@ class Columns(Reduction):
                 if (kind == "in" and k in used) or (kind == "out" and k in outs):
                     w(f"{self.at(buf)} = {self.unit_base(buf)} + {self.offset(buf, index)}")
                     if pres[self.inner]:
-                        w(f"{self.sliced(buf)} = {self.view(self.name(buf), self.at(buf), 'cw')}")
+                        w(f"{self.viewed(buf)} = {self.view(self.name(buf), self.at(buf), 'cw')}")
                     elif kind == "in":
                         w(f"{self.broadcast_load(k)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
             if len(reds) + len(outs) <= LOOP_MAX_WRITES:

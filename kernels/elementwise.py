@@ -73,8 +73,8 @@ class KernelTemplate:
         """The array a key names: a buffer argument or a scratch row."""
         return self.names(*self.home.get(key, key))
 
-    def sliced(self, key: tuple) -> str:
-        """The slice of `key` the current loop walks."""
+    def viewed(self, key: tuple) -> str:
+        """The view of `key` the current loop walks."""
         return self.names("t", *self.home.get(key, key))
 
     def at(self, key: tuple) -> str:
@@ -183,9 +183,9 @@ class KernelTemplate:
         """Input i loaded once for the segment or row it is constant along."""
         return self.names("bc", i)
 
-    def emit_lane(self, targets, lane: tuple, index: str, slices: str = "t") -> dict:
+    def emit_lane(self, targets, lane: tuple, index: str, views: str = "t") -> dict:
         """Statements computing `targets` (refs) for one element; returns ref -> expression. `lane` is
-        appended to the names of the element's values; `slices` ("t" or "ch") names the slices read."""
+        appended to the names of the element's values; `views` ("t" or "ch") names the views read."""
         exprs: dict = {}
         names = self.names
 
@@ -195,7 +195,7 @@ class KernelTemplate:
                 i = ref[1]
                 if not self.inner_present(("in", i)):
                     return self.broadcast_load(i)
-                name, element = names("ld", i, *lane), f"{names(slices, 'in', i)}[{index}]"
+                name, element = names("ld", i, *lane), f"{names(views, 'in', i)}[{index}]"
                 self.w(f"{name} = {self.load(('in', i), element)}")
                 return name
             if ref[1] in self.consts:
@@ -204,7 +204,7 @@ class KernelTemplate:
                 return self.unit_name(ref)
             if ref in self.stash_load:
                 name = names("v", ref[1], *lane)
-                self.w(f"{name} = {names(slices, 'keep', ref[1])}[{index}]")
+                self.w(f"{name} = {names(views, 'keep', ref[1])}[{index}]")
                 return name
             return None
 
@@ -228,7 +228,7 @@ class KernelTemplate:
                 name = names("v", n, *lane)
                 self.w(f"{name} = {self.node_expr(n, [exprs[a] for a in self.spec.nodes[n].args])}")
                 if ref in self.stash_store:
-                    self.w(f"{names(slices, 'keep', n)}[{index}] = {name}")
+                    self.w(f"{names(views, 'keep', n)}[{index}] = {name}")
                 exprs[ref] = name
         return exprs
 
@@ -297,7 +297,7 @@ class Elementwise(KernelTemplate):
                 off = "i" if all(pres) else self.offset(buf, index)
                 w(f"{self.at(buf)} = {off}")
                 if pres[-1]:
-                    w(f"{self.sliced(buf)} = {self.view(self.name(buf), self.at(buf), 'n')}")
+                    w(f"{self.viewed(buf)} = {self.view(self.name(buf), self.at(buf), 'n')}")
             self.emit_loop(self.spec)
             w("i += n")
 
@@ -313,7 +313,7 @@ class Elementwise(KernelTemplate):
             exprs = self.emit_lane([spec.results[k] for k in inner_outs], (), "j")
             for k in inner_outs:
                 buf = ("out", k)
-                w(f"{self.sliced(buf)}[j] = {self.store(buf, exprs[spec.results[k]])}")
+                w(f"{self.viewed(buf)}[j] = {self.store(buf, exprs[spec.results[k]])}")
         if outer_outs:  # outputs constant along the segment: their operands are too
             exprs = self.emit_lane([spec.results[k] for k in outer_outs], ("seg",), "0")
             for k in outer_outs:

@@ -64,7 +64,7 @@ class Reduction(KernelTemplate):
         self.w(f"{target} = fold_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)})")
 
     def direct_row(self, n: int) -> tuple | None:
-        """The row reduction n accumulates where it lies (the key of the slice the sweep names), or
+        """The row reduction n accumulates where it lies (the key of the view the sweep names), or
         None when its operand is computed into its scratch row ("scr", n) first: an input row with
         unit stride, or a value kept for a later pass ("keep", k), already in the accumulator's dtype."""
         ref = self.spec.nodes[n].args[0]
@@ -138,19 +138,19 @@ class Reduction(KernelTemplate):
         its row (or chunk) into its lanes."""
         w, names = self.w, self.names
         used_inputs = self.inputs_of(refs)
-        sliced = []
+        walked = []
         for buf, pres in self.buffers:
             kind, index = buf
             if (kind == "in" and index in used_inputs) or (kind == "out" and index in outs):
                 if pres[self.inner]:
-                    w(f"{self.sliced(buf)} = {self.row_view(buf, length)}")
-                    sliced.append(buf)
+                    w(f"{self.viewed(buf)} = {self.row_view(buf, length)}")
+                    walked.append(buf)
                 elif kind == "in":
                     w(f"{self.broadcast_load(index)} = {self.load(buf, f'{self.name(buf)}[{self.at(buf)}]')}")
         for ref in sorted(self.stash_load | self.stash_store):
             key = ("keep", ref[1])
-            w(f"{self.sliced(key)} = {self.view(self.name(key), '0', length)}")
-            sliced.append(key)
+            w(f"{self.viewed(key)} = {self.view(self.name(key), '0', length)}")
+            walked.append(key)
         rows = {n: self.direct_row(n) for n in reds}
         computed = [n for n in reds if rows[n] is None]
         operands = {n: self.spec.nodes[n].args[0] for n in reds}
@@ -161,14 +161,14 @@ class Reduction(KernelTemplate):
                 with w.block(f"for j in range({length}):"):
                     self.emit_element([], outs, targets, "t", "j")
             for n in reds:
-                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {self.sliced(rows[n])})")
+                w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {self.viewed(rows[n])})")
             return
         # operands computed into scratch rows a chunk at a time (SWEEP_CHUNK, a multiple of the 64
         # lanes: element j still goes to lane j % 64), so the scratch stays in the L1 cache
         with w.block(f"for q in range(0, {length}, {SWEEP_CHUNK}):"):
             w(f"cnt = min({SWEEP_CHUNK}, {length} - q)")
-            for key in sliced:
-                w(f"{names('ch', *key)} = {self.view(self.sliced(key), 'q', 'cnt')}")
+            for key in walked:
+                w(f"{names('ch', *key)} = {self.view(self.viewed(key), 'q', 'cnt')}")
             for n in computed:
                 w(f"{names('ch', 'scr', n)} = {self.view(self.name(('scr', n)), '0', 'cnt')}")
             writes = len(computed) + len(outs) + len(self.stash_store)
@@ -189,26 +189,26 @@ class Reduction(KernelTemplate):
                 row = ("scr", n) if n in computed else rows[n]
                 w(f"lanes_{LANES_OP[self.spec.nodes[n].op]}({self.acc(n)}, {names('ch', *row)})")
 
-    def emit_element(self, reds, outs, refs, slices: str, index: str, lane: str = "k",
+    def emit_element(self, reds, outs, refs, views: str, index: str, lane: str = "k",
                      into_rows: bool = False) -> None:
         """The body for one element: `refs` computed, each reduction's operand combined into its
         accumulator acc_<n>[lane] (or, `into_rows`, stored into its scratch row), the outputs written.
-        `slices` ("t" or "ch") names the slices the element is read from and written to."""
-        exprs = self.emit_lane(refs, (), index, slices)
+        `views` ("t" or "ch") names the views the element is read from and written to."""
+        exprs = self.emit_lane(refs, (), index, views)
         for n in reds:
             node = self.spec.nodes[n]
             val = exprs[node.args[0]]
             if self.acc_dtype(n) != node.in_dtypes[0]:
                 val = f"{NP_NAME[self.acc_dtype(n)]}({val})"
             if into_rows:
-                self.w(f"{self.names(slices, 'scr', n)}[{index}] = {val}")
+                self.w(f"{self.names(views, 'scr', n)}[{index}] = {val}")
             else:
                 combine = REDUCERS[node.op].combine
                 acc = f"{self.acc(n)}[{lane}]"
                 self.w(f"{acc} = {combine(acc, val, self.acc_dtype(n))}")
         for k in outs:
             buf = ("out", k)
-            target = (f"{self.names(slices, *buf)}[{index}]" if self.pres[buf][self.inner]
+            target = (f"{self.names(views, *buf)}[{index}]" if self.pres[buf][self.inner]
                       else f"{self.name(buf)}[{self.at(buf)}]")
             self.w(f"{target} = {self.store(buf, exprs[self.spec.results[k]])}")
 
