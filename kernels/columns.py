@@ -6,7 +6,8 @@ A unit is a tile of up to `width` consecutive positions of the last axis (at one
 other kept axes). Per pass it walks the reduced positions in order and, for each, updates one
 accumulator per column from a contiguous view of the row: the column loop vectorizes and every
 cache line is used whole, where a sweep down each column would stride through memory. Past
-LOOP_MAX_WRITES accumulators and outputs, each reduction's update is a loop of its own. Each column
+LOOP_MAX_WRITES accumulators and outputs, the updates go LOOP_MAX_WRITES accumulators to a loop and the
+outputs into a loop of their own. Each column
 accumulates in the order of the reduced positions whatever block_dim is: results are bitwise stable.
 
 Values computed after a reduction (unit level) are computed in one loop over the tile's columns
@@ -148,10 +149,11 @@ class Columns(Reduction):
             if len(reds) + len(outs) <= LOOP_MAX_WRITES:
                 with w.block("for c in range(cw):"):
                     self.emit_element(reds, outs, refs, "t", "c", lane="c")
-            else:   # a loop per reduction's operand, and one for the outputs
-                for n in reds:
+            else:   # loops of LOOP_MAX_WRITES reductions' updates, and one for the outputs
+                for at in range(0, len(reds), LOOP_MAX_WRITES):
+                    group = reds[at:at + LOOP_MAX_WRITES]
                     with w.block("for c in range(cw):"):
-                        self.emit_element([n], [], [spec.nodes[n].args[0]], "t", "c", lane="c")
+                        self.emit_element(group, [], [spec.nodes[n].args[0] for n in group], "t", "c", lane="c")
                 if outs:
                     with w.block("for c in range(cw):"):
                         self.emit_element([], outs, [spec.results[k] for k in outs], "t", "c", lane="c")
