@@ -144,8 +144,7 @@ def _fold(op: str):
 
 lanes_sum, lanes_max, lanes_min = (_accumulate(op) for op in ("sum", "max", "min"))
 fold_sum, fold_max, fold_min = (_fold(op) for op in ("sum", "max", "min"))
-FUNCTIONS = {f.__name__: f for f in (lanes_sum, lanes_max, lanes_min, fold_sum, fold_max, fold_min)}
-FUNCTIONS["lanes_fill"] = lanes_fill
+FUNCTIONS = {f.__name__: f for f in (lanes_fill, lanes_sum, lanes_max, lanes_min, fold_sum, fold_max, fold_min)}
 
 
 # ---------------------------------------------------------------- the same in plain Python
