@@ -50,7 +50,7 @@ def choose_launch(spec: KernelSpec, sizes: tuple[int, ...], core_num: int) -> tu
     """(variant, block_dim, tile, lanes) of a kernel at these sizes. The tile keeps a tile's live
     data, inputs, outputs and one temporary per op, inside the UB."""
     variant, block_dim, tile = _launch(spec, sizes, core_num)
-    if aicore.runs_single_core((n.op, n.in_dtypes[0].name) for n in spec.nodes if n.in_dtypes):
+    if aicore.runs_single_core(spec.op_in_dtypes):
         block_dim = 1
     return variant, block_dim, tile, _lanes(variant)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -59,15 +60,22 @@ class KernelSpec:
     def rank(self) -> int:
         return len(self.reduce_axes)
 
-    @property
+    # the facts below are asked per launch choice (kernels/launch.py, at every new shape's plan): computed
+    # once per spec (cached in the instance's __dict__, outside the fields that make its value and key)
+    @cached_property
     def has_reduce(self) -> bool:
         return any(self.reduce_axes)
 
-    @property
+    @cached_property
     def op_names(self) -> tuple[str, ...]:
         return tuple(n.op for n in self.nodes if n.op != "Const")
 
-    @property
+    @cached_property
+    def op_in_dtypes(self) -> tuple[tuple[str, str], ...]:
+        """(op, its first input's dtype name) of every node with inputs (aicore.runs_single_core asks)."""
+        return tuple((n.op, n.in_dtypes[0].name) for n in self.nodes if n.in_dtypes)
+
+    @cached_property
     def num_passes(self) -> int:
         """Sweeps over the reduce axes: one per phase that reductions or full outputs need."""
         need = [self.nodes[n].phase for n in range(len(self.nodes))

@@ -123,6 +123,7 @@ class Planner:
         self.types = [v.type for v in graph.inputs]
         self.names = [v.node.name for v in graph.inputs]
         self.dynamic_inputs = tuple(k for k, t in enumerate(self.types) if any(isinstance(d, Dim) for d in t.shape))
+        self._static_shapes = [None if k in self.dynamic_inputs else tuple(t.shape) for k, t in enumerate(self.types)]
         # the plan cache's key: the dynamic inputs' shapes (a generated function: a call's one lookup)
         self._key = eval("lambda a: (" + "".join(f"a[{k}].shape, " for k in self.dynamic_inputs) + ")")  # noqa: S307
         self.hints = symbols_of(graph)
@@ -195,7 +196,9 @@ class Planner:
                 storages[i] = Storage(st.kind, st.dtype, size_at(sizes)[0], st.index, st.array, shape_at(sizes),
                                       st.value)
         steps = [step if t is None else t(sizes, storages) for step, t in zip(self.steps, self.templates)]
-        shapes = [evaluate_shape(t.shape, sizes) for t in self.types]
+        shapes = list(self._static_shapes)
+        for k in self.dynamic_inputs:
+            shapes[k] = evaluate_shape(self.types[k].shape, sizes)
         plan = Plan(self.graph, steps, storages, self.input_ids, self.output_ids, self.max_bytes, self.assigned,
                     input_shapes=shapes, sizes=sizes, shared=self._runners, layout=self._layout)
         if self._layout is None:   # the first plan's arena layout serves the others (layout_arena)

@@ -159,3 +159,19 @@ def test_tiles_with_live_data_fit_the_ub(label, scale):
         assert elements * live <= aicore.UB_BYTES
     assert elements * aicore.ALIGN_BYTES // aicore.ALIGN_BYTES == elements
     assert 1 <= block_dim <= 32
+
+
+def test_a_specs_cached_facts_leave_its_value_and_key_alone():
+    """KernelSpec computes its launch facts once per instance (kernels/layout.py): asked before or after,
+    equality, hash, key and a pickled copy (what a background build receives) stay those of its fields."""
+    import pickle
+    spec, _ = describe(layer_norm((4, 16)))
+    fresh, _ = describe(layer_norm((4, 16)))
+    key, text = hash(fresh), fresh.key()
+    facts = (spec.has_reduce, spec.op_names, spec.op_in_dtypes, spec.num_passes)
+    assert spec.op_names is spec.op_names       # computed once
+    assert spec == fresh and hash(spec) == key and spec.key() == text
+    copy = pickle.loads(pickle.dumps(spec))
+    assert copy == spec and copy.key() == text
+    assert (copy.has_reduce, copy.op_names, copy.op_in_dtypes, copy.num_passes) == facts
+    assert ("ReduceSum", "float32") in spec.op_in_dtypes
