@@ -322,13 +322,18 @@ def test_dequantize_linear_10(cpu):
 
 # -- versions we do not implement ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("opset,op,feeds,attrs,version", [
-    (9, "Slice", {"x": _x()}, dict(starts=[0], ends=[1], axes=[1]), 1),   # starts and ends as attributes
-    (6, "Add", {"a": _x(), "b": _x()}, {}, 6),                            # broadcast by attribute only
+@pytest.mark.parametrize("opset,op,feeds,attrs,version,out", [
+    (9, "Slice", {"x": _x()}, dict(starts=[0], ends=[1], axes=[1]), 1, [2, 1, 4]),   # starts, ends attributes
+    (6, "Add", {"a": _x(), "b": _x()}, {}, 6, [2, 3, 4]),                            # broadcast by attribute
+    (4, "Reshape", {"x": _x()}, dict(shape=[6, 4]), 1, [6, 4]),                      # the shape an attribute
+    (5, "Cast", {"x": _x()}, dict(to="FLOAT16"), 1, [2, 3, 4]),                      # the type a string
+    (7, "Max", {"a": _x(), "b": _x()}, {}, 6, [2, 3, 4]),                            # no broadcasting
+    (6, "Dropout", {"x": _x()}, dict(is_test=1), 6, [2, 3, 4]),                      # is_test
+    (6, "BatchNormalization", _bn_inputs(), dict(is_test=1), 6, [2, 3, 4, 5]),
 ])
 def test_an_op_at_a_version_we_do_not_implement_is_refused_naming_op_version_and_opset(opset, op, feeds, attrs,
-                                                                                        version):
-    m = one_node(op, feeds, ["y"], opset, **attrs)
+                                                                                        version, out):
+    m = one_node(op, feeds, ["y"], opset, declared={"y": out}, **attrs)
     with pytest.raises(OnnxImportError) as err:
         gx.load(m)
     msg = str(err.value)
