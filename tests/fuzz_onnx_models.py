@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from graphkernel.onnx import supported_ops
+from graphkernel.onnx.registry import MIN_OPSET
 
 F, H, I64, I32, B = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32,
                       TensorProto.BOOL)
@@ -467,7 +468,7 @@ def random_node_models(draw, ops=None):
     drawn from the schema."""
     import onnx.defs
     op = draw(st.sampled_from(ops or supported_ops()))
-    opset = draw(st.integers(13, onnx.defs.onnx_opset_version()))
+    opset = draw(st.integers(MIN_OPSET, onnx.defs.onnx_opset_version()))   # old ones: older op versions
     schema = _schema(op, opset)
     opset = max(opset, schema.since_version)
     inits, graph_inputs, inputs = [], [], []

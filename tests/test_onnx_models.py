@@ -139,6 +139,21 @@ def test_dynamic_dims_compile_once_for_every_size(cpu):
     assert len(compiled) == 1
 
 
+@pytest.mark.parametrize("opset", [7, 13])
+def test_dropout_mask_follows_a_dynamic_dim(cpu, opset):
+    """Dropout's mask of ones has x's shape at every size of a dynamic dim (it was the traced size's
+    constant); version 7's mask has x's type, later ones are bool."""
+    mask_type = F if opset < 10 else TensorProto.BOOL
+    m = model([helper.make_node("Dropout", ["x"], ["y", "mask"])], [vi("x", ["batch", 3])],
+              [vi("y", ["batch", 3]), vi("mask", ["batch", 3], mask_type)], opset=opset)
+    cell = gx.load(m)
+    for batch in (2, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
+        y, mask = (t.asnumpy() for t in cell(Tensor(x)))
+        assert_close(y, x)
+        assert mask.shape == x.shape and mask.dtype == (np.float32 if opset < 10 else np.bool_) and mask.all()
+
+
 def test_static_input_compiles_per_value(cpu):
     m = model([helper.make_node("Reshape", ["x", "shape"], ["y"])],
               [vi("x", [2, 6]), vi("shape", [2], TensorProto.INT64)], [vi("y", [None, None])])

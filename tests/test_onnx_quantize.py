@@ -164,8 +164,8 @@ def test_the_quantized_example_model():
 
 
 def test_dynamic_quantize_linear():
-    """DynamicQuantizeLinear (x's range with 0, uint8) in an opset-13 model: the node tests ship it at
-    opset 11, which graphkernel refuses, so its results are checked here."""
+    """DynamicQuantizeLinear (x's range with 0, uint8) in an opset-13 model (the node tests ship it at
+    opset 11), on random data with negative and positive values."""
     m = model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])], [vi("x", F, [3, 40])],
               [vi("y", U8, [3, 40]), vi("s", F, []), vi("z", U8, [])], opset=13)
     rng = np.random.default_rng(2)

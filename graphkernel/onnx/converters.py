@@ -15,12 +15,17 @@ def supported_ops() -> list[str]:
 
 
 def lookup(op_type: str, domain: str, version: int | None, node_name: str, opset: int) -> Converter:
-    """The converter for a node, or OnnxImportError naming op, node and opset and listing what we have."""
+    """The converter for a node, or OnnxImportError: an op we lack (naming op, node and opset, listing
+    ours), or an op in force at a version older than its converter implements (naming op, node, version
+    and opset)."""
     conv = CONVERTERS.get(op_type) if domain in ("", "ai.onnx") else None
-    if conv is None or version is None or version < conv.min_version:
+    if conv is None or version is None:
         what = f"{domain}::{op_type}" if domain not in ("", "ai.onnx") else op_type
-        why = "is not supported" if conv is None or version is None else \
-            f"version {version} is not supported (graphkernel implements version {conv.min_version} and up)"
-        raise OnnxImportError(f"op {what} (node {node_name!r}, opset {opset}) {why}; graphkernel supports: "
-                              f"{', '.join(sorted(CONVERTERS))}")
+        raise OnnxImportError(f"op {what} (node {node_name!r}, opset {opset}) is not supported; graphkernel "
+                              f"supports: {', '.join(sorted(CONVERTERS))}")
+    if version < conv.min_version:
+        raise OnnxImportError(f"op {op_type} (node {node_name!r}) is version {version} at the model's opset "
+                              f"{opset}, which graphkernel does not implement: it converts {op_type} version "
+                              f"{conv.min_version} and later (opset {conv.min_version} on; onnx.version_converter "
+                              "converts a model to a newer opset)")
     return conv

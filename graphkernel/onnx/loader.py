@@ -4,10 +4,11 @@ Everything that can be wrong with the model itself is found here, before any cal
 
     unreadable file, non-ONNX or truncated bytes   OnnxImportError naming the file / the bytes
     onnx.checker failure                           OnnxImportError with the checker's message
-    default-domain opset outside 13..(onnx's newest) OnnxImportError (the converters implement the ops'
-                                                   semantics from opset 13 on; later opsets change our
-                                                   ops only by adding types we reject anyway)
-    an op we lack, or an older version of it       OnnxImportError naming op, node and opset, listing ours
+    default-domain opset outside 1..(onnx's newest) OnnxImportError (older op versions are refused per op
+                                                   below, as registry.py says)
+    an op we lack                                  OnnxImportError naming op, node and opset, listing ours
+    an op in force at a version we do not          OnnxImportError naming op, node, version and opset
+      implement (Slice 1, at opsets 1 to 9)        (registry.py: each converter's min_version)
     a tensor of a type we lack                     OnnxImportError naming the tensor and its type
 
 Initializers become constants when small (at most SMALL_CONSTANT elements) or read as static data
@@ -155,8 +156,9 @@ def model_opset(model) -> int:
         raise OnnxImportError("the model imports no default-domain (ai.onnx) opset")
     opset, newest = versions[0], onnx.defs.onnx_opset_version()
     if not MIN_OPSET <= opset <= newest:
+        why = f"the installed onnx knows opsets up to {newest}" if opset > newest else "ONNX's opsets begin at 1"
         raise OnnxImportError(f"the model uses opset {opset}; graphkernel supports opsets {MIN_OPSET} to "
-                              f"{newest} (convert older models with onnx.version_converter)")
+                              f"{newest} ({why})")
     return opset
 
 

@@ -41,7 +41,7 @@ def leaky_relu(b: Builder, n: NodeInfo):
     return [_select_positive(b, x, b.binary("Mul", x, n.attr("alpha", 0.01)))]
 
 
-@converter("PRelu", min_version=9)
+@converter("PRelu", min_version=7)   # 7: slope broadcast to X (6: none)
 def prelu(b: Builder, n: NodeInfo):
     x, slope = n.inputs[:2]
     return [_select_positive(b, x, b.op("Mul", [x, slope]))]

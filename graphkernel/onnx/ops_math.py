@@ -7,8 +7,13 @@ op's row in the op table. ONNX broadcasting is numpy's, as ours is. Where ONNX a
     Pow                 exponent of another type: cast to the base's type; an integer base is raised in
                        float64 and cast back, as the ONNX reference does
     Max / Min           variadic: a chain of Maximum / Minimum
+    Clip                min and max inputs (version 11 on), or attributes (version 6)
     MatMul              numpy semantics: 2-D MatMul; N-D x 2-D as one 2-D MatMul on the flattened rows;
                        otherwise BatchMatMul with broadcast batch dims; 1-D operands via Reshape
+
+Versions (registry.py): the ops exactly one of ours from their oldest attribute-free version (Add 7,
+Relu 6, Not 1); Div, Pow, Gemm 7 (numpy broadcasting); Max, Min, Sum, Mean 8 (broadcasting: 6 had none);
+Cast 6 (`to` an int), MatMul 1; the others differ from one version to the next only in types.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from ir.dtypes import DType
 from ir.ops import OPS
 from ir.ops.checks import broadcast
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
-from graphkernel.onnx.registry import MIN_OPSET, converter
+from graphkernel.onnx.registry import converter
 from graphkernel.onnx.types import to_dtype
 
 
@@ -28,18 +33,38 @@ def _exactly(op: str, arity: int):
     return lambda b, n: [b.op(op, n.inputs[:arity])]
 
 
-def _version_at_min_opset(onnx_op: str) -> int:
-    """The op's version in force at MIN_OPSET: the converter implements it and every later one up to
-    REVIEWED_OPSET (an op unchanged since opset 7, as Sin, has version 7 at opset 17)."""
-    return onnx.defs.get_schema(onnx_op, MIN_OPSET, "").since_version
+def _history(onnx_op: str) -> list:
+    if not _HISTORY:
+        for schema in onnx.defs.get_all_schemas_with_history():
+            if schema.domain == "":
+                _HISTORY.setdefault(schema.name, []).append(schema)
+    return _HISTORY[onnx_op]
+
+
+_HISTORY: dict[str, list] = {}
+
+
+def _oldest_attribute_free_version(onnx_op: str) -> int:
+    """The oldest version of the op from which no version takes an attribute. An op that is exactly one of
+    ours takes none; its attribute-free versions differ only in the types they allow (Add 7, 13 and 14;
+    Relu 6, 13 and 14), while the versions before took `consumed_inputs`, or `broadcast` and `axis` (no
+    numpy broadcasting before opset 7)."""
+    oldest = None
+    for schema in sorted(_history(onnx_op), key=lambda s: -s.since_version):
+        if schema.attributes:
+            break
+        oldest = schema.since_version
+    if oldest is None:
+        raise RuntimeError(f"ONNX {onnx_op} takes attributes: it is not exactly one of our ops")
+    return oldest
 
 
 for _d in OPS.values():   # ONNX ops that are exactly one of ours: the `onnx` names of its op row
     for _onnx in _d.onnx:
-        converter(_onnx, min_version=_version_at_min_opset(_onnx))(_exactly(_d.name, _d.arity))
+        converter(_onnx, min_version=_oldest_attribute_free_version(_onnx))(_exactly(_d.name, _d.arity))
 
 
-@converter("Div")
+@converter("Div", min_version=7)
 def div(b: Builder, n: NodeInfo):
     x, y = n.inputs[:2]
     dtype = dtype_of(x)
@@ -51,7 +76,7 @@ def div(b: Builder, n: NodeInfo):
     raise n.error(f"Div of {dtype} tensors is not defined")
 
 
-@converter("Pow")
+@converter("Pow", min_version=7)
 def pow_(b: Builder, n: NodeInfo):
     x, y = n.inputs[:2]
     dtype = dtype_of(x)
@@ -78,8 +103,8 @@ def _variadic(ir_name: str):
     return convert
 
 
-converter("Max")(_variadic("Maximum"))
-converter("Min")(_variadic("Minimum"))
+converter("Max", min_version=8)(_variadic("Maximum"))   # 8: numpy broadcasting (6: none)
+converter("Min", min_version=8)(_variadic("Minimum"))
 
 
 @converter("Where", min_version=9)
@@ -87,7 +112,7 @@ def where(b: Builder, n: NodeInfo):
     return [b.op("Select", n.inputs[:3])]
 
 
-@converter("Cast")
+@converter("Cast", min_version=6)
 def cast(b: Builder, n: NodeInfo):
     to = n.attr("to")
     if to is None:
@@ -119,12 +144,12 @@ def matmul(b: Builder, a, c):
     return b.reshape(out, final)
 
 
-@converter("MatMul")
+@converter("MatMul", min_version=1)
 def matmul_node(b: Builder, n: NodeInfo):
     return [matmul(b, *n.inputs[:2])]
 
 
-@converter("Gemm")
+@converter("Gemm", min_version=7)
 def gemm(b: Builder, n: NodeInfo):
     a, w = n.inputs[:2]
     c = n.input(2)
@@ -139,10 +164,10 @@ def gemm(b: Builder, n: NodeInfo):
     return [y]
 
 
-converter("Sum")(_variadic("Add"))
+converter("Sum", min_version=8)(_variadic("Add"))
 
 
-@converter("Mean")
+@converter("Mean", min_version=8)
 def mean(b: Builder, n: NodeInfo):
     (total,) = _variadic("Add")(b, n)
     args = [x for x in n.inputs if x is not None]
@@ -169,9 +194,11 @@ def is_inf(b: Builder, n: NodeInfo):
 
 
 
-@converter("Clip")
+@converter("Clip", min_version=6)
 def clip(b: Builder, n: NodeInfo):
     x, low, high = n.inputs[0], n.input(1), n.input(2)
+    if n.version < 11:   # the bounds are attributes (a float tensor's lowest and highest when not given)
+        low, high = (b.const(n.attrs[k], x) if k in n.attrs else None for k in ("min", "max"))
     if low is not None:
         x = b.op("Maximum", [x, low])
     if high is not None:  # after Maximum: min > max gives max everywhere, as numpy.clip does

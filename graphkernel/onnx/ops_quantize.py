@@ -13,6 +13,9 @@ DequantizeLinear fuses with the ops around it (a Dequantize -> Add -> Quantize c
     DynamicQuantizeLinear(x)          (y uint8, y_scale, y_zero_point) from x's range including 0: a
                                       float32 ReduceMax and ReduceMin, then QuantizeLinear's steps
 
+Versions 10 on: version 10 quantizes per tensor only (no `axis`; a one-element scale), which is
+the per-tensor case below.
+
 Granularity, from scale's shape (zp has the same): per tensor when it holds one element; per axis
 when it is 1-D along `axis` (default 1; negative counts from the back); blocked with `block_size` B
 when it has x's rank and ceil(D / B) entries along `axis`, each serving B consecutive elements (the
@@ -103,7 +106,7 @@ def saturate(b: Builder, rounded, zero_point, dtype: DType):
     return b.cast(v, dtype)
 
 
-@converter("QuantizeLinear", reviewed=28)
+@converter("QuantizeLinear", min_version=10, reviewed=28)
 def quantize_linear(b: Builder, n: NodeInfo):
     x, scale, zero_point = n.inputs[0], n.inputs[1], n.input(2)
     dtype = output_type(n, zero_point)
@@ -115,7 +118,7 @@ def quantize_linear(b: Builder, n: NodeInfo):
     return [saturate(b, rounded, zero_point, dtype)]
 
 
-@converter("DequantizeLinear", reviewed=28)
+@converter("DequantizeLinear", min_version=10, reviewed=28)
 def dequantize_linear(b: Builder, n: NodeInfo):
     x, scale, zero_point = n.inputs[0], n.inputs[1], n.input(2)
     declared = n.attr("output_dtype", 0)

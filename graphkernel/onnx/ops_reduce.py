@@ -1,7 +1,8 @@
 """ONNX reductions on our ReduceSum/ReduceMax/ReduceMin/ReduceMean.
 
     axes        an attribute before version 18 (ReduceSum: before 13), else an optional second input;
-                empty axes reduce every axis, or nothing when noop_with_empty_axes=1
+                empty axes reduce every axis, or nothing when noop_with_empty_axes=1; converted from
+                version 1 (versions 1 to 13 differ in types and in allowing negative axes, 11 on)
     empty set   reducing a zero-size axis gives the op's identity (0, -inf, +inf, NaN for the mean),
                 a constant, as ONNX 18 specifies
     bool        ReduceMax/ReduceMin of bools are any/all, computed on int32
@@ -98,18 +99,18 @@ def _zero(dtype):
     return 0
 
 
-converter("ReduceSum", static=(1,))(_reduction(_sum, _zero, axes_input_since=13))
-converter("ReduceMean", static=(1,))(_reduction(
+converter("ReduceSum", static=(1,), min_version=1)(_reduction(_sum, _zero, axes_input_since=13))
+converter("ReduceMean", static=(1,), min_version=1)(_reduction(
     lambda b, x, axes, keep: b.op("ReduceMean", [x], axis=axes, keep_dims=keep), lambda dtype: np.nan))
-converter("ReduceMax", static=(1,))(_reduction(_extremum("ReduceMax"), _bound(False)))
-converter("ReduceMin", static=(1,))(_reduction(_extremum("ReduceMin"), _bound(True)))
-converter("ReduceL1", static=(1,))(_reduction(
+converter("ReduceMax", static=(1,), min_version=1)(_reduction(_extremum("ReduceMax"), _bound(False)))
+converter("ReduceMin", static=(1,), min_version=1)(_reduction(_extremum("ReduceMin"), _bound(True)))
+converter("ReduceL1", static=(1,), min_version=1)(_reduction(
     lambda b, x, axes, keep: _sum(b, b.op("Abs", [x]), axes, keep), _zero))
-converter("ReduceL2", static=(1,))(_reduction(_l2, _zero))
-converter("ReduceSumSquare", static=(1,))(_reduction(_square_sum, _zero))
-converter("ReduceLogSum", static=(1,))(_reduction(
+converter("ReduceL2", static=(1,), min_version=1)(_reduction(_l2, _zero))
+converter("ReduceSumSquare", static=(1,), min_version=1)(_reduction(_square_sum, _zero))
+converter("ReduceLogSum", static=(1,), min_version=1)(_reduction(
     lambda b, x, axes, keep: b.op("Log", [_sum(b, x, axes, keep)]), lambda dtype: -np.inf))
-converter("ReduceLogSumExp", static=(1,))(_reduction(_log_sum_exp, lambda dtype: -np.inf))
+converter("ReduceLogSumExp", static=(1,), min_version=1)(_reduction(_log_sum_exp, lambda dtype: -np.inf))
 
 
 def _global_pool(ir_name: str):

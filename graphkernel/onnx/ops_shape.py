@@ -7,6 +7,12 @@
     Gather                       folds on constants; a scalar index on a run-time tensor becomes
                                  Slice + Reshape; other run-time Gathers are our opaque Gather
     Constant / Identity          arrays / pass-through
+
+Versions (registry.py): Squeeze's and Unsqueeze's axes and Split's sizes are attributes before version 13,
+read as such; Slice is converted from version 10 (its starts and ends inputs; version 1, in force at opsets
+1 to 9, took them as attributes and is refused), Reshape from 5 (its shape an input), Concat from 4
+(axis required), Tile from 6, Expand from 8; the other versions differ from the next only in types, or
+in allowing negative axes.
 """
 from __future__ import annotations
 
@@ -29,12 +35,12 @@ def _axis(n: NodeInfo, axis: int, rank: int) -> int:
     return axis % rank
 
 
-@converter("Identity")
+@converter("Identity", min_version=1)
 def identity(b: Builder, n: NodeInfo):
     return [n.inputs[0]]
 
 
-@converter("Constant")
+@converter("Constant", min_version=1)
 def constant(b: Builder, n: NodeInfo):
     if "value" in n.attrs:
         return [to_array(n.attrs["value"], f"{n.where()}: attribute 'value'")]
@@ -47,14 +53,14 @@ def constant(b: Builder, n: NodeInfo):
                   f"no sparse or string constants); given: {given}")
 
 
-@converter("Shape")
+@converter("Shape", min_version=1)
 def shape(b: Builder, n: NodeInfo):
     dims = b.static_shape(n.inputs[0])
     start, end = n.attr("start", 0), n.attr("end", len(dims))
     return [shape_data(dims[start:end])]   # symbolic sizes stay so (an object array)
 
 
-@converter("Reshape", static=(1,))
+@converter("Reshape", static=(1,), min_version=5)
 def reshape(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     target = b.ints(n.input(1), "shape")
@@ -72,31 +78,38 @@ def reshape(b: Builder, n: NodeInfo):
     return [b.op("Reshape", [x], shape=tuple(out))]
 
 
-@converter("Transpose")
+@converter("Transpose", min_version=1)
 def transpose(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     perm = n.attr("perm", list(reversed(range(len(shape_of(x))))))
     return [b.op("Transpose", [x], perm=tuple(perm))]
 
 
-@converter("Expand", static=(1,))
+@converter("Expand", static=(1,), min_version=8)
 def expand(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     target = broadcast(shape_of(x), tuple(b.ints(n.input(1), "shape")))
     return [x if target == shape_of(x) else b.op("BroadcastTo", [x], shape=target)]
 
 
+def _given_axes(b: Builder, n: NodeInfo) -> list[int] | None:
+    """Squeeze's and Unsqueeze's axes as given: the attribute before version 13, then the second input."""
+    if n.version < 13:
+        return list(n.attrs["axes"]) if "axes" in n.attrs else None
+    return b.ints(n.input(1), "axes") if n.input(1) is not None else None
+
+
 def _axes(b: Builder, n: NodeInfo, rank: int) -> list[int] | None:
-    given = n.input(1)
+    given = _given_axes(b, n)
     if given is None:
         return None
-    axes = [_axis(n, a, rank) for a in b.ints(given, "axes")]
+    axes = [_axis(n, a, rank) for a in given]
     if len(set(axes)) != len(axes):
         raise n.error(f"repeated axis in {axes}")
     return axes
 
 
-@converter("Squeeze", static=(1,))
+@converter("Squeeze", static=(1,), min_version=1)
 def squeeze(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     dims = shape_of(x)
@@ -109,19 +122,20 @@ def squeeze(b: Builder, n: NodeInfo):
     return [b.reshape(x, [d for i, d in enumerate(dims) if i not in axes])]
 
 
-@converter("Unsqueeze", static=(1,))
+@converter("Unsqueeze", static=(1,), min_version=1)
 def unsqueeze(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     dims = list(shape_of(x))
-    if n.input(1) is None:
-        raise n.error("input 'axes' is missing")
-    axes = sorted(_axes(b, n, len(dims) + len(b.ints(n.input(1), "axes"))))
+    given = _given_axes(b, n)
+    if given is None:
+        raise n.error(f"{'attribute' if n.version < 13 else 'input'} 'axes' is missing")
+    axes = sorted(_axes(b, n, len(dims) + len(given)))
     for a in axes:
         dims.insert(a, 1)
     return [b.reshape(x, dims)]
 
 
-@converter("Concat")
+@converter("Concat", min_version=4)
 def concat(b: Builder, n: NodeInfo):
     if "axis" not in n.attrs:
         raise n.error("missing attribute 'axis'")
@@ -131,13 +145,15 @@ def concat(b: Builder, n: NodeInfo):
     return [b.op("Concat", args, axis=n.attr("axis"))]
 
 
-@converter("Split", static=(1,))
+@converter("Split", static=(1,), min_version=2)
 def split(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     dims = shape_of(x)
     axis = _axis(n, n.attr("axis", 0), len(dims))
     size = dims[axis]
-    if n.input(1) is not None:
+    if n.version < 13 and "split" in n.attrs:   # the sizes an attribute before version 13
+        sizes = list(n.attrs["split"])
+    elif n.version >= 13 and n.input(1) is not None:
         sizes = b.ints(n.input(1), "split")
     elif "num_outputs" in n.attrs:
         parts = n.attr("num_outputs")
@@ -159,7 +175,7 @@ def split(b: Builder, n: NodeInfo):
     return b.ops("Split", [x], axis=axis, sizes=tuple(sizes))
 
 
-@converter("Slice", static=(1, 2, 3, 4))
+@converter("Slice", static=(1, 2, 3, 4), min_version=10)
 def slice_(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     dims = shape_of(x)
@@ -187,7 +203,7 @@ def slice_(b: Builder, n: NodeInfo):
     return [b.op("Slice", [x], begin=tuple(begin), end=tuple(end), strides=tuple(strides))]
 
 
-@converter("Gather", static=(1,))
+@converter("Gather", static=(1,), min_version=1)
 def gather(b: Builder, n: NodeInfo):
     data, indices = n.inputs[:2]
     dims = shape_of(data)
@@ -207,13 +223,13 @@ def gather(b: Builder, n: NodeInfo):
     return [b.op("Gather", [data, indices], axis=axis)]
 
 
-@converter("Size")
+@converter("Size", min_version=1)
 def size(b: Builder, n: NodeInfo):
     count = math.prod(b.static_shape(n.inputs[0]))
     return [shape_data([count]).reshape(())]
 
 
-@converter("Flatten")
+@converter("Flatten", min_version=1)
 def flatten(b: Builder, n: NodeInfo):
     x = n.inputs[0]
     dims = shape_of(x)
@@ -254,7 +270,7 @@ def range_(b: Builder, n: NodeInfo):
     return [(start + np.arange(count, dtype=start.dtype) * delta).astype(start.dtype)]
 
 
-@converter("Tile", static=(1,))
+@converter("Tile", static=(1,), min_version=6)
 def tile(b: Builder, n: NodeInfo):
     """Our Tile, with ONNX's rule of one repeat per axis."""
     x = n.inputs[0]
