@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.graph import Node
+from ir.graph import Graph, Node, input_node
 from ir.ops.conv import out_hw, pads
 from kernels.matmul import matmul, matmul_into
 from kernels.pool import POOL_OPS, pool_kernel
 
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+NCHW = (0, 1, 2, 3)
 
 
 class Geometry:
@@ -45,6 +46,9 @@ class Geometry:
         self.p = self.oh * self.ow
         self.k = self.cg * self.kh * self.kw
         self.pointwise = (self.kh, self.kw, self.sh, self.sw) == (1, 1, 1, 1) and not any(self.pads)
+        # the forward's GEMM result: [N, O, P] from the pointwise products, else [O, N * P] (one GEMM
+        # per group over every image), the axes of NCHW in that order
+        self.result_order = NCHW if (self.pointwise and self.g == 1) or self.n == 1 else (1, 0, 2, 3)
 
     @property
     def padded_hw(self) -> tuple[int, int]:
@@ -84,20 +88,54 @@ def _store(out: np.ndarray, value: np.ndarray) -> None:
     np.copyto(out.reshape(value.shape), value, casting="unsafe")
 
 
-def _forward(geo: Geometry, x_shape, w_shape):
-    def conv2d(x, w, out):
+def _products(geo: Geometry, x_shape, w_shape):
+    """fn(x, w) -> the forward's GEMM result, float32 for half operands, in `geo.result_order`."""
+    def products(x, w):
         x, w = _wide(x).reshape(x_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            _store(out, matmul(w2, x.reshape(geo.n, geo.c, geo.p)))
-            return
+            return matmul(w2, x.reshape(geo.n, geo.c, geo.p))     # [N, O, P]
         xp = geo.padded(x)
-        result = np.empty((geo.o, geo.n * geo.p), x.dtype)
+        result = np.empty((geo.o, geo.n * geo.p), x.dtype)         # [O, N, P]
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
             matmul_into(w2[rows], geo.columns(xp, k), result[rows])
-        _store(out, result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2))
+        return result
+    return products
+
+
+def _forward(geo: Geometry, x_shape, w_shape):
+    products = _products(geo, x_shape, w_shape)
+
+    def conv2d(x, w, out):
+        result = products(x, w)
+        if geo.result_order != NCHW:
+            result = result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2)
+        _store(out, result)
     return conv2d
+
+
+def conv_epilogue(node: Node, conv: Node, inputs: tuple[int, int], reads: tuple[int, ...], launch, extra: tuple,
+                  half: tuple[bool, ...]):
+    """The step function of a composite computing Conv2D `conv` and its epilogue (an elementwise kernel,
+    graphkernel/passes/conv_epilogue.py): the GEMM result goes into the epilogue's launch as its input 0,
+    read in `result_order` (kernels.layout's layouts), so the activation is written once, in NCHW, by
+    the epilogue. `inputs`: the step's inputs that are the conv's x and w; `reads`: those the epilogue
+    reads after the result; `half`: which of the launch's arrays are half floats (passed as their bits).
+    A half conv result is rounded to its dtype first, as the conv alone stores it."""
+    a, b = (v.shape for v in conv.inputs)
+    products = _products(Geometry(a, b, conv.attr_dict), a, b)
+    n_in, y_dtype = len(node.inputs), conv.out.dtype.np
+    ix, iw = inputs
+
+    def conv2d_epilogue(*arrays):
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = products(arrays[ix], arrays[iw])
+            if result.dtype != y_dtype:
+                result = result.astype(y_dtype)
+            args = [result.reshape(-1)] + [arrays[i] for i in reads] + list(arrays[n_in:])
+            launch(*(x.view(np.uint16) if h else x for x, h in zip(args, half)), *extra)
+    return conv2d_epilogue
 
 
 def _input_grad(geo: Geometry, d_shape, w_shape):
@@ -157,6 +195,61 @@ def conv_kernel(node: Node):
             fn(*arrays)
     kernel.__name__ = fn.__name__
     return kernel
+
+
+def epilogue_conv(node: Node) -> Node | None:
+    """The Conv2D a composite starts with (its other ops are the conv's epilogue:
+    graphkernel/passes/conv_epilogue.py), else None."""
+    if node.subgraph is None:
+        return None
+    first = next((n for n in node.subgraph.nodes if n.op != "Const"), None)
+    return first if first is not None and first.op == "Conv2D" else None
+
+
+def epilogue_reason(conv: Node) -> str | None:
+    """Why the output pass of Conv2D `conv` cannot compute an epilogue, or None: an elementwise kernel
+    reads its GEMM result in rows of output pixels, which [O, N] (one pixel per image, several images,
+    im2col) does not have."""
+    if conv.op != "Conv2D":
+        return f"{conv.op} is not a Conv2D forward"
+    if not all(isinstance(d, int) for v in (*conv.inputs, conv.out) for d in v.shape):
+        return "the convolution has symbolic sizes"
+    geo = Geometry(conv.inputs[0].shape, conv.inputs[1].shape, conv.attr_dict)
+    if geo.result_order != NCHW and geo.p == 1 and geo.o > 1:
+        return f"its GEMM result [O={geo.o}, N={geo.n}] has one pixel per image: no contiguous rows"
+    return None
+
+
+def epilogue_graph(sub: Graph, conv: Node) -> tuple[Graph, tuple[int, ...], tuple[int, int]]:
+    """The epilogue of a composite starting with `conv` as a kernel subgraph of its own: input 0 is the
+    conv's result, then the composite's inputs its other ops read (their positions: `reads`); an
+    output that is the conv's result itself is written through an identity Cast. Returns (graph,
+    reads, the positions of the conv's x and w among the composite's inputs)."""
+    position = {v: k for k, v in enumerate(sub.inputs)}
+    result = input_node(0, conv.out.type).out
+    remap = {conv.out: result}
+    reads: list[int] = []
+    nodes = []
+    for node in sub.nodes:
+        if node is conv:
+            continue
+        for v in node.inputs:
+            if v not in remap and v in position:
+                remap[v] = input_node(len(reads) + 1, v.type).out
+                reads.append(position[v])
+        new = node.replace(inputs=tuple(remap[v] for v in node.inputs))
+        remap.update(zip(node.outputs, new.outputs))
+        nodes.append(new)
+    outputs = []
+    for v in sub.outputs:
+        if v is conv.out:
+            copy = Node("Cast", (result,), {"dtype": v.dtype}, (v.type,))
+            nodes.append(copy)
+            outputs.append(copy.out)
+        else:
+            outputs.append(remap[v])
+    inputs = [result] + [remap[sub.inputs[k]] for k in reads]
+    return Graph(inputs, nodes, outputs), tuple(reads), tuple(position[v] for v in conv.inputs)
 
 
 def spatial_kernel(node: Node):
