@@ -129,15 +129,20 @@ def test_a_conv_result_read_elsewhere_is_written_by_the_same_pass(x_shape, w_sha
         assert_close(got, ref)
 
 
-def test_a_reader_that_needs_the_convs_statistics_is_refused():
-    """BatchNorm in training: the normalization reads the mean of y; merging it would be a cycle."""
+@pytest.mark.parametrize("flags, reason", [
+    ("", "the reader computes a reduction"),                                  # mean and normalize: one kernel
+    ("--disable_cluster_ops=ReduceSum", "merging would create a cycle")])    # the mean a kernel of its own
+def test_a_reader_that_needs_the_convs_statistics_is_refused(flags, reason):
+    """BatchNorm in training normalizes y with statistics reduced from y: no epilogue."""
     b = GraphBuilder(TensorType((2, 3, 6, 6), DType.float32), TensorType((4, 3, 3, 3), DType.float32))
     x, w = b.inputs
     y = b.op("Conv2D", x, w, out_channel=4, kernel_size=(3, 3), pad_mode="same")
     mean = b.op("ReduceMean", y, axis=(0, 2, 3), keep_dims=True)
     graph = b.graph(b.op("ReLU", b.op("Sub", y, mean)))
-    fused = _compiled(graph, "--dump_as_text")
+    fused = _compiled(graph, flags)
     assert [k.op_types for k in _conv_kernels(fused)] == [("Conv2D",)]
+    refusals = [r.reason for r in fused.log if r.reason.startswith("conv epilogue: ") and not r.accepted]
+    assert any(reason in r for r in refusals), refusals
     arrays = _inputs(graph)
     assert_close(fused.run_arrays(arrays)[0], interpret(graph, arrays)[0])
 
@@ -147,6 +152,7 @@ def test_one_pixel_per_image_stays_apart():
     graph, _ = _graph((2, 4, 3, 3), (5, 4, 3, 3), {}, "bias_relu", DType.float32)
     fused = _compiled(graph, "")
     assert [k.op_types for k in _conv_kernels(fused)] == [("Conv2D",)]
+    assert any("one pixel per image" in r.reason for r in fused.log), [r.reason for r in fused.log]
     arrays = _inputs(graph)
     assert_close(fused.run_arrays(arrays)[0], interpret(graph, arrays)[0], bitwise=True)
 
