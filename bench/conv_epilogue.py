@@ -5,8 +5,12 @@ composites launched after the conv (`--disable_pass=composite.conv_epilogue`), i
     python bench/conv_epilogue.py [--batch 2] [--image 224] [--repeat 15]
 
 Each row: the median of `--repeat` calls of each compiled graph (after one warm-up call each), the calls of
-the two taken in turn, their ratio, and the load average read before the row. A row "+ y out" returns the
-conv's result too (a second reader: the epilogue writes both in one pass). No figure is asserted.
+the two taken in turn, their ratio, and the load average read before the row. The GEMMs, the same in both,
+take most of a call and the machine's load moves them by more than the output pass costs, so the row also
+times what differs alone, on the arrays the launches were given (an observed call): the fused step's output
+pass (kernels.conv.Forward.output_pass: the epilogue reading the GEMM result) against the conv's output
+pass (the NCHW store) plus the composite's launch. A row "+ y out" returns the conv's result too (a second
+reader: the epilogue writes both in one pass). No figure is asserted.
 """
 from __future__ import annotations
 
@@ -60,6 +64,42 @@ def inputs(graph, seed: int = 0) -> list[np.ndarray]:
     return arrays
 
 
+class Capture:
+    """An observer keeping each launch's arrays (copies), by launch index."""
+
+    def __init__(self):
+        self.arrays: dict = {}
+
+    def kernel(self, index, info, inputs, outputs, seconds):
+        self.arrays[index] = [np.array(a).reshape(-1) for a in tuple(inputs) + tuple(outputs)]
+
+
+def output_passes(compiled, arrays) -> list:
+    """Callables running everything but the GEMMs in `compiled`: each conv step's output pass on its GEMM
+    result, and every other launch (the composite after the conv when apart; BatchNorm's per-channel
+    1/sqrt(var + eps) in both), on the arrays an observed call gave them."""
+    program = compiled.program
+    capture = Capture()
+    program.run(arrays, capture)
+    calls = []
+    for k, step in enumerate(program.plan.launch_list):
+        flat = capture.arrays[k]
+        if step.info.variant == "conv":
+            fn = step.fn
+            result = fn.products(flat[fn.ix], flat[fn.iw])
+            calls.append(lambda fn=fn, result=result, flat=flat: fn.output_pass(result, *flat))
+        else:
+            views = [a.view(np.uint16) if a.dtype == np.float16 else a for a in flat]
+            calls.append(lambda step=step, views=views: step.fn(*views, *step.extra))
+    return calls
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=2)
@@ -69,8 +109,9 @@ def main() -> None:
     scale = args.image / 224
     variants = {"fused": "", "apart": "--disable_pass=composite.conv_epilogue"}
     print(f"batch {args.batch}, image {args.image}, {args.repeat} calls each, medians in ms\n")
-    print("| layer | fused epilogue | conv, then its composite | ratio | kernels | load |")
-    print("|---|---|---|---|---|---|")
+    print("| layer | fused epilogue | conv, then its composite | ratio | output pass fused | store + composite "
+          "| ratio | kernels | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, c, o, k, stride, size, residual, keep in LAYERS:
         graph = layer_graph(args.batch, c, o, k, stride, max(k, round(size * scale)), residual, keep)
         arrays = inputs(graph)
@@ -80,16 +121,19 @@ def main() -> None:
         for got, want in zip(results["fused"], results["apart"]):
             assert np.array_equal(got, want), name
         load = os.getloadavg()[0]
+        tails = {v: output_passes(cg, arrays) for v, cg in compiled.items()}
         times: dict = {v: [] for v in variants}
+        tail_times: dict = {v: [] for v in variants}
         for r in range(args.repeat):
             for v in (variants if r % 2 == 0 else list(variants)[::-1]):
-                t = time.perf_counter()
-                compiled[v].run_arrays(arrays)
-                times[v].append(time.perf_counter() - t)
+                times[v].append(timed(lambda: compiled[v].run_arrays(arrays)))
+                tail_times[v].append(sum(timed(call) for call in tails[v]))
         med = {v: statistics.median(ts) * 1e3 for v, ts in times.items()}
+        tail = {v: statistics.median(ts) * 1e3 for v, ts in tail_times.items()}
         counts = "/".join(str(len(compiled[v].kernels)) for v in variants)
         print(f"| {name} | {med['fused']:.2f} | {med['apart']:.2f} | {med['fused'] / med['apart']:.3f} | "
-              f"{counts} | {load:.2f} |", flush=True)
+              f"{tail['fused']:.3f} | {tail['apart']:.3f} | {tail['fused'] / tail['apart']:.3f} | {counts} | "
+              f"{load:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

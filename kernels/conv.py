@@ -104,38 +104,46 @@ def _products(geo: Geometry, x_shape, w_shape):
     return products
 
 
-def _forward(geo: Geometry, x_shape, w_shape):
-    products = _products(geo, x_shape, w_shape)
+class Forward:
+    """A Conv2D step in its two phases: `products(x, w)`, the GEMM result (`_products`), then
+    `output_pass(result, *arrays)`, which writes the step's outputs from it: the NCHW store, or an
+    epilogue. Called as any step, fn(*inputs, *outputs); x and w are inputs `ix` and `iw`."""
 
-    def conv2d(x, w, out):
-        result = products(x, w)
+    __name__ = "conv2d"
+
+    def __init__(self, products, output_pass, ix: int = 0, iw: int = 1):
+        self.products, self.output_pass, self.ix, self.iw = products, output_pass, ix, iw
+
+    def __call__(self, *arrays):
+        with np.errstate(over="ignore", invalid="ignore"):   # inf and NaN propagate, as in every kernel
+            self.output_pass(self.products(arrays[self.ix], arrays[self.iw]), *arrays)
+
+
+def _forward(geo: Geometry, x_shape, w_shape) -> Forward:
+    def store(result, x, w, out):
         if geo.result_order != NCHW:
             result = result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2)
         _store(out, result)
-    return conv2d
+    return Forward(_products(geo, x_shape, w_shape), store)
 
 
 def conv_epilogue(node: Node, conv: Node, inputs: tuple[int, int], reads: tuple[int, ...], launch, extra: tuple,
-                  half: tuple[bool, ...]):
-    """The step function of a composite computing Conv2D `conv` and its epilogue (an elementwise kernel,
-    graphkernel/passes/conv_epilogue.py): the GEMM result goes into the epilogue's launch as its input 0,
-    read in `result_order` (kernels.layout's layouts), so the activation is written once, in NCHW, by
-    the epilogue. `inputs`: the step's inputs that are the conv's x and w; `reads`: those the epilogue
-    reads after the result; `half`: which of the launch's arrays are half floats (passed as their bits).
-    A half conv result is rounded to its dtype first, as the conv alone stores it."""
+                  half: tuple[bool, ...]) -> Forward:
+    """The step of a composite computing Conv2D `conv` and its epilogue (an elementwise kernel,
+    graphkernel/passes/conv_epilogue.py): its output pass launches the epilogue with the GEMM result as
+    input 0, read in `result_order` (kernels.layout's layouts), so the activation is written once, in
+    NCHW, by the epilogue. `inputs`: the step's inputs that are the conv's x and w; `reads`: those the
+    epilogue reads after the result; `half`: which of the launch's arrays are half floats (passed as
+    their bits). A half conv result is rounded to its dtype first, as the conv alone stores it."""
     a, b = (v.shape for v in conv.inputs)
-    products = _products(Geometry(a, b, conv.attr_dict), a, b)
     n_in, y_dtype = len(node.inputs), conv.out.dtype.np
-    ix, iw = inputs
 
-    def conv2d_epilogue(*arrays):
-        with np.errstate(over="ignore", invalid="ignore"):
-            result = products(arrays[ix], arrays[iw])
-            if result.dtype != y_dtype:
-                result = result.astype(y_dtype)
-            args = [result.reshape(-1)] + [arrays[i] for i in reads] + list(arrays[n_in:])
-            launch(*(x.view(np.uint16) if h else x for x, h in zip(args, half)), *extra)
-    return conv2d_epilogue
+    def epilogue(result, *arrays):
+        if result.dtype != y_dtype:
+            result = result.astype(y_dtype)
+        args = [result.reshape(-1)] + [arrays[i] for i in reads] + list(arrays[n_in:])
+        launch(*(x.view(np.uint16) if h else x for x, h in zip(args, half)), *extra)
+    return Forward(_products(Geometry(a, b, conv.attr_dict), a, b), epilogue, *inputs)
 
 
 def _input_grad(geo: Geometry, d_shape, w_shape):
@@ -184,8 +192,8 @@ def conv_kernel(node: Node):
     attrs = node.attr_dict
     a, b = (v.shape for v in node.inputs)
     if node.op == "Conv2D":
-        fn = _forward(Geometry(a, b, attrs), a, b)
-    elif node.op == "Conv2DBackpropInput":
+        return _forward(Geometry(a, b, attrs), a, b)
+    if node.op == "Conv2DBackpropInput":
         fn = _input_grad(Geometry(attrs["input_size"], b, attrs), a, b)
     else:
         fn = _filter_grad(Geometry(b, attrs["filter_size"], attrs), a, b)
