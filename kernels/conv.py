@@ -17,6 +17,10 @@ kh * kw copies of the input, memory-bound work BLAS then amortises over O output
 
 float16 operands are widened to float32, computed in float32 and rounded once (MatMul's semantics). Each
 kernel writes its flat output buffer, as every numpy step of kernels/lower.py does.
+
+A forward is a `Forward`: its products (the GEMM result, [O, N * P], or [N, O, P] from the pointwise path),
+then its output pass: the NCHW store, or the launch of an epilogue (`conv_epilogue`: a generated elementwise
+kernel reading the GEMM result in its own axis order; graphkernel/passes/conv_epilogue.py makes them).
 """
 from __future__ import annotations
 
@@ -187,7 +191,7 @@ def _filter_grad(geo: Geometry, d_shape, x_shape):
 
 
 def conv_kernel(node: Node):
-    """The step function (inputs..., output) computing a Conv2D, Conv2DBackpropInput or
+    """The step function (inputs..., output) computing a Conv2D (a Forward), Conv2DBackpropInput or
     Conv2DBackpropFilter node on flat buffers."""
     attrs = node.attr_dict
     a, b = (v.shape for v in node.inputs)
