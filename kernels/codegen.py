@@ -68,6 +68,8 @@ def render(spec: KernelSpec, variant: str) -> tuple[str, str]:
            "multi_tensor": MultiTensor}[variant]
     if getattr(spec, "in_place", ()) and variant != "elementwise":
         raise ValueError(f"a {variant} kernel cannot store an output into an input (in_place {spec.in_place})")
+    if getattr(spec, "layouts", ()) and variant != "elementwise":
+        raise ValueError(f"a {variant} kernel reads its inputs in the iteration order (layouts {spec.layouts})")
     placeholder = "KERNEL_NAME"
     template = cls(spec, variant, set(kernel_functions()))
     body = template.render(placeholder)

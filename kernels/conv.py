@@ -17,17 +17,22 @@ kh * kw copies of the input, memory-bound work BLAS then amortises over O output
 
 float16 operands are widened to float32, computed in float32 and rounded once (MatMul's semantics). Each
 kernel writes its flat output buffer, as every numpy step of kernels/lower.py does.
+
+A forward is a `Forward`: its products (the GEMM result, [O, N * P], or [N, O, P] from the pointwise path),
+then its output pass: the NCHW store, or the launch of an epilogue (`conv_epilogue`: a generated elementwise
+kernel reading the GEMM result in its own axis order; graphkernel/passes/conv_epilogue.py makes them).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ir.graph import Node
+from ir.graph import Graph, Node, input_node
 from ir.ops.conv import out_hw, pads
 from kernels.matmul import matmul, matmul_into
 from kernels.pool import POOL_OPS, pool_kernel
 
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
+NCHW = (0, 1, 2, 3)
 
 
 class Geometry:
@@ -45,6 +50,9 @@ class Geometry:
         self.p = self.oh * self.ow
         self.k = self.cg * self.kh * self.kw
         self.pointwise = (self.kh, self.kw, self.sh, self.sw) == (1, 1, 1, 1) and not any(self.pads)
+        # the forward's GEMM result: [N, O, P] from the pointwise products, else [O, N * P] (one GEMM
+        # per group over every image), the axes of NCHW in that order
+        self.result_order = NCHW if (self.pointwise and self.g == 1) or self.n == 1 else (1, 0, 2, 3)
 
     @property
     def padded_hw(self) -> tuple[int, int]:
@@ -84,20 +92,62 @@ def _store(out: np.ndarray, value: np.ndarray) -> None:
     np.copyto(out.reshape(value.shape), value, casting="unsafe")
 
 
-def _forward(geo: Geometry, x_shape, w_shape):
-    def conv2d(x, w, out):
+def _products(geo: Geometry, x_shape, w_shape):
+    """fn(x, w) -> the forward's GEMM result, float32 for half operands, in `geo.result_order`."""
+    def products(x, w):
         x, w = _wide(x).reshape(x_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            _store(out, matmul(w2, x.reshape(geo.n, geo.c, geo.p)))
-            return
+            return matmul(w2, x.reshape(geo.n, geo.c, geo.p))     # [N, O, P]
         xp = geo.padded(x)
-        result = np.empty((geo.o, geo.n * geo.p), x.dtype)
+        result = np.empty((geo.o, geo.n * geo.p), x.dtype)         # [O, N, P]
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
             matmul_into(w2[rows], geo.columns(xp, k), result[rows])
-        _store(out, result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2))
-    return conv2d
+        return result
+    return products
+
+
+class Forward:
+    """A Conv2D step in its two phases: `products(x, w)`, the GEMM result (`_products`), then
+    `output_pass(result, *arrays)`, which writes the step's outputs from it: the NCHW store, or an
+    epilogue. Called as any step, fn(*inputs, *outputs); x and w are inputs `ix` and `iw`."""
+
+    __name__ = "conv2d"
+
+    def __init__(self, products, output_pass, ix: int = 0, iw: int = 1):
+        self.products, self.output_pass, self.ix, self.iw = products, output_pass, ix, iw
+
+    def __call__(self, *arrays):
+        with np.errstate(over="ignore", invalid="ignore"):   # inf and NaN propagate, as in every kernel
+            self.output_pass(self.products(arrays[self.ix], arrays[self.iw]), *arrays)
+
+
+def _forward(geo: Geometry, x_shape, w_shape) -> Forward:
+    def store(result, x, w, out):
+        if geo.result_order != NCHW:
+            result = result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2)
+        _store(out, result)
+    return Forward(_products(geo, x_shape, w_shape), store)
+
+
+def conv_epilogue(node: Node, conv: Node, inputs: tuple[int, int], reads: tuple[int, ...], launch, extra: tuple,
+                  half: tuple[bool, ...]) -> Forward:
+    """The step of a composite computing Conv2D `conv` and its epilogue (an elementwise kernel,
+    graphkernel/passes/conv_epilogue.py): its output pass launches the epilogue with the GEMM result as
+    input 0, read in `result_order` (kernels.layout's layouts), so the activation is written once, in
+    NCHW, by the epilogue. `inputs`: the step's inputs that are the conv's x and w; `reads`: those the
+    epilogue reads after the result; `half`: which of the launch's arrays are half floats (passed as
+    their bits). A half conv result is rounded to its dtype first, as the conv alone stores it."""
+    a, b = (v.shape for v in conv.inputs)
+    n_in, y_dtype = len(node.inputs), conv.out.dtype.np
+
+    def epilogue(result, *arrays):
+        if result.dtype != y_dtype:
+            result = result.astype(y_dtype)
+        args = [result.reshape(-1)] + [arrays[i] for i in reads] + list(arrays[n_in:])
+        launch(*(x.view(np.uint16) if h else x for x, h in zip(args, half)), *extra)
+    return Forward(_products(Geometry(a, b, conv.attr_dict), a, b), epilogue, *inputs)
 
 
 def _input_grad(geo: Geometry, d_shape, w_shape):
@@ -141,13 +191,13 @@ def _filter_grad(geo: Geometry, d_shape, x_shape):
 
 
 def conv_kernel(node: Node):
-    """The step function (inputs..., output) computing a Conv2D, Conv2DBackpropInput or
+    """The step function (inputs..., output) computing a Conv2D (a Forward), Conv2DBackpropInput or
     Conv2DBackpropFilter node on flat buffers."""
     attrs = node.attr_dict
     a, b = (v.shape for v in node.inputs)
     if node.op == "Conv2D":
-        fn = _forward(Geometry(a, b, attrs), a, b)
-    elif node.op == "Conv2DBackpropInput":
+        return _forward(Geometry(a, b, attrs), a, b)
+    if node.op == "Conv2DBackpropInput":
         fn = _input_grad(Geometry(attrs["input_size"], b, attrs), a, b)
     else:
         fn = _filter_grad(Geometry(b, attrs["filter_size"], attrs), a, b)
@@ -157,6 +207,61 @@ def conv_kernel(node: Node):
             fn(*arrays)
     kernel.__name__ = fn.__name__
     return kernel
+
+
+def epilogue_conv(node: Node) -> Node | None:
+    """The Conv2D a composite starts with (its other ops are the conv's epilogue:
+    graphkernel/passes/conv_epilogue.py), else None."""
+    if node.subgraph is None:
+        return None
+    first = next((n for n in node.subgraph.nodes if n.op != "Const"), None)
+    return first if first is not None and first.op == "Conv2D" else None
+
+
+def epilogue_reason(conv: Node) -> str | None:
+    """Why the output pass of Conv2D `conv` cannot compute an epilogue, or None: an elementwise kernel
+    reads its GEMM result in rows of output pixels, which [O, N] (one pixel per image, several images,
+    im2col) does not have."""
+    if conv.op != "Conv2D":
+        return f"{conv.op} is not a Conv2D forward"
+    if not all(isinstance(d, int) for v in (*conv.inputs, conv.out) for d in v.shape):
+        return "the convolution has symbolic sizes"
+    geo = Geometry(conv.inputs[0].shape, conv.inputs[1].shape, conv.attr_dict)
+    if geo.result_order != NCHW and geo.p == 1 and geo.o > 1:
+        return f"its GEMM result [O={geo.o}, N={geo.n}] has one pixel per image: no contiguous rows"
+    return None
+
+
+def epilogue_graph(sub: Graph, conv: Node) -> tuple[Graph, tuple[int, ...], tuple[int, int]]:
+    """The epilogue of a composite starting with `conv` as a kernel subgraph of its own: input 0 is the
+    conv's result, then the composite's inputs its other ops read (their positions: `reads`); an
+    output that is the conv's result itself is written through an identity Cast. Returns (graph,
+    reads, the positions of the conv's x and w among the composite's inputs)."""
+    position = {v: k for k, v in enumerate(sub.inputs)}
+    result = input_node(0, conv.out.type).out
+    remap = {conv.out: result}
+    reads: list[int] = []
+    nodes = []
+    for node in sub.nodes:
+        if node is conv:
+            continue
+        for v in node.inputs:
+            if v not in remap and v in position:
+                remap[v] = input_node(len(reads) + 1, v.type).out
+                reads.append(position[v])
+        new = node.replace(inputs=tuple(remap[v] for v in node.inputs))
+        remap.update(zip(node.outputs, new.outputs))
+        nodes.append(new)
+    outputs = []
+    for v in sub.outputs:
+        if v is conv.out:
+            copy = Node("Cast", (result,), {"dtype": v.dtype}, (v.type,))
+            nodes.append(copy)
+            outputs.append(copy.out)
+        else:
+            outputs.append(remap[v])
+    inputs = [result] + [remap[sub.inputs[k]] for k in reads]
+    return Graph(inputs, nodes, outputs), tuple(reads), tuple(position[v] for v in conv.inputs)
 
 
 def spatial_kernel(node: Node):

@@ -61,6 +61,7 @@ class KernelTemplate:
         self.buffers = [(("in", i), p) for i, (_, p) in enumerate(spec.inputs)] + \
                        [(b, p) for b, p in outputs if b not in self.home]
         self.pres = dict(self.buffers + outputs)
+        self.orders = {("in", i): order for i, order in getattr(spec, "layouts", ())}   # stored in another order
         self.dims = [self.names("d", a) for a in range(spec.rank)]
         self.consts = {n: node for n, node in enumerate(spec.nodes) if node.op == "Const"}
         # the constants passed as arguments (kernels.layout.argument_consts), in node order
@@ -93,18 +94,23 @@ class KernelTemplate:
         return f"view_strided({array}, {start}, {count}, {step})"
 
     # --- layout arithmetic ---------------------------------------------------------------
+    def after(self, buf: tuple, axis: int) -> list[str]:
+        """The dims of the axes buf stores inside `axis` (those it is present on): the iteration
+        order's, or its own (KernelSpec.layouts)."""
+        pres = self.pres[buf]
+        order = self.orders.get(buf, range(self.spec.rank))
+        inner = order[list(order).index(axis) + 1:]
+        return [self.dims[a] for a in inner if pres[a]]
+
     def stride(self, buf: tuple, axis: int) -> str:
         """Name of buf's stride on axis (emitted at the top), '1' when innermost."""
-        pres = self.pres[buf]
-        after = [self.dims[a] for a in range(axis + 1, self.spec.rank) if pres[a]]
-        return self.names("s", *buf, axis) if after else "1"
+        return self.names("s", *buf, axis) if self.after(buf, axis) else "1"
 
     def emit_strides(self) -> None:
         for buf, pres in self.buffers:
             for a in range(self.spec.rank):
                 if pres[a] and self.stride(buf, a) != "1":
-                    after = [self.dims[x] for x in range(a + 1, self.spec.rank) if pres[x]]
-                    self.w(f"{self.stride(buf, a)} = {product(after)}")
+                    self.w(f"{self.stride(buf, a)} = {product(self.after(buf, a))}")
 
     def offset(self, buf: tuple, index: dict[int, str], base: str | None = None) -> str:
         """Flat offset of buf at the axis indices given (others contribute nothing)."""
@@ -294,7 +300,7 @@ class Elementwise(KernelTemplate):
                 w(f"n = min({last} - i, tile)")
                 index = {0: "i"}
             for buf, pres in self.buffers:
-                off = "i" if all(pres) else self.offset(buf, index)
+                off = "i" if all(pres) and buf not in self.orders else self.offset(buf, index)
                 w(f"{self.at(buf)} = {off}")
                 if pres[-1]:
                     w(f"{self.viewed(buf)} = {self.view(self.name(buf), self.at(buf), 'n')}")

@@ -12,6 +12,9 @@
 Two shapes with the same spec share one compiled kernel: `Add(f32[4,4], f32[4,4])` and
 `Add(f32[1000], f32[1000])` both collapse to one full axis. Buffers are passed flat (1-D, C order);
 a buffer's stride on axis a is the product of the dims after a it is present on, 0 where absent.
+An input may be stored in another order of the axes (`layouts`: a convolution's GEMM result is
+[C, N, H*W] while the kernel walks [N, C, H*W]): its strides follow that order, the axes it
+separates are not merged, and the last axis stays its innermost (elementwise kernels only).
 """
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ class KernelSpec:
     nodes: tuple[NodeSpec, ...]
     results: tuple                     # refs of the outputs
     in_place: tuple[tuple[int, int], ...] = ()   # (k, i): output k is stored into input i's buffer
+    layouts: tuple[tuple[int, tuple[int, ...]], ...] = ()   # (i, order): input i is stored with its
+                                       # collapsed axes in `order`, outermost first (elementwise only)
 
     @property
     def aliased(self) -> dict[int, int]:
@@ -145,21 +150,30 @@ def _code_attrs(node, argument: bool) -> tuple:
     return tuple((k, v) for k, v in node.attrs if k in declared and k not in _LAYOUT_ATTRS)
 
 
-def describe(graph: Graph, const_arguments: bool = False) -> tuple[KernelSpec, tuple[int, ...]]:
+def describe(graph: Graph, const_arguments: bool = False,
+             layouts: dict[int, tuple[int, ...]] | None = None) -> tuple[KernelSpec, tuple[int, ...]]:
     """The spec and the collapsed sizes of a kernel computing `graph` (fusible's contract); with
     `const_arguments` (lowering, the multi-tensor pass), the kernel takes `argument_consts(graph)` as
-    arguments (their values: `scalar_values`), else it holds every constant as a literal."""
+    arguments (their values: `scalar_values`), else it holds every constant as a literal. `layouts`
+    maps an input to the order its buffer stores the iteration axes in (outermost first), when that
+    is not the iteration order: a ValueError when its innermost kept axis is not the kernel's last."""
     ks = analyze(graph)
+    layouts = layouts or {}
     arguments = set(argument_consts(graph)) if const_arguments else set()
     shape, axes = ks.shape, set(ks.reduce_axes)
     buffers = list(graph.inputs) + list(graph.outputs)
     # per original axis: the pattern that decides whether it merges with its neighbour
     kept = [a for a in range(len(shape)) if shape[a] != 1]
+    orders = {i: [a for a in order if shape[a] != 1] for i, order in layouts.items()}
+
+    def adjacent(a: int, b: int) -> bool:
+        """Axis b follows axis a in every input's memory order."""
+        return all(o.index(b) == o.index(a) + 1 for o in orders.values())
     groups: list[list[int]] = []
     signature = None
     for a in kept:
         sig = (a in axes,) + tuple(ks.aligned[b][a] != 1 for b in buffers)
-        if groups and sig == signature:
+        if groups and sig == signature and adjacent(groups[-1][-1], a):
             groups[-1].append(a)
         else:
             groups.append([a])
@@ -172,6 +186,15 @@ def describe(graph: Graph, const_arguments: bool = False) -> tuple[KernelSpec, t
         sizes = tuple(math.prod(shape[a] for a in g) for g in groups)   # symbolic sizes stay so (ir/symbolic.py)
         pres = {b: tuple(ks.aligned[b][g[0]] != 1 for g in groups) for b in buffers}
         reduce_axes = tuple(g[0] in axes for g in groups)
+
+    stored = []
+    for i, order in sorted(orders.items()):
+        collapsed = tuple(sorted(range(len(groups)), key=lambda g: order.index(groups[g][0])))
+        if collapsed and collapsed[-1] != len(groups) - 1:
+            raise ValueError(f"input {i} stored in axis order {layouts[i]}: its innermost axis is not the "
+                             "kernel's last, so a segment of a row is not contiguous in it")
+        if collapsed != tuple(range(len(groups))):
+            stored.append((i, collapsed))
 
     refs: dict[Value, tuple] = {v: ("in", i) for i, v in enumerate(graph.inputs)}
     nodes = []
@@ -189,5 +212,5 @@ def describe(graph: Graph, const_arguments: bool = False) -> tuple[KernelSpec, t
     spec = KernelSpec(reduce_axes,
                       tuple((v.dtype, pres[v]) for v in graph.inputs),
                       tuple((v.dtype, pres[v]) for v in graph.outputs),
-                      tuple(nodes), tuple(refs[v] for v in graph.outputs))
+                      tuple(nodes), tuple(refs[v] for v in graph.outputs), layouts=tuple(stored))
     return spec, sizes

@@ -12,6 +12,9 @@
     Transpose                   a numpy copy
     Conv2D and its gradients,   im2col + BLAS GEMM, and strided numpy passes per window tap
     pooling and theirs          (kernels/conv.py, kernels/pool.py)
+    Composite of a Conv2D and   the conv's GEMMs, then one generated elementwise kernel reading the
+    its epilogue                GEMM result in place of the conv's output pass (kernels/conv.py
+                                conv_epilogue; graphkernel/passes/conv_epilogue.py makes them)
     UnsortedSegmentSum          a numba scatter-add loop (kernels/scatter.py)
     Dropout                     a numba loop regenerating its mask from counters (kernels/random.py)
     CopyToHost, CopyToDevice    a real copy into the destination buffer (target "copy")
@@ -44,7 +47,7 @@ from kernels import aicore
 from kernels.background import KernelBuildWarning, PendingLaunch
 from kernels.cache import default_cache_dir, usable_dir
 from kernels.compile import multi_tensor_signature
-from kernels.conv import spatial_kernel
+from kernels.conv import Geometry, conv_epilogue, epilogue_conv, epilogue_graph, spatial_kernel
 from kernels.emitters import EMITTERS, REDUCERS, float16_supported
 from kernels.executor import Conditional, KernelInfo, Step, Storage
 from kernels.in_place import plan_in_place
@@ -171,6 +174,8 @@ class _Builder:
             self.where[node.out] = self.where[node.inputs[0]]
         elif branches(node):
             self.conditional(node)
+        elif (conv := epilogue_conv(node)) is not None:
+            self.conv_with_epilogue(node, conv)
         elif (sub := self.kernel_graph(node)) is not None:
             self.generated(node, sub, node.inputs, printable(node.name or node.op, 200))
         elif node.op == SIZE_VALUE:   # a size: a constant of each plan (kernels/plan.py)
@@ -272,6 +277,40 @@ class _Builder:
             return
         self._advance(origin)
         self.add_step(*step)
+
+    def conv_with_epilogue(self, node: Node, conv: Node) -> None:
+        """A composite of a Conv2D and its elementwise epilogue: one step, the conv's GEMMs then the
+        epilogue's kernel over the GEMM result (built now: no stand-in reads a GEMM layout). With
+        symbolic sizes, a Parameter written in place, no half-float kernels, or a kernel that fails
+        to build (with a KernelBuildWarning), its ops run as kernels of their own."""
+        label = printable(node.name or node.op, 200)
+        if self.dynamic or any(v in self.in_place for v in node.outputs) or (
+                not float16_supported() and _touches_float16(node.subgraph)):
+            self.inline(node)
+            return
+        sub, reads, conv_inputs = epilogue_graph(node.subgraph, conv)
+        try:
+            order = Geometry(conv.inputs[0].shape, conv.inputs[1].shape, conv.attr_dict).result_order
+            spec, sizes = describe(sub, const_arguments=True, layouts={0: order})
+            build = lambda *a: build_kernel(*a, self.cfg.cache_mode, self.cfg.cache_dir,  # noqa: E731
+                                            self.cfg.source_dir, background=False)
+            launch = KernelLaunch(spec, build, self.cfg.core_num, self.cfg.parallel_min_elements,
+                                  scalar_values(sub))
+            built, fn, extra, _, _, origin = launch.at(tuple(sizes))
+        except Exception as e:  # noqa: BLE001 - any build failure must leave the run alive
+            self._advance("failed")
+            warnings.warn(f"epilogue kernel of {label} failed to build ({type(e).__name__}: {_first_line(e)}); "
+                          "inlined into single-op kernels", KernelBuildWarning, stacklevel=4)
+            self.inline(node)
+            return
+        half = tuple(v.dtype.is_half for v in sub.inputs + sub.outputs)
+        step_fn = conv_epilogue(node, conv, conv_inputs, reads, fn, extra, half)
+        ops = tuple(n.op for n in node.subgraph.nodes if n.op != "Const")
+        info = replace(built, name=node.name or node.op, op_types=ops, inputs=tuple(v.type for v in node.inputs),
+                       outputs=node.types, variant="conv", phase=phase_of(node, self.updates_only))
+        self.add_step(Step(info, step_fn, tuple(self.where[v] for v in node.inputs), self.outputs_of(node),
+                           values_in=node.inputs, values_out=node.outputs, blas=True))
+        self._advance(origin)
 
     def _advance(self, origin: str) -> None:
         if self.progress is not None:

@@ -27,6 +27,7 @@ from graphkernel.passes.comm_schedule import comm_schedule
 from graphkernel.passes.basic_fusion import basic_fusion
 from graphkernel.passes.composite_fusion import composite_fusion
 from graphkernel.passes.constant_fold import constant_fold
+from graphkernel.passes.conv_epilogue import conv_epilogue
 from graphkernel.passes.cse import cse
 from graphkernel.passes.dce import dce
 from graphkernel.passes.low_precision import low_precision
@@ -60,6 +61,7 @@ def _passes() -> list[tuple[str, str, Pass, int]]:
         ("composite", "multi_tensor_fusion", multi_tensor_fusion, 1),  # an optimizer's updates -> one launch
         ("composite", "parallel_fusion", parallel_fusion, 3),  # independent composites -> one launch
         ("composite", "low_precision", low_precision, FLAG_ONLY),  # composites compute in float16
+        ("composite", "conv_epilogue", conv_epilogue, 1),      # a conv's output pass computes its reader
         ("composite", "comm_schedule", comm_schedule, 1),      # again, over the fused graph
     ]
 

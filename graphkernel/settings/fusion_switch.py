@@ -17,7 +17,7 @@ from graphkernel.settings.config_file import ConfigFileError, load_json, parsed_
 PASS_GROUPS = {
     "GraphFusion": ("expand", "constant_fold", "arith_simplify", "cse", "dce", "basic_fusion",
                     "composite_fusion", "recompute", "sibling_fusion", "parallel_fusion"),
-    "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion"),
+    "UBFusion": ("reduce_fusion", "broadcast_fusion", "stitch_fusion", "conv_epilogue"),
 }
 
 
