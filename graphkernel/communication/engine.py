@@ -40,6 +40,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.ops.collective import unknown_token
+from kernels import threads
 
 DEFAULT_TIMEOUT = 1800.0      # seconds: HCCL_EXEC_TIMEOUT's default order of magnitude (CANN: 1836 s)
 POLL = 0.05                   # seconds between a waiting main thread's looks at other ranks' questions
@@ -122,7 +123,9 @@ class MpiCommunicator:
         self.questions = world.Dup()        # timeout diagnosis (module docstring)
         local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
-        self.local_ranks = tuple(local.allgather(self.rank))
+        seen = local.allgather((self.rank, sorted(threads.affinity())))   # in local rank order
+        self.local_ranks = tuple(rank for rank, _ in seen)
+        self.local_cpus = tuple(frozenset(cpus) for _, cpus in seen)      # launcher.share_cores reads them
         local.Free()
         self.threads_ok = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
         self.timeout = timeout
