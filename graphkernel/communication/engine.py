@@ -11,7 +11,7 @@ collective ops of a process launched by `mpiexec` run on (ir/ops/collective.py c
 One thread makes every collective call, in the order the main thread submits them, so every rank
 issues its collectives in its program's order (MPI's rule) and a bucket's AllReduce runs while the
 main thread computes; blocking MPI calls make their own progress (a non-blocking call from the main
-thread would advance only inside MPI calls: MPICH has no progress thread by default). The main
+thread would advance only inside MPI calls: neither MPICH nor Open MPI runs a progress thread by default). The main
 thread waits on an event, in slices of POLL seconds, so it can answer other ranks' questions (below).
 
 Persistent buckets: each bucket (named by the reducer: "r<k>b<j>") keeps one flat buffer, float32 (or

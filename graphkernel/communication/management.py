@@ -91,7 +91,8 @@ def _check_same_world(comm: MpiCommunicator, MPI) -> None:
     seen = launcher.announced()
     if seen is None or seen.size is None or seen.size == comm.size:
         return
-    library = MPI.Get_library_version().strip().splitlines()[0]
+    # "Open MPI v5.0.11", "MPICH Version: 5.0.2"
+    library = " ".join(MPI.Get_library_version().split(",")[0].split())
     comm.close()
     raise CommunicationError(
         f"init: the launcher ({seen.launcher}: {seen.size_name}={seen.size}) started {seen.size} ranks, but "

@@ -142,7 +142,7 @@ def launcher_says(log_dir: str, limit: int = 40) -> str:
     launcher that could not start the ranks): the ranks' own output is in their logs."""
     try:
         with open(os.path.join(log_dir, LAUNCHER_LOG), errors="replace") as f:
-            lines = [line.rstrip() for line in f if line.strip()]
+            lines = [line.rstrip() for line in f.read().replace("\0", "").splitlines() if line.strip()]
     except OSError:
         return ""
     return "\n".join(lines[-limit:])
