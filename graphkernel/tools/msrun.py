@@ -113,11 +113,11 @@ def command(args, log_dir: str, launcher: Mpiexec) -> list[str]:
 
 def run_msrun(args) -> int:
     check(args)
+    launcher = find_launcher()
     log_dir = os.path.abspath(args.log_dir or ".")
     os.makedirs(log_dir, exist_ok=True)
     env = dict(os.environ, **rank_environment(args.local_worker_num))
     env[INIT_TIMEOUT_ENV] = str(args.cluster_time_out)
-    launcher = find_launcher()
     cmd = command(args, log_dir, launcher)
     print(f"msrun: {args.worker_num} ranks of {args.task_script} over {launcher.label}'s mpiexec; logs in "
           f"{log_dir}/{(args.worker_log_name or 'worker_{rank}')}.log", flush=True)
