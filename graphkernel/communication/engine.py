@@ -89,7 +89,7 @@ class Job:
     label: str                    # "AllReduce(sum) #3 on hccl_world_group"
     group: Group
     sequence: int
-    work: object                  # comm -> result
+    work: object                  # comm -> result (dropped once run: it holds the arrays)
     bucket: str = ""
     submitted: float = 0.0
     started: float = 0.0
@@ -267,6 +267,7 @@ class MpiCommunicator:
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 job.error = e
             job.finished = time.perf_counter()
+            job.work = None   # its closure holds the collective's arrays; the timeline keeps only the times
             self.spans.append(job)
             job.done.set()
 
