@@ -154,8 +154,11 @@ def run_all(src: str, steps: int, target: str, mindspore_python: str | None, wri
               "--out", out, "--steps", str(steps), "--target", target]
         env = without_launcher()
         env["PYTHONPATH"] = REPO
+        launcher = mpiexec.find()   # MPICH's or Open MPI's; Open MPI's guard against root is not lifted here
+        if launcher.refusal(env):
+            raise SystemExit(launcher.refusal(env))
         _run([sys.executable, *me, "--role", "reference"], env=env, cwd=work)
-        _run(mpiexec.find().command(2, [sys.executable, *me, "--role", "rank"]), env=env, cwd=work)
+        _run(launcher.command(2, [sys.executable, *me, "--role", "rank"]), env=env, cwd=work)
         ref, ranks = _load(out, "reference0.json"), [_load(out, f"rank{r}.json") for r in (0, 1)]
         theirs = None
         if mindspore_python:

@@ -66,13 +66,23 @@ def need_mpi() -> None:
 
 def clean_env(**extra) -> dict:
     """This environment without a launcher's variables (a test may itself run under one), with Open MPI's
-    switch for root (the module docstring) when this environment's mpiexec is Open MPI's."""
+    switch for root (the module docstring) when this environment's mpiexec is Open MPI's, and this checkout
+    first on PYTHONPATH."""
     env = without_launcher()
-    found = launcher()
-    if not isinstance(found, str) and found.refusal(env):
-        env.update(dict.fromkeys(launchers.ROOT_VARS, "1"))
+    env.update(root_switch(env))
+    # the ranks run scripts from tests/mpi_scripts/ (and msrun's worker from graphkernel/tools/): with this
+    # checkout first on the path they import the graphkernel under test, not one the environment installed
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def root_switch(environ=None) -> dict:
+    """Open MPI's switch for root (the module docstring) when this environment's mpiexec would refuse."""
+    found = launcher()
+    if isinstance(found, str) or not found.refusal(environ):
+        return {}
+    return dict.fromkeys(launchers.ROOT_VARS, "1")
 
 
 def run_job(args: list[str], n: int = 2, env: dict | None = None, timeout: float = 240,
