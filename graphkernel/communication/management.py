@@ -85,9 +85,9 @@ def init(backend_name=None) -> None:
 
 
 def _check_same_world(comm: MpiCommunicator, MPI) -> None:
-    """The launcher's size is MPI's: a launcher of another MPI than the one mpi4py loaded (Open MPI's
-    mpiexec, MPICH's mpi4py, or the reverse) starts N processes that each initialize a world of one, and
-    would train N times alone instead of failing."""
+    """The launcher's size is MPI's: a launcher of another MPI than the one mpi4py loaded (MPICH's mpiexec,
+    Open MPI's library) starts N processes that each initialize a world of one, and would train N times
+    alone instead of failing. (The other way round MPICH's library refuses Open MPI's PMIx by itself.)"""
     seen = launcher.announced()
     if seen is None or seen.size is None or seen.size == comm.size:
         return
