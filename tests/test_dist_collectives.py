@@ -2,7 +2,7 @@
 (sum, max, min, prod; float32 and float16), AllGather, ReduceScatter, Broadcast from rank 1 and Barrier, in
 GRAPH_MODE on the numpy reference and on the emulated device (fused) and in PYNATIVE_MODE, equal to numpy
 over both ranks' inputs; MindSpore's gradient rules through AllReduce; parameter_broadcast; a group made by create_group;
-the rank queries. (A process that is its own group: tests/op_cases.py and tests/grad_samples.py.)"""
+the rank queries; a collective's arrays freed once it returns. (A process that is its own group: tests/op_cases.py and tests/grad_samples.py.)"""
 from __future__ import annotations
 
 import importlib.util
@@ -77,7 +77,7 @@ def test_a_created_group_and_the_rank_queries(results):
     for rank, (got, info) in enumerate(results):
         assert_close(got["group/sum"], expected(rank)["sum"])
         assert info == {"rank": rank, "size": SIZE, "local_rank": rank, "local_size": SIZE, "pair_rank": rank,
-                        "pair_size": SIZE, "pair": [0, 1]}
+                        "pair_size": SIZE, "pair": [0, 1], "released": True}
 
 
 def test_parameter_broadcast_gives_every_rank_rank_0s_parameters(results):

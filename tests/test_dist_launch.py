@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from dist_helpers import ROOT, SCRIPTS, clean_env, need_mpi
+from dist_helpers import ROOT, SCRIPTS, clean_env, launcher, need_mpi
 from graphkernel.communication.launcher import rank_environment, threads_per_rank
+from graphkernel.communication.mpiexec import OPEN_MPI
 from graphkernel.tools.cli import main
 
 REPORT = os.path.join(SCRIPTS, "report.py")
@@ -69,6 +70,8 @@ def test_msrun_runs_the_ranks_with_their_logs_and_core_shares_and_reports_a_fail
         assert f"[worker_{rank}] REPORT " in done.stdout   # --join follows the logs
     assert "ValueError: rank 1 was asked to fail" in log and "rank 1 of 2 raised ValueError" in log
     assert done.returncode != 0 and "the job failed" in done.stderr
+    if launcher().mpi == OPEN_MPI:   # Open MPI's launcher, not the rank, reports the abort: msrun shows it
+        assert "mpiexec said (mpiexec.log):" in done.stderr and "MPI_ABORT was invoked on rank 1" in done.stderr
 
 
 def test_the_scripts_own_flags_are_not_taken_for_abbreviations_of_msruns():

@@ -11,7 +11,7 @@ collective ops of a process launched by `mpiexec` run on (ir/ops/collective.py c
 One thread makes every collective call, in the order the main thread submits them, so every rank
 issues its collectives in its program's order (MPI's rule) and a bucket's AllReduce runs while the
 main thread computes; blocking MPI calls make their own progress (a non-blocking call from the main
-thread would advance only inside MPI calls: MPICH has no progress thread by default). The main
+thread would advance only inside MPI calls: neither MPICH nor Open MPI runs a progress thread by default). The main
 thread waits on an event, in slices of POLL seconds, so it can answer other ranks' questions (below).
 
 Persistent buckets: each bucket (named by the reducer: "r<k>b<j>") keeps one flat buffer, float32 (or
@@ -40,6 +40,7 @@ import numpy as np
 
 from ir.errors import GraphKernelError
 from ir.ops.collective import unknown_token
+from kernels import threads
 
 DEFAULT_TIMEOUT = 1800.0      # seconds: HCCL_EXEC_TIMEOUT's default order of magnitude (CANN: 1836 s)
 POLL = 0.05                   # seconds between a waiting main thread's looks at other ranks' questions
@@ -88,7 +89,7 @@ class Job:
     label: str                    # "AllReduce(sum) #3 on hccl_world_group"
     group: Group
     sequence: int
-    work: object                  # comm -> result
+    work: object                  # comm -> result (dropped once run: it holds the arrays)
     bucket: str = ""
     submitted: float = 0.0
     started: float = 0.0
@@ -122,7 +123,9 @@ class MpiCommunicator:
         self.questions = world.Dup()        # timeout diagnosis (module docstring)
         local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
-        self.local_ranks = tuple(local.allgather(self.rank))
+        seen = local.allgather((self.rank, sorted(threads.affinity())))   # in local rank order
+        self.local_ranks = tuple(rank for rank, _ in seen)
+        self.local_cpus = tuple(frozenset(cpus) for _, cpus in seen)      # launcher.share_cores reads them
         local.Free()
         self.threads_ok = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
         self.timeout = timeout
@@ -264,6 +267,7 @@ class MpiCommunicator:
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 job.error = e
             job.finished = time.perf_counter()
+            job.work = None   # its closure holds the collective's arrays; the timeline keeps only the times
             self.spans.append(job)
             job.done.set()
 

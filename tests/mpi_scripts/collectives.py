@@ -5,14 +5,17 @@ checks them against numpy.
 
     mpiexec -n 2 python tests/mpi_scripts/collectives.py OUT [TARGET ...]
 """
+import gc
 import json
 import os
 import sys
+import weakref
 
 import numpy as np
 
 import graphkernel as ms
 from graphkernel import Tensor, nn, ops
+from graphkernel.communication import management
 from graphkernel.communication import (create_group, destroy_group, get_group_size, get_local_rank,
                                        get_local_rank_size, get_process_group_ranks, get_rank, init)
 from graphkernel.ops import operations as P
@@ -56,6 +59,17 @@ class Loss(nn.Cell):
         return ops.ReduceSum()(self.reduce(x) * w)
 
 
+def released():
+    """Whether a collective's arrays are the caller's alone once it returns (the communicator's timeline of
+    finished collectives keeps their times, not their arrays)."""
+    x = np.ones(1 << 18, np.float32)
+    out = management.engine().all_reduce(x, "sum", management.HCCL_WORLD_COMM_GROUP)
+    refs = [weakref.ref(a) for a in (x, out, out.base) if a is not None]
+    del x, out
+    gc.collect()
+    return all(r() is None for r in refs)
+
+
 def main():
     out, targets = sys.argv[1], sys.argv[2:] or ["CPU"]
     init()
@@ -81,7 +95,8 @@ def main():
     create_group("pair", [0, 1])
     results["group/sum"] = Collectives("pair")(Tensor(x), Tensor(h))[0].asnumpy()
     info = {"rank": rank, "size": get_group_size(), "local_rank": get_local_rank(), "local_size": get_local_rank_size(),
-            "pair_rank": get_rank("pair"), "pair_size": get_group_size("pair"), "pair": get_process_group_ranks("pair")}
+            "pair_rank": get_rank("pair"), "pair_size": get_group_size("pair"), "pair": get_process_group_ranks("pair"),
+            "released": released()}
     destroy_group("pair")
     os.makedirs(out, exist_ok=True)
     np.savez(os.path.join(out, f"rank{rank}.npz"), **results)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,9 @@ import time
 
 from ir.errors import GraphKernelError
 from kernels.threads import allowed_cores
+from graphkernel.communication import mpiexec
+from graphkernel.communication.launcher import without_launcher
+from graphkernel.communication.mpiexec import Mpiexec, MpiexecError
 from graphkernel.tools.bench.harness import environment
 from graphkernel.tools.bench.train_model import Shape
 
@@ -50,18 +52,20 @@ RANKS_QUICK = RanksSettings("quick", Shape(layers=1, batch=2), steps=3)
 RANKS_TINY = RanksSettings("tiny", Shape(64, 4, 256, 8, 2, layers=1), steps=2)
 
 
-def _mpiexec() -> str:
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if os.access(beside, os.X_OK):
-        return beside
-    found = shutil.which("mpiexec")
-    if found is None:
-        raise RanksBenchError("--ranks needs MPI: pip install 'graphkernel[dist]' (mpi4py and MPICH)")
+def _launcher() -> Mpiexec:
+    """This environment's mpiexec (MPICH's or Open MPI's), one that can start the ranks here."""
+    try:
+        found = mpiexec.find()
+    except MpiexecError as e:
+        raise RanksBenchError(f"--ranks needs MPI: {e}") from None
+    why = found.refusal()
+    if why:
+        raise RanksBenchError(f"--ranks: {why}")
     return found
 
 
 def _run(cmd: list[str], threads: int, out: str, log) -> list[dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    env = without_launcher()
     env.update(NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     log(f"  {' '.join(os.path.basename(c) if c == cmd[0] else c for c in cmd[:4])} ... ({threads} thread(s) each)")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -82,7 +86,7 @@ def run(settings: RanksSettings, ranks: int = 2, log=print) -> dict:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="graphkernel-ranks-") as tmp:
         single = _run(worker + [os.path.join(tmp, "one")], cores, os.path.join(tmp, "one"), log)[0]
-        many = _run([_mpiexec(), "-n", str(ranks)] + worker + [os.path.join(tmp, "many")],
+        many = _run(_launcher().command(ranks, worker + [os.path.join(tmp, "many")]),
                     max(1, cores // ranks), os.path.join(tmp, "many"), log)
     mean_losses = [statistics.fmean(r["losses"][k] for r in many) for k in range(settings.warmup)]
     worst = max(abs(a - b) / abs(b) for a, b in zip(mean_losses, single["losses"]))
