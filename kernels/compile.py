@@ -40,7 +40,7 @@ _NUMBA_DTYPE = {DType.float16: types.uint16, DType.bfloat16: types.uint16, DType
                 DType.int32: types.int32, DType.int64: types.int64, DType.uint8: types.uint8,
                 DType.uint16: types.uint16, DType.uint32: types.uint32, DType.uint64: types.uint64,
                 DType.int4: types.uint8, DType.uint4: types.uint8, DType.int2: types.uint8, DType.uint2: types.uint8,
-                DType.bool: types.boolean}
+                DType.float4_e2m1fn: types.uint8, DType.bool: types.boolean}
 
 
 class CacheLocationError(RuntimeError):

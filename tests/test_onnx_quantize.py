@@ -1,8 +1,8 @@
 """ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (graphkernel/onnx/ops_quantize.py):
 per tensor, per axis and blocked; rounding half to even and saturation at both ends of int8, uint8,
-int16, uint16 and the sub-byte int4, uint4, int2, uint2; float16, bfloat16 and int32 inputs; a quantized
-model's Dequantize -> ops -> Quantize chain fused into one kernel (int4 too); an int4 weight-only
-quantized MatMul. Every result is compared with onnx.reference.ReferenceEvaluator, the
+int16, uint16 and the sub-byte int4, uint4, int2, uint2; float4e2m1 (rounding to the type, saturation,
+NaN); float16, bfloat16 and int32 inputs; a quantized model's Dequantize -> ops -> Quantize chain fused
+into one kernel (int4 too); an int4 weight-only quantized MatMul. Every result is compared with onnx.reference.ReferenceEvaluator, the
 implementation whose outputs ONNX's backend node tests ship (tests/test_onnx_node_conformance.py runs
 those), on the reference target and on the kernels, fused and unfused."""
 import ml_dtypes
@@ -19,8 +19,10 @@ from graphkernel.onnx import OnnxImportError
 F, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
 I8, U8, I16, U16, I32 = TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32
 I4, U4, I2, U2 = TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2
+F4 = TensorProto.FLOAT4E2M1
 NP = {F: np.float32, F16: np.float16, BF16: ml_dtypes.bfloat16, I8: np.int8, U8: np.uint8, I16: np.int16,
-      U16: np.uint16, I32: np.int32, I4: ml_dtypes.int4, U4: ml_dtypes.uint4, I2: ml_dtypes.int2, U2: ml_dtypes.uint2}
+      U16: np.uint16, I32: np.int32, I4: ml_dtypes.int4, U4: ml_dtypes.uint4, I2: ml_dtypes.int2, U2: ml_dtypes.uint2,
+      F4: ml_dtypes.float4_e2m1fn}
 SUBBYTE = [I4, U4, I2, U2]
 RANGE = {I8: (-128, 127), U8: (0, 255), I16: (-32768, 32767), U16: (0, 65535), I4: (-8, 7), U4: (0, 15), I2: (-2, 1),
          U2: (0, 3)}
@@ -142,6 +144,43 @@ def test_subbyte_types_per_tensor_per_axis_and_blocked(qtype):
               [init("s0", np.float32(0.5)), init("z0", zero[1:2].reshape(())), init("s1", per_axis), init("z1", zero),
                init("s2", blocked), init("z2", zero_blocked)])
     check(m, {"x": x})
+
+
+def test_float4e2m1_per_tensor_per_axis_and_blocked():
+    """Quantize to float4e2m1: x / scale + zero point cast to the type (rounding to nearest even at the
+    midpoints between its values, +-6 beyond, infinities too; NaN to a zero), per tensor, per axis and
+    blocked with a shorter last block, and dequantize back, as onnx.reference on every target."""
+    midpoints = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, 100.0])
+    q = np.concatenate([midpoints, np.nextafter(midpoints, 0), -midpoints, np.array([np.inf, -np.inf, np.nan]),
+                        np.random.default_rng(8).uniform(-8, 8, 30)])
+    scale1 = np.array([0.5, 0.25, 2.0, 1.0], np.float32)
+    x = (q.reshape(15, 4) * scale1).astype(np.float32)
+    zero = np.array([0.0, 0.5, -1.0, 0.0], np.float32).astype(ml_dtypes.float4_e2m1fn)
+    blocked = np.random.default_rng(9).choice(np.float32([0.25, 0.5, 1.0, 3.0]), (4, 4))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s0", "z0"], ["q0"]),
+             helper.make_node("DequantizeLinear", ["q0", "s0", "z0"], ["y0"]),
+             helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"], axis=1),
+             helper.make_node("DequantizeLinear", ["q1", "s1"], ["y1"], axis=1),
+             helper.make_node("QuantizeLinear", ["x", "s2"], ["q2"], axis=0, block_size=4,
+                              output_dtype=F4)]
+    outputs = [vi("q0", F4, [15, 4]), vi("y0", F, [15, 4]), vi("q1", F4, [15, 4]), vi("y1", F, [15, 4]),
+               vi("q2", F4, [15, 4])]
+    m = model(nodes, [vi("x", F, [15, 4])], outputs,
+              [init("s0", np.float32(0.5)), init("z0", np.zeros((), ml_dtypes.float4_e2m1fn)), init("s1", scale1),
+               init("z1", zero), init("s2", blocked)], opset=23)
+    check(m, {"x": x})
+
+
+def test_a_float4e2m1_zero_point_is_subtracted_as_the_formula_says():
+    """DequantizeLinear's y = (x - x_zero_point) * x_scale holds for float4e2m1 too (ONNX's operator text);
+    onnx.reference leaves a float4 zero point out, which only a nonzero one shows."""
+    x = np.array([0.0, 0.5, -1.0, 6.0, -6.0, 3.0], np.float32).astype(ml_dtypes.float4_e2m1fn)
+    m = model([helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])], [vi("x", F4, [6])], [vi("y", F, [6])],
+              [init("s", np.float32(2.0)), init("z", np.array(1.5, np.float32).astype(ml_dtypes.float4_e2m1fn))])
+    for target, fuse in TARGETS:
+        context.set_context(device_target=target, enable_graph_kernel=fuse)
+        got = gx.load(m)(Tensor(x)).asnumpy()
+        np.testing.assert_array_equal(got, (x.astype(np.float32) - 1.5) * 2.0, err_msg=f"{target} {fuse}")
 
 
 def test_a_quantized_int4_block_is_one_kernel():

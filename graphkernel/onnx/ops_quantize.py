@@ -17,12 +17,15 @@ Granularity, from scale's shape (zp has the same): per tensor when it holds one 
 when it is 1-D along `axis` (default 1; negative counts from the back); blocked with `block_size` B
 when it has x's rank and ceil(D / B) entries along `axis`, each serving B consecutive elements (the
 last block may be shorter). The output type comes from zp, else `output_dtype`, else uint8; the types
-are int8, uint8, int16, uint16 and the sub-byte int4, uint4, int2, uint2 (storage dtypes: the chains
-read and write them through Casts, which fuse like any other, and compute in float). float8 and
-float4e2m1 (quantized types ONNX defines, which graphkernel does not hold) are refused by name, by the
-loader when a tensor has the type, here when `output_dtype` names one. A zero point is cast to the
-dtype it is computed in before it is spread over its block or axis. The arithmetic follows
-onnx.reference, whose results the ONNX backend node tests hold.
+are int8, uint8, int16, uint16, the sub-byte int4, uint4, int2, uint2 and float4e2m1 (storage dtypes: the
+chains read and write them through Casts, which fuse like any other, and compute in float). To
+float4e2m1 there is no rounding to an integer nor clipping: x / scale + zp is cast, which rounds to the
+type and saturates; from it, (x - zp) * scale as ONNX's formula says (onnx.reference leaves a float4
+zero point out; the zero points tools write are zeros, where the two agree). float8 (a quantized type
+ONNX defines, which graphkernel does not hold) is refused by name, by the loader when a tensor has the
+type, here when `output_dtype` names it. A zero point is cast to the dtype it is computed in before it
+is spread over its block or axis. The arithmetic follows onnx.reference, whose results the ONNX backend
+node tests hold.
 """
 from __future__ import annotations
 
@@ -33,11 +36,16 @@ from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
 from graphkernel.onnx.registry import converter
 from graphkernel.onnx.types import to_dtype, to_onnx_type, type_name
 
-QUANTIZED = (DType.int8, DType.uint8, DType.int16, DType.uint16, DType.int4, DType.uint4, DType.int2, DType.uint2)
+QUANTIZED = (DType.int8, DType.uint8, DType.int16, DType.uint16, DType.int4, DType.uint4, DType.int2, DType.uint2,
+             DType.float4_e2m1fn)
+# a storage dtype promotes as the smallest dtype that computes and holds its values
+_PROMOTES_AS = {DType.int4: DType.int8, DType.int2: DType.int8, DType.uint4: DType.uint8, DType.uint2: DType.uint8,
+                DType.float4_e2m1fn: DType.float16}
 
 
 def common_dtype(a: DType, b: DType) -> DType:
     """numpy's promotion of two dtypes (float16 with bfloat16, which numpy cannot promote: float32)."""
+    a, b = _PROMOTES_AS.get(a, a), _PROMOTES_AS.get(b, b)
     if a.is_half and b.is_half and a != b:
         return DType.float32
     return as_dtype(np.result_type(a.np, b.np))
@@ -113,9 +121,13 @@ def quantize_linear(b: Builder, n: NodeInfo):
     precision = n.attr("precision", 0)
     wide = to_dtype(precision, "precision") if precision else common_dtype(dtype_of(x), dtype_of(scale))
     scale = along(b, n, scale, x, "y_scale")
+    quotient = b.op("RealDiv", [b.cast(x, wide), b.cast(scale, wide)])
+    if dtype == DType.float4_e2m1fn:   # the cast rounds and saturates
+        if zero_point is not None:
+            quotient = b.op("Add", [quotient, along(b, n, b.cast(zero_point, wide), x, "y_zero_point")])
+        return [b.cast(quotient, dtype)]
     zero_point = None if zero_point is None else along(b, n, b.cast(zero_point, DType.float64), x, "y_zero_point")
-    rounded = b.op("Round", [b.op("RealDiv", [b.cast(x, wide), b.cast(scale, wide)])])
-    return [saturate(b, rounded, zero_point, dtype)]
+    return [saturate(b, b.op("Round", [quotient]), zero_point, dtype)]
 
 
 @converter("DequantizeLinear", reviewed=28)

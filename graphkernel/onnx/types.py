@@ -2,9 +2,10 @@
 
     onnx elem type FLOAT, FLOAT16, BFLOAT16, DOUBLE,           ->  our DTypes of the same names
       INT8/16/32/64, UINT8/16/32/64, BOOL,
-      INT4, UINT4, INT2, UINT2                                     (the sub-byte ones storage dtypes:
-                                                                  Cast, Q/DQ and data movement only)
-    any other type (FLOAT8*, FLOAT4E2M1, STRING, ...)          ->  OnnxImportError naming the tensor
+      INT4, UINT4, INT2, UINT2, FLOAT4E2M1                        (the 4- and 2-bit ones, float4_e2m1fn
+                                                                  for FLOAT4E2M1, storage dtypes: Cast,
+                                                                  Q/DQ and data movement only)
+    any other type (FLOAT8*, FLOAT8E8M0, STRING, ...)          ->  OnnxImportError naming the tensor
     TensorProto                                               ->  a numpy array (to_array), its declared
                                                                   dims checked against the memory limit
                                                                   first; a sub-byte type unpacked, one
@@ -32,7 +33,8 @@ class OnnxInputError(GraphKernelError, TypeError):
 # TensorProto.DataType numbers
 _DTYPES = {1: DType.float32, 10: DType.float16, 16: DType.bfloat16, 11: DType.float64, 3: DType.int8,
            5: DType.int16, 6: DType.int32, 7: DType.int64, 2: DType.uint8, 4: DType.uint16, 12: DType.uint32,
-           13: DType.uint64, 22: DType.int4, 21: DType.uint4, 26: DType.int2, 25: DType.uint2, 9: DType.bool}
+           13: DType.uint64, 22: DType.int4, 21: DType.uint4, 26: DType.int2, 25: DType.uint2, 23: DType.float4_e2m1fn,
+           9: DType.bool}
 _ONNX_OF = {d: t for t, d in _DTYPES.items()}
 
 

@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from ir.dtypes import DType, as_dtype, is_float_array, widened
+from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, is_dtype, require, same_dtype
+from ir.ops.conversions import cast_array
 from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, no_gradient, register
 
 
@@ -289,32 +290,8 @@ def _cast_infer(types, attrs):
 
 
 def _cast(a, attrs):
-    x, dtype = a[0], attrs["dtype"]
     with np.errstate(all="ignore"):
-        if not as_dtype(x.dtype).computes:   # a sub-byte integer: its value in int8 or uint8 (exact)
-            x = x.astype(np.uint8 if as_dtype(x.dtype).is_unsigned else np.int8)
-        return to_stored(x, dtype) if not dtype.computes else x.astype(dtype.np)
-
-
-INT32_RANGE = (-2.0 ** 31, 2.0 ** 31 - 1)   # a float converts to a sub-byte integer through int32
-
-
-def to_stored(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """`x` cast to a sub-byte integer dtype: an integer or bool wraps to the type's bits (two's complement
-    for the signed ones, as a cast between integers does: 200 to int4 is -8); a float within int32's range
-    (INT32_RANGE, itself not truncated) is truncated toward zero and then wraps, any other (NaN, the
-    infinities, beyond) gives 0. That is ml_dtypes' conversion on x86, onnx.reference's, whose
-    out-of-range int32 0x80000000 has no low bits set; ONNX leaves an out-of-range float undefined."""
-    if is_float_array(x):
-        w = widened(x).astype(np.float64)
-        inside = (w >= INT32_RANGE[0]) & (w <= INT32_RANGE[1])
-        v = np.where(inside, np.trunc(w), 0.0).astype(np.int64)
-    else:
-        v = x.astype(np.int64)
-    v = v & ((1 << dtype.bits) - 1)
-    if not dtype.is_unsigned:
-        v = v - ((v >> (dtype.bits - 1)) << dtype.bits)   # the top bit set: the negative value
-    return v.astype(np.int8).astype(dtype.np)
+        return cast_array(a[0], attrs["dtype"])
 
 
 def _cast_grad(b, node, douts):
