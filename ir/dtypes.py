@@ -1,12 +1,22 @@
 """The tensor element types of the IR.
 
-Thirteen dtypes, each knowing its numpy dtype and the short name the text form uses (`f32[4,4]`).
+Eighteen dtypes, each knowing its numpy dtype and the short name the text form uses (`f32[4,4]`).
 `as_dtype` turns whatever a user may write (a DType, a numpy dtype or type, a name) into a DType.
 
 float16 and bfloat16 (numpy's dtype from ml_dtypes) are the half floats (`is_half`): an op on them
 computes in float32 and rounds its result once to the half dtype, as MindSpore's kernels do; sums and
 matrix products accumulate in float32 (`wide_np`). numpy sees bfloat16 as a void kind ('V'), not a
 float: ask `is_float_array`, never `dtype.kind == "f"`.
+
+int4, uint4, int2, uint2 (ONNX's sub-byte integers) and float4_e2m1fn (ONNX's FLOAT4E2M1: the 4-bit
+float of +-0, 0.5, 1, 1.5, 2, 3, 4, 6, without infinities or NaN) are storage dtypes (`computes` is
+False; numpy's dtypes from ml_dtypes, one element a byte, the value in its low bits): tensors,
+Parameters and constants hold them, the ops that only move data (`moves_data`, and the INJECTIVE ones:
+Reshape, Transpose, Slice, Concat, ...) take them, and Cast converts to and from them
+(ir/ops/conversions.py says how: to an integer one a value wraps to the type's bits, as a cast between
+integers does; to float4_e2m1fn it rounds to nearest even and saturates); any other op is a DTypeError
+naming the op and the dtype. `bounds` gives an integer dtype's range. numpy sees bfloat16 and
+float4_e2m1fn as a void kind too.
 """
 from enum import Enum
 
@@ -29,6 +39,11 @@ class DType(Enum):
     uint16 = "uint16"
     uint32 = "uint32"
     uint64 = "uint64"
+    int4 = "int4"
+    uint4 = "uint4"
+    int2 = "int2"
+    uint2 = "uint2"
+    float4_e2m1fn = "float4_e2m1fn"
     bool = "bool"
 
     @property
@@ -54,7 +69,23 @@ class DType(Enum):
 
     @property
     def is_unsigned(self) -> bool:
-        return self in (DType.uint8, DType.uint16, DType.uint32, DType.uint64)
+        return self in (DType.uint8, DType.uint16, DType.uint32, DType.uint64, DType.uint4, DType.uint2)
+
+    @property
+    def computes(self) -> bool:
+        """False for a storage dtype (the sub-byte integers, float4_e2m1fn): held, moved and converted, never
+        computed in."""
+        return self not in _STORED
+
+    @property
+    def bits(self) -> int:
+        """The width of a value: 4 for int4, 16 for float16, 8 for bool."""
+        return _BITS[self]
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The smallest and largest value of an integer dtype."""
+        return _BOUNDS[self]
 
     @property
     def itemsize(self) -> int:
@@ -70,18 +101,26 @@ class DType(Enum):
 
 
 _INTS = frozenset({DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint16, DType.uint32,
-                   DType.uint64})
-_FLOATS = frozenset({DType.float16, DType.bfloat16, DType.float32, DType.float64})
+                   DType.uint64, DType.int4, DType.uint4, DType.int2, DType.uint2})
+_STORED = frozenset({DType.int4, DType.uint4, DType.int2, DType.uint2, DType.float4_e2m1fn})
+_FLOATS = frozenset({DType.float16, DType.bfloat16, DType.float32, DType.float64, DType.float4_e2m1fn})
 _SHORT = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64", DType.bfloat16: "bf16",
           DType.int8: "i8", DType.int16: "i16", DType.int32: "i32", DType.int64: "i64", DType.uint8: "u8",
-          DType.uint16: "u16", DType.uint32: "u32", DType.uint64: "u64", DType.bool: "bool"}
+          DType.uint16: "u16", DType.uint32: "u32", DType.uint64: "u64", DType.int4: "i4", DType.uint4: "u4",
+          DType.int2: "i2", DType.uint2: "u2", DType.float4_e2m1fn: "f4e2m1", DType.bool: "bool"}
 _BY_SHORT = {short: dt for dt, short in _SHORT.items()}
 # looked up, not made, on every use: passes ask often
-_NP = {dt: np.dtype(ml_dtypes.bfloat16) if dt is DType.bfloat16 else np.dtype(dt.value) for dt in DType}
+_NP = {dt: np.dtype(getattr(ml_dtypes, dt.value)) if dt is DType.bfloat16 or dt in _STORED else np.dtype(dt.value)
+       for dt in DType}
 _ITEMSIZE = {dt: npd.itemsize for dt, npd in _NP.items()}
+_BITS = {dt: {DType.int4: 4, DType.uint4: 4, DType.int2: 2, DType.uint2: 2, DType.float4_e2m1fn: 4}.get(
+    dt, 8 * _ITEMSIZE[dt]) for dt in DType}
+_BOUNDS = {dt: (int(ml_dtypes.iinfo(_NP[dt]).min), int(ml_dtypes.iinfo(_NP[dt]).max)) for dt in _INTS}
 _BY_NP = {npd: dt for dt, npd in _NP.items()}
 BFLOAT16_NP = _NP[DType.bfloat16]
+FLOAT4_NP = _NP[DType.float4_e2m1fn]
 HALF_NP = frozenset({np.dtype(np.float16), BFLOAT16_NP})   # held as uint16 bits by the kernels
+STORED_NP = frozenset(_NP[dt] for dt in _STORED)            # held as their uint8 bytes by the kernels
 
 
 def wide_np(npd) -> np.dtype:
@@ -91,14 +130,15 @@ def wide_np(npd) -> np.dtype:
 
 
 def widened(a: np.ndarray) -> np.ndarray:
-    """`a` as float32 when it holds a half float (exact), else `a` itself."""
-    return a.astype(np.float32) if a.dtype in HALF_NP else a
+    """`a` as float32 when it holds a half float or a float4_e2m1fn (exact), else `a` itself."""
+    return a.astype(np.float32) if a.dtype in HALF_NP or a.dtype == FLOAT4_NP else a
 
 
 def is_float_array(a) -> bool:
-    """Whether a numpy array (or dtype) holds floats, bfloat16 included (numpy calls it kind 'V')."""
+    """Whether a numpy array (or dtype) holds floats, bfloat16 and float4_e2m1fn included (numpy calls
+    them kind 'V')."""
     npd = np.dtype(getattr(a, "dtype", a))
-    return npd.kind == "f" or npd == BFLOAT16_NP
+    return npd.kind == "f" or npd == BFLOAT16_NP or npd == FLOAT4_NP
 
 
 def as_dtype(x) -> DType:

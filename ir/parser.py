@@ -467,10 +467,9 @@ class Parser:
         value = self.number() if tok.kind == "number" else None
         if not isinstance(value, int):
             raise self.error(f"an integer element of {dtype.short}", tok)
-        info = np.iinfo(dtype.np)
-        if not info.min <= value <= info.max:
-            raise ParseError(f"{value} is out of range for {dtype.short} ({info.min}..{info.max})",
-                             tok.line, tok.col)
+        low, high = dtype.bounds
+        if not low <= value <= high:
+            raise ParseError(f"{value} is out of range for {dtype.short} ({low}..{high})", tok.line, tok.col)
         return value
 
     def float_element(self, dtype: DType, nan_bits: dict, index: int) -> float:

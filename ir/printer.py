@@ -40,7 +40,7 @@ IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Words the parser reads as keywords or constants; op names and attr keys spelled so are quoted.
 RESERVED = frozenset({"graph", "return", "loc", "true", "false", "none", "nan", "inf"}) | set(SHORT_NAMES)
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def quote(text: str) -> str:
@@ -136,8 +136,8 @@ def _float_items(flat: np.ndarray, dtype: DType) -> list[str]:
     """Shortest decimals that read back (float64 parse, then one cast) to the same bits."""
     if dtype is DType.float64:
         items = [repr(v) for v in flat.tolist()]
-    else:
-        items = [str(v) for v in flat]  # numpy's shortest repr for the element's own precision
+    else:   # numpy's shortest repr for the element's own precision, read as a float (float4's "-0" is not)
+        items = [s if any(c in s for c in ".en") else s + ".0" for s in map(str, flat)]
     uint = _UINT[flat.dtype.itemsize]
     bits = flat.view(uint)
     with np.errstate(all="ignore"):

@@ -34,12 +34,13 @@ from ir.dtypes import DType
 from kernels.emitters import kernel_functions
 from kernels.layout import const_value
 
-# a half float's buffer holds its uint16 bits (kernels/emitters.py converts them)
+# a half float's buffer holds its uint16 bits, a sub-byte integer's its bytes (kernels/emitters.py converts them)
 _NUMBA_DTYPE = {DType.float16: types.uint16, DType.bfloat16: types.uint16, DType.float32: types.float32,
                 DType.float64: types.float64, DType.int8: types.int8, DType.int16: types.int16,
                 DType.int32: types.int32, DType.int64: types.int64, DType.uint8: types.uint8,
                 DType.uint16: types.uint16, DType.uint32: types.uint32, DType.uint64: types.uint64,
-                DType.bool: types.boolean}
+                DType.int4: types.uint8, DType.uint4: types.uint8, DType.int2: types.uint8, DType.uint2: types.uint8,
+                DType.float4_e2m1fn: types.uint8, DType.bool: types.boolean}
 
 
 class CacheLocationError(RuntimeError):

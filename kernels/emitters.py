@@ -15,6 +15,13 @@ The half floats (float16, bfloat16) live in memory as their uint16 bits and in a
 values: `load`/`store` convert exactly (round to nearest even), and `emit` rounds every primitive's
 float32 result to the half dtype, so a fused chain gives the unfused chain's bits. HALF names the
 conversion functions of each; reductions of a half float accumulate in float32 and round once.
+
+The sub-byte integers (int4, uint4, int2, uint2: storage dtypes, ir/dtypes.py) live in memory as one
+byte each, the value in its low bits, and in a kernel as an int8 or uint8 value (STORED): `load` takes
+the low bits (sign-extended for the signed types) and `store` writes them. float4_e2m1fn, a storage
+dtype too, lives as one byte and in a kernel as a float32 (FLOAT4 names its exact conversions). Only
+Cast computes with them: to an integer one a value wraps to its bits (a float truncated first, through
+int32), to float4_e2m1fn it rounds as ir/ops/conversions.py says, as the reference does.
 """
 from __future__ import annotations
 
@@ -25,21 +32,30 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.ops import OPS, Pattern, get
+from ir.ops.conversions import INT32_RANGE
 from kernels import lanes, mathfn, views
 
 NP_NAME = {DType.float16: "np.float32", DType.bfloat16: "np.float32", DType.float32: "np.float32",
            DType.float64: "np.float64", DType.int8: "np.int8", DType.int16: "np.int16", DType.int32: "np.int32",
            DType.int64: "np.int64", DType.uint8: "np.uint8", DType.uint16: "np.uint16", DType.uint32: "np.uint32",
-           DType.uint64: "np.uint64", DType.bool: "np.bool_"}
+           DType.uint64: "np.uint64", DType.int4: "np.int8", DType.uint4: "np.uint8", DType.int2: "np.int8",
+           DType.uint2: "np.uint8", DType.float4_e2m1fn: "np.float32", DType.bool: "np.bool_"}
 
 # a half float: (bits -> float32, float32 -> bits), the kernels.mathfn functions converting it exactly
 HALF = {DType.float16: ("f16_bits_to_f32", "f32_to_f16_bits"),
         DType.bfloat16: ("bf16_bits_to_f32", "f32_to_bf16_bits")}
 
 
+# a sub-byte integer: the dtype a kernel holds its value in
+STORED = {DType.int4: DType.int8, DType.uint4: DType.uint8, DType.int2: DType.int8, DType.uint2: DType.uint8}
+# float4_e2m1fn: (bits -> float32, float32 -> bits), held as float32
+FLOAT4 = ("f4e2m1_bits_to_f32", "f32_to_f4e2m1_bits")
+
+
 def compute_dtype(dtype: DType) -> DType:
-    """The dtype a kernel holds a value of `dtype` in (NP_NAME): a half float is computed in float32."""
-    return DType.float32 if dtype in HALF else dtype
+    """The dtype a kernel holds a value of `dtype` in (NP_NAME): a half float or a float4_e2m1fn is
+    computed in float32, a sub-byte integer held in int8 or uint8."""
+    return DType.float32 if dtype in HALF or dtype == DType.float4_e2m1fn else STORED.get(dtype, dtype)
 
 
 def float16_supported() -> bool:
@@ -60,20 +76,39 @@ def f16_round(expr: str) -> str:
 
 
 def load(dtype: DType, element: str) -> str:
-    """An element read from a buffer of `dtype`: a half float's bits converted to float32."""
+    """An element read from a buffer of `dtype`: a half float's bits converted to float32, a sub-byte
+    integer's byte to its value."""
+    if dtype in STORED:
+        return wrap_bits(element, dtype)
+    if dtype == DType.float4_e2m1fn:
+        return f"{FLOAT4[0]}({element})"
     return f"{HALF[dtype][0]}({element})" if dtype in HALF else element
 
 
 def store(dtype: DType, value: str) -> str:
-    """A float32 value written to a buffer of `dtype`: a half float as its bits."""
+    """A float32 value written to a buffer of `dtype`: a half float as its bits; a sub-byte integer's
+    value (in range) as its bits in a byte."""
+    if dtype in STORED:
+        return f"np.uint8({value} & {(1 << dtype.bits) - 1})"
+    if dtype == DType.float4_e2m1fn:
+        return f"{FLOAT4[1]}({value})"
     return f"{HALF[dtype][1]}({value})" if dtype in HALF else value
+
+
+def wrap_bits(integer: str, dtype: DType) -> str:
+    """An integer expression wrapped to the sub-byte `dtype`'s bits, as its kernel value (int8 or uint8):
+    the low bits, and for a signed dtype the top one of them as the sign (x ^ h) - h)."""
+    mask, half = (1 << dtype.bits) - 1, 1 << (dtype.bits - 1)
+    if dtype.is_unsigned:
+        return f"np.uint8({integer} & {mask})"
+    return f"np.int8((({integer} & {mask}) ^ {half}) - {half})"
 
 
 # the modules whose functions generated kernels import, and those functions
 HELPERS = {
     "kernels.mathfn": {fn: getattr(mathfn, fn) for fn in ("exp_f32", "log_f32", "tanh_f32", "erf_f32",
                                                           "f16_bits_to_f32", "f32_to_f16_bits",
-                                                          "bf16_bits_to_f32", "f32_to_bf16_bits")},
+                                                          "bf16_bits_to_f32", "f32_to_bf16_bits", *FLOAT4)},
     "kernels.lanes": dict(lanes.FUNCTIONS),
     "kernels.views": dict(views.FUNCTIONS),
 }
@@ -182,9 +217,19 @@ def _pow(o: Operands) -> str:
 
 def _cast(o: Operands) -> str:
     src, dst = o.in_dtypes[0], o.dtype
+    if src == dst:
+        return o.args[0]
     if dst == DType.bool:
         return f"({o.args[0]} != 0)"
-    return f"{NP_NAME[dst]}({o.args[0]})" if src != dst else o.args[0]
+    if dst in STORED:   # wraps; a float truncated through int32 (out of its range, NaN, inf: 0), as the reference
+        x = o.args[0]
+        low, high = INT32_RANGE
+        integer = (f"(np.int64({x}) if ({x} >= {low!r} and {x} <= {high!r}) else np.int64(0))" if src.is_float
+                   else f"np.int64({x})")
+        return wrap_bits(integer, dst)
+    if dst == DType.float4_e2m1fn:   # rounded to one, through float32 (a float64 rounded to it first)
+        return f"{FLOAT4[0]}({FLOAT4[1]}(np.float32({o.args[0]})))"
+    return f"{NP_NAME[dst]}({o.args[0]})"
 
 
 # ops whose emitter writes code for a constant operand's value (Operands.consts): their constants stay

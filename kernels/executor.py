@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ir.dtypes import HALF_NP
+from ir.dtypes import HALF_NP, STORED_NP
 from ir.errors import GraphKernelError
 from ir.graph import Graph, TensorType
 from ir.limits import ResourceLimitError, check_node, over_limit_message
@@ -40,6 +40,10 @@ from kernels.threads import blas_single_threaded
 
 
 GENERATED = ("elementwise", "rows", "split", "columns", "multi_tensor")   # KernelInfo.variant of generated kernels
+# what generated kernels see of a buffer whose dtype numba lacks: a half float's uint16 bits, a sub-byte
+# integer's bytes (kernels/emitters.py load and store convert them)
+BITS = {**{d: "U16" for d in HALF_NP}, **{d: "U8" for d in STORED_NP}}
+BITS_NP = {"U16": np.dtype(np.uint16), "U8": np.dtype(np.uint8)}
 
 
 class InputMismatchError(GraphKernelError, TypeError):
@@ -319,7 +323,7 @@ class Plan:
             names[s] = f"t{s}"
         env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
                      "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
-                     "U16": np.uint16}
+                     **BITS_NP}
         for s, st in enumerate(self.storages):
             if st.kind == "const":
                 names[s] = f"c{s}"
@@ -351,8 +355,8 @@ class Plan:
                 env[f"info{k}"] = _observed_info(launch_infos[self.positions[k]], step.fn)
             passed = step.ins + step.call_outs() + step.scratch
             call_args = [names[s] for s in passed]
-            if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
-                call_args = [f"{a}.view(U16)" if self.storages[s].dtype in HALF_NP else a
+            if step.info.variant in GENERATED:  # generated kernels see a half float or a sub-byte integer as its bits (BITS)
+                call_args = [f"{a}.view({BITS[self.storages[s].dtype]})" if self.storages[s].dtype in BITS else a
                              for a, s in zip(call_args, passed)]
             if shared is None:   # ints spelled out; a kernel's float constants (inf, nan too) by name
                 for j, x in enumerate(step.extra):
@@ -392,7 +396,7 @@ class Plan:
         """The names a shared runner's code reads (_make_runner writes the same ones)."""
         env: dict = {"perf_counter": time.perf_counter, "getrefcount": sys.getrefcount,
                      "ndarray": np.ndarray, "checked": self._checked_input, "new_output": self._new_output,
-                     "U16": np.uint16}
+                     **BITS_NP}
         for s, st in enumerate(self.storages):
             if st.kind == "const":
                 env[f"c{s}"] = st.array
@@ -483,8 +487,8 @@ class Plan:
         flat_ins = flat
         flat = flat + [o.reshape(-1) for k, o in enumerate(outs) if k not in aliased]
         flat += [np.empty(self.storages[s].size, self.storages[s].dtype) for s in step.scratch]
-        if step.info.variant in GENERATED:  # generated kernels see a half float as its uint16 bits
-            flat = [a.view(np.uint16) if a.dtype in HALF_NP else a for a in flat]
+        if step.info.variant in GENERATED:  # generated kernels see a half float or a sub-byte integer as its bits (BITS)
+            flat = [a.view(BITS_NP[BITS[a.dtype]]) if a.dtype in BITS else a for a in flat]
         with blas_single_threaded() if self.uses_blas else nullcontext():
             step.fn(*flat, *step.extra)
         for k, i in aliased.items():   # stored through the copy of its input

@@ -1,5 +1,5 @@
-"""Vectorizable float32 exp, log, tanh, erf and exact float16 and bfloat16 <-> float32 conversions for
-numba kernels.
+"""Vectorizable float32 exp, log, tanh, erf and exact float16, bfloat16 and float4_e2m1fn <-> float32
+conversions for numba kernels.
 
 libm's expf/tanhf/erff are scalar calls that stop LLVM from vectorizing a kernel loop. These are
 straight-line float32 code (selects, no branches, no calls) that inlines into the loop and vectorizes:
@@ -30,6 +30,9 @@ float16: f16_bits_to_f32, f32_to_f16_bits and f32_round_to_f16 equal numpy's con
 (RNE, subnormals, overflow to inf; nan stays nan), checked over all 2**16 halves and all 2**32 floats.
 bfloat16: bf16_bits_to_f32 and f32_to_bf16_bits equal ml_dtypes' conversions bit for bit (RNE, subnormals,
 overflow to inf, a nan to the quiet nan of its sign), checked as float16's are (tests/test_mathfn.py).
+float4_e2m1fn: f4e2m1_bits_to_f32 and f32_to_f4e2m1_bits equal ml_dtypes' conversions bit for bit (RNE,
+saturation at +-6, a nan to a zero of the other sign), checked over every float16, every bfloat16 and
+random float32 bits (tests/test_dtypes_subbyte.py).
 
 Speed (bench/mathfn_bench.py, 16M elements, one thread, ns per element; a copy is 0.49):
   exp 0.80 (libm 5.1, numpy 2.8)   log 0.90 (libm 5.9, numpy 2.7)   tanh 1.31 (libm 28, numpy 3.4)
@@ -327,3 +330,28 @@ def f32_to_bf16_bits(x):
     rounded = np.int32((np.int32(bits + np.int32(0x7FFF) + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
     nan = np.int32(_BF16_QUIET_NAN | ((bits >> 16) & 0x8000))
     return np.uint16(nan if (bits & 0x7FFFFFFF) > _F32_INF_BITS else rounded)
+
+
+# ---------------------------------------------------------------- float4_e2m1fn <-> float32, exact
+
+@njit(forceinline=True, error_model="numpy")
+def f4e2m1_bits_to_f32(u):
+    """The float32 of the float4_e2m1fn whose bits are the low four of `u` (uint8): exponent e and
+    mantissa m give m / 2 when e is 0, else (1 + m / 2) * 2**(e - 1); bit 3 is the sign."""
+    b = np.int32(u)
+    e = (b >> 1) & 3
+    m = f32(b & 1)
+    magnitude = m * f32(0.5) if e == 0 else (f32(1.0) + m * f32(0.5)) * f32(np.int32(1) << (e - 1))
+    return -magnitude if b & 8 else magnitude
+
+
+@njit(forceinline=True, error_model="numpy")
+def f32_to_f4e2m1_bits(x):
+    """The bits (uint8) of the float4_e2m1fn nearest to float32 `x`, ties to the even mantissa; beyond +-6
+    (the infinities too) +-6; a NaN a zero of the opposite sign: ml_dtypes' conversion (the magnitude's
+    code counts the midpoints it passes, ir/ops/conversions.py's FLOAT4_MIDPOINTS)."""
+    a = abs(x)
+    code = (np.int32(a > f32(0.25)) + np.int32(a >= f32(0.75)) + np.int32(a > f32(1.25)) + np.int32(a >= f32(1.75))
+            + np.int32(a > f32(2.5)) + np.int32(a >= f32(3.5)) + np.int32(a > f32(5.0)))
+    negative = (f32_bits(x) < 0) != (x != x)
+    return np.uint8(code | 8) if negative else np.uint8(code)

@@ -91,10 +91,10 @@ def test_unsupported_input_and_initializer_types():
               [vi("y", [3], TensorProto.FLOAT8E4M3FN)])
     with pytest.raises(OnnxImportError, match="'x'.*FLOAT8E4M3FN"):
         gx.load(m)
-    w = helper.make_tensor("w_i4", TensorProto.INT4, [2], [1, 2])
-    m = model([helper.make_node("Identity", ["w_i4"], ["y"])], [], [vi("y", [2], TensorProto.INT4)],
+    w = helper.make_tensor("w_f8", TensorProto.FLOAT8E5M2, [2], [1.0, 2.0])
+    m = model([helper.make_node("Identity", ["w_f8"], ["y"])], [], [vi("y", [2], TensorProto.FLOAT8E5M2)],
               [w])
-    with pytest.raises(OnnxImportError, match="w_i4.*INT4"):
+    with pytest.raises(OnnxImportError, match="w_f8.*FLOAT8E5M2"):
         gx.load(m)
 
 

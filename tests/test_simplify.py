@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ir import GraphBuilder
+from ir.dtypes import DType
 from ir.errors import ShapeError
 from ir.graph import Graph
 from ir.ops import OPS, OpDef, Pattern
@@ -149,6 +150,37 @@ def test_cast_chains_through_a_lossless_dtype(src, mid, dst):
     before = unary_graph(f"  %a = Cast(%x) {{dtype={mid}}} : {mid}[4]\n  %y = Cast(%a) {{dtype={dst}}} : {dst}[4]",
                          src)
     check(arith_simplify, before, unary_graph(f"  %y = Cast(%x) {{dtype={dst}}} : {dst}[4]", src))
+
+
+@pytest.mark.parametrize("src,mid,dst", [("i4", "f32", "i8"), ("u2", "i4", "f32"), ("bool", "u2", "f16"),
+                                         ("u4", "i8", "i2"), ("i2", "bf16", "u4"), ("f4e2m1", "f16", "i4"),
+                                         ("u2", "f4e2m1", "f32")])
+def test_cast_chains_through_a_lossless_dtype_from_a_subbyte_one(src, mid, dst):
+    before = unary_graph(f"  %a = Cast(%x) {{dtype={mid}}} : {mid}[4]\n  %y = Cast(%a) {{dtype={dst}}} : {dst}[4]",
+                         src)
+    check(arith_simplify, before, unary_graph(f"  %y = Cast(%x) {{dtype={dst}}} : {dst}[4]", src))
+
+
+@pytest.mark.parametrize("src", [DType.int4, DType.uint4, DType.int2, DType.uint2, DType.float4_e2m1fn, DType.bool],
+                         ids=str)
+def test_the_lossless_table_of_the_storage_dtypes_holds_every_value(src):
+    """Through each dtype LOSSLESS names for a sub-byte or float4 source (or bool), every value of it casts
+    to every dtype as it does directly: the cast_chain rule changes no value."""
+    from graphkernel.passes.arith_simplify import LOSSLESS
+    mids = sorted(LOSSLESS[src], key=str)
+    assert DType.float32 in mids and (DType.float4_e2m1fn in mids) == (src in (DType.bool, DType.int2, DType.uint2))
+    if src == DType.float4_e2m1fn:
+        x = np.arange(16, dtype=np.uint8).view(src.np)
+    else:
+        low, high = src.bounds if src.is_int else (0, 1)
+        x = np.arange(low, high + 1).astype(src.np)
+    for mid in mids:
+        for dst in DType:
+            b = GraphBuilder(tt(src, *x.shape))
+            graph = b.graph(b.op("Cast", b.op("Cast", b.inputs[0], dtype=mid), dtype=dst),
+                            b.op("Cast", b.inputs[0], dtype=dst))
+            through, direct = interpret(graph, [x])
+            assert_close(through, direct, bitwise=True, err_msg=f"{src} -> {mid} -> {dst}")
 
 
 def test_cast_round_trip_through_a_wider_dtype_is_the_identity():

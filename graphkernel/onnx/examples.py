@@ -3,6 +3,8 @@
     bert_layer_model(hidden=1024, heads=16, seq=128, batch=1)    one BERT encoder layer (BERT-large size)
     quantized_mlp_model(n_in=64, hidden=128, batch=8)            two int8 linear layers in the QDQ form
                                                                  quantization tools write
+    int4_matmul_model(n_in=256, n_out=128, batch=8, block=32)    a linear layer of an int4 weight-only
+                                                                 quantized model (blocked, as LLM tools)
 
 The layer, post-LN as in BERT:
     q, k, v  = x @ Wq + bq, ...          -> Reshape [0, 0, heads, dh] (0 copies a dim) -> Transpose
@@ -155,5 +157,32 @@ def quantized_mlp_model(n_in: int = 64, hidden: int = 128, batch: int = 8, seed:
     g.nodes.append(helper.make_node("Identity", [y], ["y"], name="/output/Identity"))
     graph = helper.make_graph(g.nodes, "quantized_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, n_in])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, n_in])], g.inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                             producer_name="graphkernel.onnx.examples")
+
+
+def int4_matmul_model(n_in: int = 256, n_out: int = 128, batch: int = 8, block: int = 32, seed: int = 0):
+    """A linear layer with an int4 weight, as weight-only quantization writes it for a large language
+    model: the [n_in, n_out] weight quantized in blocks of `block` rows (a float32 scale and an int4 zero
+    point per block and column, the last block shorter when `block` does not divide n_in), and x [batch,
+    n_in] -> MatMul(x, DequantizeLinear(weight, scale, zero point, axis 0, block_size)) -> Add bias -> y.
+    The weight, its scales and zero points are initializers: Parameters of int4 and float32."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+    g = _Graph(np.random.default_rng(seed))
+    blocks = -(-n_in // block)
+    w = g.rng.standard_normal((n_in, n_out)).astype(np.float32) / math.sqrt(n_in)
+    padded = np.concatenate([w, np.full((blocks * block - n_in, n_out), np.nan, np.float32)]).reshape(blocks, block, n_out)
+    low, high = np.nanmin(padded, axis=1), np.nanmax(padded, axis=1)
+    scale = np.maximum((high - low) / 15, 1e-8).astype(np.float32)
+    zero = np.clip(np.rint(-8 - low / scale), -8, 7)
+    spread = np.repeat(scale, block, axis=0)[:n_in], np.repeat(zero, block, axis=0)[:n_in]
+    w_q = np.clip(np.rint(w / spread[0]) + spread[1], -8, 7).astype(ml_dtypes.int4)
+    w_dq = g.node("DequantizeLinear", [g.const(w_q, "fc.weight"), g.const(scale, "fc.scale"),
+                                       g.const(zero.astype(ml_dtypes.int4), "fc.zero_point")], axis=0, block_size=block)
+    y = g.node("Add", [g.node("MatMul", ["x", w_dq]), g.weight((n_out,), "fc.bias", scale=0.1)])
+    g.nodes.append(helper.make_node("Identity", [y], ["y"], name="/output/Identity"))
+    graph = helper.make_graph(g.nodes, "int4_matmul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, n_in])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, n_out])], g.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
                              producer_name="graphkernel.onnx.examples")

@@ -20,10 +20,15 @@ Granularity, from scale's shape (zp has the same): per tensor when it holds one 
 when it is 1-D along `axis` (default 1; negative counts from the back); blocked with `block_size` B
 when it has x's rank and ceil(D / B) entries along `axis`, each serving B consecutive elements (the
 last block may be shorter). The output type comes from zp, else `output_dtype`, else uint8; the types
-are int8, uint8, int16 and uint16. float8, int4, uint4, int2, uint2 and float4e2m1 (quantized types ONNX
-defines, which graphkernel does not hold) are refused by name, by the loader when a tensor has the
-type, here when `output_dtype` names one. The arithmetic follows onnx.reference, whose results the ONNX
-backend node tests hold.
+are int8, uint8, int16, uint16, the sub-byte int4, uint4, int2, uint2 and float4e2m1 (storage dtypes: the
+chains read and write them through Casts, which fuse like any other, and compute in float). To
+float4e2m1 there is no rounding to an integer nor clipping: x / scale + zp is cast, which rounds to the
+type and saturates; from it, (x - zp) * scale as ONNX's formula says (onnx.reference leaves a float4
+zero point out; the zero points tools write are zeros, where the two agree). float8 (a quantized type
+ONNX defines, which graphkernel does not hold) is refused by name, by the loader when a tensor has the
+type, here when `output_dtype` names it. A zero point is cast to the dtype it is computed in before it
+is spread over its block or axis. The arithmetic follows onnx.reference, whose results the ONNX backend
+node tests hold.
 """
 from __future__ import annotations
 
@@ -32,13 +37,18 @@ import numpy as np
 from ir.dtypes import DType, as_dtype
 from graphkernel.onnx.builder import Builder, NodeInfo, dtype_of, shape_of
 from graphkernel.onnx.registry import converter
-from graphkernel.onnx.types import to_dtype, type_name
+from graphkernel.onnx.types import to_dtype, to_onnx_type, type_name
 
-RANGES = {DType.int8: (-128, 127), DType.uint8: (0, 255), DType.int16: (-32768, 32767), DType.uint16: (0, 65535)}
+QUANTIZED = (DType.int8, DType.uint8, DType.int16, DType.uint16, DType.int4, DType.uint4, DType.int2, DType.uint2,
+             DType.float4_e2m1fn)
+# a storage dtype promotes as the smallest dtype that computes and holds its values
+_PROMOTES_AS = {DType.int4: DType.int8, DType.int2: DType.int8, DType.uint4: DType.uint8, DType.uint2: DType.uint8,
+                DType.float4_e2m1fn: DType.float16}
 
 
 def common_dtype(a: DType, b: DType) -> DType:
     """numpy's promotion of two dtypes (float16 with bfloat16, which numpy cannot promote: float32)."""
+    a, b = _PROMOTES_AS.get(a, a), _PROMOTES_AS.get(b, b)
     if a.is_half and b.is_half and a != b:
         return DType.float32
     return as_dtype(np.result_type(a.np, b.np))
@@ -77,7 +87,7 @@ def along(b: Builder, n: NodeInfo, v, x, what: str):
 
 
 # TensorProto numbers of the types graphkernel quantizes to
-_ONNX_QUANT = {3: DType.int8, 2: DType.uint8, 5: DType.int16, 4: DType.uint16}
+_ONNX_QUANT = {to_onnx_type(d): d for d in QUANTIZED}
 
 
 def output_type(n: NodeInfo, zero_point) -> DType:
@@ -85,22 +95,23 @@ def output_type(n: NodeInfo, zero_point) -> DType:
     declared = n.attr("output_dtype", 0)
     if declared and declared not in _ONNX_QUANT:
         raise n.error(f"quantizing to {type_name(declared)} is not supported; graphkernel quantizes to "
-                      f"{', '.join(d.value for d in RANGES)}")
+                      f"{', '.join(d.value for d in QUANTIZED)}")
     dtype = dtype_of(zero_point) if zero_point is not None else _ONNX_QUANT.get(declared, DType.uint8)
     if declared and _ONNX_QUANT[declared] != dtype:
         raise n.error(f"output_dtype {type_name(declared)} differs from y_zero_point's type {dtype}")
-    if dtype not in RANGES:
-        raise n.error(f"y_zero_point is {dtype}: ONNX quantizes to int8, uint8, int16, uint16 (and types "
-                      "graphkernel does not hold)")
+    if dtype not in QUANTIZED:
+        raise n.error(f"y_zero_point is {dtype}: ONNX quantizes to {', '.join(d.value for d in QUANTIZED)} "
+                      "(and types graphkernel does not hold)")
     return dtype
 
 
 def saturate(b: Builder, rounded, zero_point, dtype: DType):
-    """clip(rounded + zero_point) to dtype's range, cast to it: in float64, where both are exact."""
-    low, high = RANGES[dtype]
+    """clip(rounded + zero_point) to dtype's range, cast to it: in float64, where both are exact (the
+    zero point cast to float64 already)."""
+    low, high = dtype.bounds
     v = b.cast(rounded, DType.float64)
     if zero_point is not None:
-        v = b.op("Add", [v, b.cast(zero_point, DType.float64)])
+        v = b.op("Add", [v, zero_point])
     v = b.binary("Minimum", b.binary("Maximum", v, low), high)
     v = b.op("Select", [b.op("IsNan", [v]), b.const(low, v), v])
     return b.cast(v, dtype)
@@ -113,9 +124,13 @@ def quantize_linear(b: Builder, n: NodeInfo):
     precision = n.attr("precision", 0)
     wide = to_dtype(precision, "precision") if precision else common_dtype(dtype_of(x), dtype_of(scale))
     scale = along(b, n, scale, x, "y_scale")
-    zero_point = None if zero_point is None else along(b, n, zero_point, x, "y_zero_point")
-    rounded = b.op("Round", [b.op("RealDiv", [b.cast(x, wide), b.cast(scale, wide)])])
-    return [saturate(b, rounded, zero_point, dtype)]
+    quotient = b.op("RealDiv", [b.cast(x, wide), b.cast(scale, wide)])
+    if dtype == DType.float4_e2m1fn:   # the cast rounds and saturates
+        if zero_point is not None:
+            quotient = b.op("Add", [quotient, along(b, n, b.cast(zero_point, wide), x, "y_zero_point")])
+        return [b.cast(quotient, dtype)]
+    zero_point = None if zero_point is None else along(b, n, b.cast(zero_point, DType.float64), x, "y_zero_point")
+    return [saturate(b, b.op("Round", [quotient]), zero_point, dtype)]
 
 
 @converter("DequantizeLinear", min_version=10, reviewed=28)
@@ -127,9 +142,9 @@ def dequantize_linear(b: Builder, n: NodeInfo):
     if zero_point is not None:
         if dtype_of(zero_point) != dtype_of(x):
             raise n.error(f"x_zero_point's type {dtype_of(zero_point)} differs from x's {dtype_of(x)}")
-        zero_point = along(b, n, zero_point, x, "x_zero_point")
         wide = common_dtype(DType.float32, dtype_of(zero_point))   # an int32 zero point: float64
-        dx = b.op("Sub", [b.cast(dx, wide), b.cast(zero_point, wide)])
+        zero_point = along(b, n, b.cast(zero_point, wide), x, "x_zero_point")
+        dx = b.op("Sub", [b.cast(dx, wide), zero_point])
     scale = along(b, n, scale, x, "x_scale")
     wide = common_dtype(dtype_of(dx), dtype_of(scale))
     return [b.cast(b.op("Mul", [b.cast(dx, wide), b.cast(scale, wide)]), out)]
@@ -148,4 +163,5 @@ def dynamic_quantize_linear(b: Builder, n: NodeInfo):
     start = b.op("Sub", [b.const(0, scale), b.op("RealDiv", [low, scale])])
     zero_point = b.op("Round", [b.binary("Minimum", b.binary("Maximum", start, 0), 255)])
     rounded = b.op("Round", [b.op("RealDiv", [x, scale])])
-    return [saturate(b, rounded, zero_point, DType.uint8), scale, b.cast(zero_point, DType.uint8)]
+    return [saturate(b, rounded, b.cast(zero_point, DType.float64), DType.uint8), scale,
+            b.cast(zero_point, DType.uint8)]

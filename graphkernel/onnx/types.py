@@ -1,10 +1,15 @@
 """What ONNX's types and tensors mean to graphkernel, and the errors of the ONNX frontend.
 
     onnx elem type FLOAT, FLOAT16, BFLOAT16, DOUBLE,           ->  our DTypes of the same names
-      INT8/16/32/64, UINT8/16/32/64, BOOL
-    any other type (FLOAT8*, INT4, UINT4, STRING, ...)          ->  OnnxImportError naming the tensor
+      INT8/16/32/64, UINT8/16/32/64, BOOL,
+      INT4, UINT4, INT2, UINT2, FLOAT4E2M1                        (the 4- and 2-bit ones, float4_e2m1fn
+                                                                  for FLOAT4E2M1, storage dtypes: Cast,
+                                                                  Q/DQ and data movement only)
+    any other type (FLOAT8*, FLOAT8E8M0, STRING, ...)          ->  OnnxImportError naming the tensor
     TensorProto                                               ->  a numpy array (to_array), its declared
-                                                                  dims checked against the memory limit first
+                                                                  dims checked against the memory limit
+                                                                  first; a sub-byte type unpacked, one
+                                                                  element a byte (numpy_helper's ml_dtypes)
     a graph input's declared dims                             ->  ints, or names/None when dynamic
 """
 from __future__ import annotations
@@ -28,7 +33,8 @@ class OnnxInputError(GraphKernelError, TypeError):
 # TensorProto.DataType numbers
 _DTYPES = {1: DType.float32, 10: DType.float16, 16: DType.bfloat16, 11: DType.float64, 3: DType.int8,
            5: DType.int16, 6: DType.int32, 7: DType.int64, 2: DType.uint8, 4: DType.uint16, 12: DType.uint32,
-           13: DType.uint64, 9: DType.bool}
+           13: DType.uint64, 22: DType.int4, 21: DType.uint4, 26: DType.int2, 25: DType.uint2, 23: DType.float4_e2m1fn,
+           9: DType.bool}
 _ONNX_OF = {d: t for t, d in _DTYPES.items()}
 
 

@@ -42,9 +42,18 @@ Rule = Callable[[Node, tuple[Value, ...], Callable[[Node], Node]], Node | tuple[
 MAX_ROUNDS = 16
 
 # source dtype -> the dtypes that represent each of its values exactly
+_OVER_INT4 = {DType.int8, DType.int16, DType.int32, DType.int64, DType.float16, DType.bfloat16, DType.float32,
+              DType.float64}
 LOSSLESS = {
     DType.bool: {DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint16, DType.uint32,
-                 DType.uint64, DType.float16, DType.bfloat16, DType.float32, DType.float64},
+                 DType.uint64, DType.float16, DType.bfloat16, DType.float32, DType.float64, DType.int4, DType.uint4,
+                 DType.int2, DType.uint2, DType.float4_e2m1fn},
+    DType.int2: {DType.int4, DType.float4_e2m1fn} | _OVER_INT4,
+    DType.uint2: {DType.int4, DType.uint4, DType.uint8, DType.uint16, DType.uint32, DType.uint64,
+                  DType.float4_e2m1fn} | _OVER_INT4,
+    DType.float4_e2m1fn: {DType.float16, DType.bfloat16, DType.float32, DType.float64},
+    DType.int4: _OVER_INT4,
+    DType.uint4: {DType.uint8, DType.uint16, DType.uint32, DType.uint64} | _OVER_INT4,
     DType.int8: {DType.int16, DType.int32, DType.int64, DType.float16, DType.bfloat16, DType.float32, DType.float64},
     DType.uint8: {DType.int16, DType.int32, DType.int64, DType.uint16, DType.uint32, DType.uint64, DType.float16,
                   DType.bfloat16, DType.float32, DType.float64},

@@ -13,6 +13,7 @@ import numpy as np
 from ir.dtypes import DType
 from ir.graph import TensorType
 from ir.ops.checks import broadcast, is_dtype, require, same_dtype
+from ir.ops.conversions import cast_array
 from ir.ops.registry import Api, Attr, Cost, Form, OpDef, Pattern, Precision, no_gradient, register
 
 
@@ -290,7 +291,7 @@ def _cast_infer(types, attrs):
 
 def _cast(a, attrs):
     with np.errstate(all="ignore"):
-        return a[0].astype(attrs["dtype"].np)
+        return cast_array(a[0], attrs["dtype"])
 
 
 def _cast_grad(b, node, douts):

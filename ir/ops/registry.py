@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ir.dtypes import BFLOAT16_NP
-from ir.errors import AttrError, IRError, UnknownOpError
+from ir.errors import AttrError, DTypeError, IRError, UnknownOpError
 from ir.graph import Node, TensorType, Value
 
 
@@ -146,7 +146,8 @@ class OpDef:
     expandable: bool = False                # a composite op: an expander turns it into primitives
     expand_by_default: bool = True          # False: expanded only when --enable_expand_ops names it
     moves_data: bool = False                # only moves or converts data: its reference sees half floats as
-                                            # they are (every other op's sees them widened to float32)
+                                            # they are (every other op's sees them widened to float32), and it
+                                            # takes the storage dtypes (int4...), as INJECTIVE ops do
     collective: bool = False                # a collective (ir/ops/collective.py): a HOST op placed "comm", between
                                             # device subgraphs, reading and writing device buffers (no copies)
     doc: str = field(default="", compare=False)
@@ -232,6 +233,19 @@ def _where(op: str, name: str) -> str:
     return f"{op} ({name})" if name else op
 
 
+def takes_stored(d: OpDef) -> bool:
+    """Whether the op takes the storage dtypes (int4, uint4, int2, uint2): it only moves or converts data."""
+    return d.moves_data or d.pattern == Pattern.INJECTIVE
+
+
+def _check_stored(d: OpDef, types) -> None:
+    stored = next((t.dtype for t in types if not t.dtype.computes), None)
+    if stored is not None and not takes_stored(d):
+        movers = ", ".join(sorted(n for n, o in OPS.items() if takes_stored(o) and n not in ("Cast", "Const")))
+        raise DTypeError(f"dtype {stored} is a storage dtype: no op computes in it; Cast converts it and only the "
+                         f"ops that move data take it ({movers}); Cast it to int8 or float32 first")
+
+
 def make_node(op: str, inputs, attrs: dict | None = None, name: str = "") -> Node:
     """A node of a registered op, attrs checked and canonical, result types inferred."""
     d = get(op)
@@ -245,10 +259,12 @@ def make_node(op: str, inputs, attrs: dict | None = None, name: str = "") -> Nod
         if d.arity is None and not inputs:
             raise AttrError("takes at least one tensor input")
         types = tuple(v.type for v in inputs)
+        _check_stored(d, types)
         checked = d.check_attrs(dict(attrs or {}))
         if d.canonicalize is not None:
             checked = d.canonicalize(types, checked)
         out_types = d.infer(types, checked)
+        _check_stored(d, out_types)
     except IRError as e:
         raise type(e)(f"{_where(d.name, name)}: {e}") from None
     return Node(d.name, inputs, checked, out_types, name)

@@ -1,0 +1,68 @@
+"""Cast's numpy reference: a numpy conversion, but to and from the storage dtypes, whose conversions are
+written out here (kernels/emitters.py and kernels/mathfn.py compute the same in a kernel).
+
+    from a storage dtype          its value, exactly: an int8 or uint8 (the sub-byte integers), a
+                                  float32 (float4_e2m1fn); then as from that dtype. The value is the
+                                  byte's low bits: the bits above are ignored (ml_dtypes ignores them
+                                  for the integers; for float4 it reads them, which no writer sets)
+    to int4, uint4, int2, uint2   an integer or bool wraps to the type's bits (two's complement for the
+                                  signed ones, as a cast between integers does: 200 to int4 is -8); a
+                                  float within int32's range (INT32_RANGE, not truncated first) is
+                                  truncated toward zero and then wraps, any other (NaN, the infinities,
+                                  beyond) gives 0
+    to float4_e2m1fn              the value as float32 (a float64 rounded to it first), rounded to the
+                                  nearest of +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}, ties to the even mantissa;
+                                  beyond +-6, the infinities too, +-6; a NaN, which the type lacks, a zero
+                                  of the opposite sign
+
+Both are ml_dtypes' conversions on x86, which onnx.reference's Cast is and the ONNX backend node tests
+hold (to an integer through a C conversion to int32, whose out-of-range result 0x80000000 has no low
+bits set; to float4 through float32). ONNX leaves an out-of-range float to an integer undefined, and its
+float4 note sends a NaN to +6, where its reference and tests give a zero.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir.dtypes import DType, FLOAT4_NP, as_dtype, is_float_array, widened
+
+INT32_RANGE = (-2.0 ** 31, 2.0 ** 31 - 1)   # a float converts to a sub-byte integer through int32
+# the midpoints between float4_e2m1fn's magnitudes, and whether a tie there goes up (to an even mantissa)
+FLOAT4_MIDPOINTS = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True),
+                    (5.0, False))
+
+
+def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """`x` converted to `dtype` as Cast converts it."""
+    src = as_dtype(x.dtype)
+    if src == DType.float4_e2m1fn:   # its value in float32, exactly, from the low four bits
+        x = (x.view(np.uint8) & 15).view(FLOAT4_NP).astype(np.float32)
+    elif not src.computes:   # its value in int8 or uint8 (ml_dtypes reads the low bits)
+        x = x.astype(np.uint8 if src.is_unsigned else np.int8)
+    if dtype == DType.float4_e2m1fn:
+        return to_float4(x)
+    return to_stored(x, dtype) if not dtype.computes else x.astype(dtype.np)
+
+
+def to_stored(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """`x` cast to a sub-byte integer dtype (the module's rule)."""
+    if is_float_array(x):
+        w = widened(x).astype(np.float64)
+        inside = (w >= INT32_RANGE[0]) & (w <= INT32_RANGE[1])
+        v = np.where(inside, np.trunc(w), 0.0).astype(np.int64)
+    else:
+        v = x.astype(np.int64)
+    v = v & ((1 << dtype.bits) - 1)
+    if not dtype.is_unsigned:
+        v = v - ((v >> (dtype.bits - 1)) << dtype.bits)   # the top bit set: the negative value
+    return v.astype(np.int8).astype(dtype.np)
+
+
+def to_float4(x: np.ndarray) -> np.ndarray:
+    """`x` cast to float4_e2m1fn (the module's rule): the code of the magnitude is how many midpoints it
+    passes (a tie passes the ones whose upper neighbour has an even mantissa), the sign bit above it."""
+    w = widened(x).astype(np.float32)
+    a = np.abs(w)
+    code = sum(((a >= m) if up else (a > m)).astype(np.uint8) for m, up in FLOAT4_MIDPOINTS)
+    negative = np.signbit(w) != np.isnan(w)
+    return (code | (negative.astype(np.uint8) << 3)).view(FLOAT4_NP)
