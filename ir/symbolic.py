@@ -469,12 +469,13 @@ def parse_dim(text: str, hints: dict[str, int]):
     def peek():
         return toks[k[0]] if k[0] < len(toks) else (None, None)
 
-    def take():
+    def take():   # (None, None) past the end: the callers' checks name the text
+        tok = peek()
         k[0] += 1
-        return toks[k[0] - 1]
+        return tok
 
     def atom():
-        kind, tok = take() if k[0] < len(toks) else (None, None)
+        kind, tok = take()
         if kind == "int":
             return int(tok)
         if kind == "name":

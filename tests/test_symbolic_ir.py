@@ -1,6 +1,9 @@
 """Symbolic sizes in the IR (ir/symbolic.py): arithmetic, equality, text, binding, specialization, the
 size relations a compile assumes, and every op row's inference over a symbolic dim."""
+import re
+
 import numpy as np
+
 import pytest
 
 from ir import DType, GraphBuilder, TensorType, parse_graph, print_graph, verify
@@ -63,6 +66,14 @@ def test_an_undeclared_size_in_text_is_a_parse_error():
         parse_graph("graph(%0: f32[s0,4]) {\n  return %0\n}\n")
     with pytest.raises(SymbolicError):
         parse_dim("s0 +", {"s0": 1})
+
+
+@pytest.mark.parametrize("text", ["(", "(s0", "(s0 + 2", "((s0)", "-", "s0 * (", "s0 // -"])
+def test_a_size_cut_short_is_a_symbolic_error(text):
+    """A size whose text ends early (the mutated-text fuzz found an open parenthesis at the end: an
+    IndexError) is a SymbolicError naming it."""
+    with pytest.raises(SymbolicError, match=re.escape(repr(text))):
+        parse_dim(text, {"s0": 4})
 
 
 def test_bind_names_the_input_its_declared_and_given_shape():
