@@ -8,12 +8,14 @@ command that reproduces the run, and so does the summary of a failed run.
 
 Which tests run (markers in setup.cfg). Two selections: the README's command (`python -m pytest -q -n
 auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow (or `-m slow`).
+`twin`: the smaller twin of a slow test (the same check at a smaller size or with fewer examples):
+runs without --runslow, and --runslow, which runs the slow test itself, deselects it.
 `grid`: one case of a parametrized grid whose every case CI runs; without --runslow a run takes the
 share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (8), and at least
 one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
 the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
 160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
-line by its node id always runs. `--runslow --sweep=all` runs everything. tests/test_conftest.py
+line by its node id always runs. `--runslow --sweep=all` runs everything but the twins. tests/test_conftest.py
 checks all of this.
 
 Warnings. A kernel that fails to build (KernelBuildWarning) or a kernel cache that cannot be used as
@@ -155,12 +157,16 @@ def pytest_collection_modifyitems(config, items):
     grid = grid_share(config)
     named = _named(config)
     keep, dropped = [], []
-    counts = {"slow": 0, "sweep": 0, "sweep_run": 0, "grid": 0, "grid_run": 0}
+    counts = {"slow": 0, "twin": 0, "sweep": 0, "sweep_run": 0, "grid": 0, "grid_run": 0}
     in_grid = _grid_picks([i for i in items if i.get_closest_marker("grid")], seed, grid)
     for item in items:
         asked = any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::")) for n in named)
         if item.get_closest_marker("slow") and not (run_slow or asked):
             counts["slow"] += 1
+            dropped.append(item)
+            continue
+        if item.get_closest_marker("twin") and run_slow and not asked:
+            counts["twin"] += 1
             dropped.append(item)
             continue
         if item.get_closest_marker("sweep"):
@@ -212,6 +218,8 @@ def pytest_report_collectionfinish(config):
                          f"{grid_share(config)} of each test's by seed {commit_seed()}; --runslow runs every one)")
         if counts["slow"]:
             lines.append(f"slow: {counts['slow']} deselected (--runslow runs them)")
+        if counts["twin"]:
+            lines.append(f"twin: {counts['twin']} deselected (their slow tests run)")
     if config.option.verbose < 0 or config.option.no_header:
         lines = _seed_lines(config) + lines
     return lines

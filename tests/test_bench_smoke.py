@@ -88,6 +88,7 @@ def test_only_that_names_nothing_is_an_error(capsys):
     assert "names no workload" in capsys.readouterr().err
 
 
+@pytest.mark.twin
 def test_a_training_workload_verifies_and_counts_kernels_per_phase():
     """The small twin of the test below: one training workload (LayerNormGrad)."""
     settings = dataclasses.replace(harness.TINY, peers=False, progress=False, cold_compile=False)

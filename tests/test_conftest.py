@@ -45,6 +45,10 @@ def test_pair(k):
 def test_big():
     pass
 
+@pytest.mark.twin
+def test_small():
+    pass
+
 def test_plain():
     pass
 
@@ -104,8 +108,9 @@ def test_the_sweep_and_grid_shares_are_about_one_in_n_stable_for_a_seed_and_chan
     assert 50 <= len(cases(ci)) <= 115 and len(cases(ci, "test_grid")) == GRID
     share = selected(project, monkeypatch, "--sweep-share=4", "--grid-share=2", seed="1")
     assert 150 <= len(cases(share)) <= 260 and 25 <= len(cases(share, "test_grid")) <= 55
-    for ids in (first, other):   # tests without a marker always run, slow ones never by default
+    for ids in (first, other):   # tests without a marker always run, slow ones never by default, twins do
         assert "test_generated.py::test_plain" in ids and "test_generated.py::test_big" not in ids
+        assert "test_generated.py::test_small" in ids
 
 
 def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
@@ -114,6 +119,9 @@ def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
     assert cases(selected(project, monkeypatch, GRAPHKERNEL_SWEEP="all")) == everything
     slow = selected(project, monkeypatch, "--runslow", "--sweep=all")
     assert "test_generated.py::test_big" in slow and cases(slow) == everything
+    assert "test_generated.py::test_small" not in slow     # a slow test's twin: the slow one runs
+    named = selected(project, monkeypatch, "--runslow", "test_generated.py::test_small")
+    assert named == {"test_generated.py::test_small"}                 # named: it runs
     assert len(cases(slow, "test_grid")) == GRID and len(cases(slow, "test_pair")) == 2
     assert selected(project, monkeypatch, "-m", "slow") == {"test_generated.py::test_big"}
     assert selected(project, monkeypatch, "test_generated.py::test_big") == {"test_generated.py::test_big"}

@@ -39,6 +39,7 @@ def with_loss_gradient(graph: Graph, weights_seed: int) -> Graph:
 PROGRAMS = (random_graph(), st.sampled_from(["", "--opt_level=3", "--opt_level=1"]), st.integers(0, 3))
 
 
+@pytest.mark.twin   # of the 80-example run below
 @fuzz_settings(5)
 @given(*PROGRAMS)
 def test_gradients_fused_equal_unfused_equal_reference(graph, flags, seed):

@@ -390,8 +390,9 @@ def test_a_kernel_as_deep_as_pythons_recursion_limit_is_one_kernel(net):
 
 
 # 100,000 nodes take ~50 s (docs/security.md; 20,000 take ~10 s): slow, run by
-# --runslow; a twin a fifth its size runs every time.
-@pytest.mark.parametrize("nodes", [20000, pytest.param(100000, marks=pytest.mark.slow)])
+# --runslow; a twin a fifth its size runs without it.
+@pytest.mark.parametrize("nodes", [pytest.param(20000, marks=pytest.mark.twin),
+                                   pytest.param(100000, marks=pytest.mark.slow)])
 def test_a_big_graph_compiles_fused_on_the_kernels(nodes):
     context.set_context(device_target="Ascend", enable_graph_kernel=True)
     x = f32(4, 8, seed=4)

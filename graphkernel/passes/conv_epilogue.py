@@ -95,6 +95,8 @@ class EpilogueView:
 
 def conv_epilogue(graph: Graph, opts: CompileOptions) -> Graph:
     """Each Conv2D merged with the first elementwise kernel reading its result that can_fuse accepts."""
+    if not any(n.op == "Conv2D" for n in graph.nodes):   # the clusters' index costs a pass over the graph
+        return graph
     view = EpilogueView(graph, opts)
     clusters = view.clusters
     made = []
