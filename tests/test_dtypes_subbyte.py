@@ -31,6 +31,8 @@ from ir.graph import Graph
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from fusion_helpers import options
+from tests.test_dtypes import Call
+from tests.test_onnx_quantize import TARGETS, model, vi
 from tolerance import assert_close
 
 SUBBYTE = [DType.int4, DType.uint4, DType.int2, DType.uint2]
@@ -50,7 +52,6 @@ ONNX_OF = {DType.float32: TensorProto.FLOAT, DType.float16: TensorProto.FLOAT16,
            DType.int16: TensorProto.INT16, DType.int32: TensorProto.INT32, DType.int64: TensorProto.INT64,
            DType.uint64: TensorProto.UINT64, DType.bool: TensorProto.BOOL,
            F4: TensorProto.FLOAT4E2M1, **{d: row[5] for d, row in TABLE.items()}}
-TARGETS = [("CPU", True), ("Ascend", True), ("Ascend", False)]
 
 # float edge values: both ends of every range and one past them, halves (truncated, not rounded), the
 # midpoints between float4's values (ties), the int32 bounds a float converts through, beyond them, NaN
@@ -274,15 +275,6 @@ def test_kernels_read_only_the_low_bits(src):
 
 # --- where they go: tensors, Parameters, data movement, ONNX graphs ---------------------------------
 
-class Call(nn.Cell):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def construct(self, *xs):
-        return self.fn(*xs)
-
-
 def test_tensors_and_parameters_hold_them(setting):
     x = Tensor(np.array([-9.0, -1.5, 7.5, 100.0], np.float32))
     q, back = Call(lambda x: (ops.Cast()(x, DType.int4), ops.Cast()(ops.Cast()(x, "int4"), ms.float32) * 2.0))(x)
@@ -301,15 +293,6 @@ def test_tensors_and_parameters_hold_them(setting):
 
     assert_close(Dequant()(Tensor(np.float32(0.5))).asnumpy(), np.float32([0.5, -1.0, 3.5]), bitwise=True)
     assert w.dtype == DType.int4
-
-
-def model(nodes, inputs, outputs, inits=(), opset=21):
-    graph = helper.make_graph(nodes, "subbyte", inputs, outputs, list(inits))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def vi(name, elem, dims):
-    return helper.make_tensor_value_info(name, elem, dims)
 
 
 def run_everywhere(m, feeds):

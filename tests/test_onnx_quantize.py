@@ -183,18 +183,24 @@ def test_a_float4e2m1_zero_point_is_subtracted_as_the_formula_says():
         np.testing.assert_array_equal(got, (x.astype(np.float32) - 1.5) * 2.0, err_msg=f"{target} {fuse}")
 
 
-def test_a_quantized_int4_block_is_one_kernel():
-    """Dequantize (int4, uint4) -> Add -> Relu -> Quantize (int4): one fused kernel reading and writing the
-    sub-byte types, equal to the unfused kernels and to onnx.reference bit for bit."""
+def dequantize_add_relu_quantize(a_type, b_type, y_type, inits):
+    """y = Quantize(Relu(Dequantize(a) + Dequantize(b))) over [16, 32], scales and zero points `inits`
+    (sa, za, sb, zb, sy, zy)."""
     nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["fa"]),
              helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["fb"]),
              helper.make_node("Add", ["fa", "fb"], ["sum"]),
              helper.make_node("Relu", ["sum"], ["act"]),
              helper.make_node("QuantizeLinear", ["act", "sy", "zy"], ["y"])]
-    m = model(nodes, [vi("a", I4, [16, 32]), vi("b", U4, [16, 32])], [vi("y", I4, [16, 32])],
-              [init("sa", np.float32(0.25)), init("za", np.array(-2).astype(ml_dtypes.int4)),
-               init("sb", np.float32(0.125)), init("zb", np.array(8).astype(ml_dtypes.uint4)),
-               init("sy", np.float32(0.375)), init("zy", np.array(-8).astype(ml_dtypes.int4))])
+    return model(nodes, [vi("a", a_type, [16, 32]), vi("b", b_type, [16, 32])], [vi("y", y_type, [16, 32])], inits)
+
+
+def test_a_quantized_int4_block_is_one_kernel():
+    """Dequantize (int4, uint4) -> Add -> Relu -> Quantize (int4): one fused kernel reading and writing the
+    sub-byte types, equal to the unfused kernels and to onnx.reference bit for bit."""
+    m = dequantize_add_relu_quantize(
+        I4, U4, I4, [init("sa", np.float32(0.25)), init("za", np.array(-2).astype(ml_dtypes.int4)),
+                     init("sb", np.float32(0.125)), init("zb", np.array(8).astype(ml_dtypes.uint4)),
+                     init("sy", np.float32(0.375)), init("zy", np.array(-8).astype(ml_dtypes.int4))])
     rng = np.random.default_rng(4)
     feeds = {"a": rng.integers(-8, 8, (16, 32)).astype(ml_dtypes.int4),
              "b": rng.integers(0, 16, (16, 32)).astype(ml_dtypes.uint4)}
@@ -252,14 +258,9 @@ def test_precision_and_output_dtype_attributes():
 def test_a_quantized_block_is_one_kernel():
     """Dequantize -> Add -> Relu -> Quantize: one fused kernel, equal to the unfused kernels and to
     onnx.reference."""
-    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["fa"]),
-             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["fb"]),
-             helper.make_node("Add", ["fa", "fb"], ["sum"]),
-             helper.make_node("Relu", ["sum"], ["act"]),
-             helper.make_node("QuantizeLinear", ["act", "sy", "zy"], ["y"])]
-    m = model(nodes, [vi("a", U8, [16, 32]), vi("b", U8, [16, 32])], [vi("y", U8, [16, 32])],
-              [init("sa", np.float32(0.02)), init("za", np.uint8(128)), init("sb", np.float32(0.05)),
-               init("zb", np.uint8(100)), init("sy", np.float32(0.03)), init("zy", np.uint8(0))])
+    m = dequantize_add_relu_quantize(
+        U8, U8, U8, [init("sa", np.float32(0.02)), init("za", np.uint8(128)), init("sb", np.float32(0.05)),
+                     init("zb", np.uint8(100)), init("sy", np.float32(0.03)), init("zy", np.uint8(0))])
     rng = np.random.default_rng(1)
     feeds = {"a": rng.integers(0, 256, (16, 32), dtype=np.uint8), "b": rng.integers(0, 256, (16, 32), dtype=np.uint8)}
     cell = check(m, feeds)
