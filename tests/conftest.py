@@ -10,12 +10,12 @@ Which tests run (markers in setup.cfg). Two selections: the README's command (`p
 auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow (or `-m slow`).
 `twin`: the smaller twin of a slow test (the same check at a smaller size or with fewer examples):
 runs without --runslow, and --runslow, which runs the slow test itself, deselects it.
-`grid`: one case of a parametrized grid whose every case CI runs; without --runslow a run takes the
-share of each test's cases that a hash of (seed, node id) picks, 1 in --grid-share (8), and at least
-one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
+`grid`: one case of a parametrized grid; a run takes the share of each test's cases that a hash of
+(seed, node id) picks, 1 in --grid-share (2 with --runslow, as CI samples it; 8 without; 1 takes every
+case), and at least one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
 the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
 160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
-line by its node id always runs. `--runslow --sweep=all` runs everything but the twins. tests/test_conftest.py
+line by its node id always runs. `--runslow --sweep=all --grid-share=1` runs everything but the twins. tests/test_conftest.py
 checks all of this.
 
 Warnings. A kernel that fails to build (KernelBuildWarning) or a kernel cache that cannot be used as
@@ -71,7 +71,8 @@ os.environ["PYTHONWARNINGS"] = ",".join(   # after the caller's own: the last fi
 SWEEP_ENV = "GRAPHKERNEL_SWEEP"
 SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
 SWEEP_SHARE = 160     # the README command's
-GRID_SHARE = 8        # the README command's share of each grid test's cases (CI: every case)
+GRID_SHARE_CI = 2     # CI's share of each grid test's cases (--runslow)
+GRID_SHARE = 8        # the README command's
 EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"
 _COUNTS = pytest.StashKey[dict]()   # what the selection kept and dropped, for the header
@@ -86,9 +87,9 @@ def pytest_addoption(parser):
     group.addoption("--sweep-share", type=int, default=None, metavar="N",
                     help=f"run 1 in N of the tests marked sweep (default {SWEEP_SHARE_CI} with --runslow, "
                          f"{SWEEP_SHARE} without)")
-    group.addoption("--grid-share", type=int, default=GRID_SHARE, metavar="N",
-                    help=f"without --runslow, run 1 in N of the cases of each test marked grid (default "
-                         f"{GRID_SHARE}; 1 runs every case)")
+    group.addoption("--grid-share", type=int, default=None, metavar="N",
+                    help=f"run 1 in N of the cases of each test marked grid (default {GRID_SHARE_CI} with "
+                         f"--runslow, {GRID_SHARE} without; 1 runs every case)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -116,7 +117,7 @@ def sweep_share(config) -> int:
 
 
 def grid_share(config) -> int:
-    return 1 if _run_slow(config) else config.getoption("grid_share")
+    return config.getoption("grid_share") or (GRID_SHARE_CI if _run_slow(config) else GRID_SHARE)
 
 
 
@@ -215,7 +216,7 @@ def pytest_report_collectionfinish(config):
             f"(1 in {sweep_share(config)} by seed {commit_seed()}; --sweep=all runs every one)"))
         if counts["grid"] > counts["grid_run"]:
             lines.append(f"grid: {counts['grid_run']} of {counts['grid']} grid cases selected (1 in "
-                         f"{grid_share(config)} of each test's by seed {commit_seed()}; --runslow runs every one)")
+                         f"{grid_share(config)} of each test's by seed {commit_seed()}; --grid-share=1 runs every one)")
         if counts["slow"]:
             lines.append(f"slow: {counts['slow']} deselected (--runslow runs them)")
         if counts["twin"]:

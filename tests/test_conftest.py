@@ -104,8 +104,12 @@ def test_the_sweep_and_grid_shares_are_about_one_in_n_stable_for_a_seed_and_chan
     other = selected(project, monkeypatch, seed="2")
     assert cases(other) != cases(first) and 1 <= len(cases(other)) <= 14
     assert cases(other, "test_grid") != cases(first, "test_grid")
-    ci = selected(project, monkeypatch, "--runslow", seed="1")    # CI's selection: 1 in 10, every grid case
-    assert 50 <= len(cases(ci)) <= 115 and len(cases(ci, "test_grid")) == GRID
+    ci = selected(project, monkeypatch, "--runslow", seed="1")    # CI's selection: 1 in 10, 1 in 2 of the grid
+    assert 50 <= len(cases(ci)) <= 115 and 25 <= len(cases(ci, "test_grid")) <= 55
+    assert 1 <= len(cases(ci, "test_pair")) <= 2
+    assert cases(selected(project, monkeypatch, "--runslow", seed="2"), "test_grid") != cases(ci, "test_grid")
+    every = selected(project, monkeypatch, "--runslow", "--grid-share=1", seed="1")
+    assert len(cases(every, "test_grid")) == GRID and len(cases(every, "test_pair")) == 2
     share = selected(project, monkeypatch, "--sweep-share=4", "--grid-share=2", seed="1")
     assert 150 <= len(cases(share)) <= 260 and 25 <= len(cases(share, "test_grid")) <= 55
     for ids in (first, other):   # tests without a marker always run, slow ones never by default, twins do
@@ -113,11 +117,11 @@ def test_the_sweep_and_grid_shares_are_about_one_in_n_stable_for_a_seed_and_chan
         assert "test_generated.py::test_small" in ids
 
 
-def test_sweep_all_and_runslow_select_every_test(project, monkeypatch):
+def test_sweep_all_grid_share_1_and_runslow_select_every_test(project, monkeypatch):
     everything = {f"test_generated.py::test_case[{i}]" for i in range(CASES)}
     assert cases(selected(project, monkeypatch, "--sweep=all")) == everything
     assert cases(selected(project, monkeypatch, GRAPHKERNEL_SWEEP="all")) == everything
-    slow = selected(project, monkeypatch, "--runslow", "--sweep=all")
+    slow = selected(project, monkeypatch, "--runslow", "--sweep=all", "--grid-share=1")
     assert "test_generated.py::test_big" in slow and cases(slow) == everything
     assert "test_generated.py::test_small" not in slow     # a slow test's twin: the slow one runs
     named = selected(project, monkeypatch, "--runslow", "test_generated.py::test_small")
@@ -143,7 +147,7 @@ def test_the_seed_and_the_selection_are_printed_with_how_to_reproduce(project, m
                                  "reproduce: GRAPHKERNEL_SEED=77 python -m pytest * -k 'case or big or grid'",
                                  f"sweep: * of {CASES} sweep tests selected (1 in 160 by seed 77; --sweep=all runs*",
                                  f"grid: * of {GRID + 2} grid cases selected (1 in 8 of each test's by seed 77; "
-                                 "--runslow runs every one)",
+                                 "--grid-share=1 runs every one)",
                                  "slow: 1 deselected (--runslow runs them)"])
     quiet = run(project, monkeypatch, "-q", "-k", "plain", seed="77")   # -q hides the header, not the seed
     quiet.stdout.fnmatch_lines(["graphkernel seed 77 *", "reproduce: GRAPHKERNEL_SEED=77 *"])
