@@ -104,8 +104,8 @@ def test_the_sweep_and_grid_shares_are_about_one_in_n_stable_for_a_seed_and_chan
     other = selected(project, monkeypatch, seed="2")
     assert cases(other) != cases(first) and 1 <= len(cases(other)) <= 14
     assert cases(other, "test_grid") != cases(first, "test_grid")
-    ci = selected(project, monkeypatch, "--runslow", seed="1")    # CI's selection: 1 in 10, 1 in 2 of the grid
-    assert 50 <= len(cases(ci)) <= 115 and 25 <= len(cases(ci, "test_grid")) <= 55
+    ci = selected(project, monkeypatch, "--runslow", seed="1")    # CI's selection: 1 in 10, 1 in 3 of the grid
+    assert 50 <= len(cases(ci)) <= 115 and 15 <= len(cases(ci, "test_grid")) <= 42
     assert 1 <= len(cases(ci, "test_pair")) <= 2
     assert cases(selected(project, monkeypatch, "--runslow", seed="2"), "test_grid") != cases(ci, "test_grid")
     every = selected(project, monkeypatch, "--runslow", "--grid-share=1", seed="1")
