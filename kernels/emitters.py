@@ -32,7 +32,7 @@ import numpy as np
 
 from ir.dtypes import DType
 from ir.ops import OPS, Pattern, get
-from ir.ops.conversions import INT32_RANGE
+from ir.ops.conversions import INT32_RANGE, INT64_LOW, THROUGH_INT32
 from kernels import lanes, mathfn, views
 
 NP_NAME = {DType.float16: "np.float32", DType.bfloat16: "np.float32", DType.float32: "np.float32",
@@ -229,7 +229,25 @@ def _cast(o: Operands) -> str:
         return wrap_bits(integer, dst)
     if dst == DType.float4_e2m1fn:   # rounded to one, through float32 (a float64 rounded to it first)
         return f"{FLOAT4[0]}({FLOAT4[1]}(np.float32({o.args[0]})))"
+    if src.is_float and dst.is_int:
+        return _float_to_integer(o.args[0], dst)
     return f"{NP_NAME[dst]}({o.args[0]})"
+
+
+def _float_to_integer(x: str, dst: DType) -> str:
+    """A float cast to an integer as ir/ops/conversions.py's rule says: numba's own conversion (LLVM's
+    fptosi and fptoui) is undefined outside the type's range, and only ever converts values inside the
+    range it is given here."""
+    if dst in THROUGH_INT32:
+        low, high = INT32_RANGE
+        through = f"(np.int32({x}) if ({x} >= {low!r} and {x} <= {high!r}) else np.int32({int(low)}))"
+        return through if dst == DType.int32 else f"{NP_NAME[dst]}({through})"
+    int64 = (f"(np.int64({x}) if ({x} >= {INT64_LOW!r} and {x} < {-INT64_LOW!r}) "
+             f"else np.int64({int(INT64_LOW)}))")
+    if dst != DType.uint64:
+        return int64 if dst == DType.int64 else f"{NP_NAME[dst]}({int64})"
+    return (f"(np.uint64(0) if {x} >= {2.0 ** 64!r} else ((np.uint64(np.int64({x} - {-INT64_LOW!r})) + "
+            f"np.uint64({2 ** 63})) if {x} >= {-INT64_LOW!r} else np.uint64({int64})))")
 
 
 # ops whose emitter writes code for a constant operand's value (Operands.consts): their constants stay

@@ -145,3 +145,54 @@ def test_complex64_is_a_clear_error(cpu):
         Tensor(X, ms.complex64)
     with pytest.raises(GraphKernelError, match=r"Cast .*complex64.*is not supported"):
         ops.Cast()(Tensor(X), ms.complex64)
+
+
+CAST_EDGES = [0.0, -0.0, 0.5, -0.9, -6.0, 127.5, 255.9, 300.0, -129.0, 32768.0, 65535.9, 70000.0, 2.0 ** 31,
+              -2.0 ** 31, -2.0 ** 31 - 512, 3e9, 5e9, -5e9, 2.0 ** 53, 2.0 ** 63, -2.0 ** 63, 1e19, 2e19, 1e30,
+              -1e30, np.nan, np.inf, -np.inf]
+INTEGERS = [DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint16, DType.uint32, DType.uint64]
+
+
+def test_out_of_range_float_to_integer_casts_follow_one_rule():
+    """C leaves them undefined (numpy's own results depend on the array's length there); the reference
+    writes ir/ops/conversions.py's rule out: numpy's values in range, the lowest value of the 32- or 64-bit
+    conversion beyond it, wrapped."""
+    x = np.array(CAST_EDGES, np.float64)
+    cases = {DType.int8: {300.0: 44, -129.0: 127, 3e9: 0, np.nan: 0}, DType.uint8: {-6.0: 250, -0.9: 0},
+             DType.uint16: {-6.0: 65530, 70000.0: 4464}, DType.int32: {3e9: -2 ** 31, np.nan: -2 ** 31},
+             DType.uint32: {-6.0: 2 ** 32 - 6, 5e9: 705032704, -5e9: 3589934592, np.nan: 0, np.inf: 0},
+             DType.int64: {1e19: -2 ** 63, np.nan: -2 ** 63, 3e9: 3000000000},
+             DType.uint64: {-6.0: 2 ** 64 - 6, 1e19: 10 ** 19, 2e19: 0, np.inf: 0, np.nan: 2 ** 63, -np.inf: 2 ** 63}}
+    for dtype, want in cases.items():
+        got = interpret_cast(x, dtype)
+        for value, expected in want.items():
+            k = next(i for i, v in enumerate(CAST_EDGES) if v == value or (np.isnan(v) and np.isnan(value)))
+            assert int(got[k]) == expected, (dtype, value, got[k])
+        inside = (x >= np.iinfo(dtype.np).min) & (x < float(np.iinfo(dtype.np).max) + 1)
+        assert_close(got[inside], x[inside].astype(dtype.np), bitwise=True)
+
+
+def interpret_cast(x, dtype):
+    b = GraphBuilder(TensorType(x.shape, as_dtype_of(x)))
+    return interpret(b.graph(b.op("Cast", b.inputs[0], dtype=dtype)), [x])[0]
+
+
+def as_dtype_of(x):
+    return DType.float64 if x.dtype == np.float64 else DType.float32 if x.dtype == np.float32 else DType.float16
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64, np.float16], ids=lambda t: t.__name__)
+def test_float_to_integer_casts_in_kernels_give_the_references_bits(src):
+    """Every float -> integer Cast in a kernel, alone and fused after a Mul, over the edges of every range
+    spread through 4099 elements (vectorized loops and their scalar tails): the reference's bits."""
+    rng = np.random.default_rng(7)
+    with np.errstate(over="ignore"):
+        x = np.resize(np.array(CAST_EDGES, np.float64), 4099).astype(src)
+        x[::5] = (rng.standard_normal(820) * 10.0 ** rng.integers(0, 12, 820)).astype(src)
+    b = GraphBuilder(TensorType(x.shape, as_dtype_of(x)))
+    scaled = b.op("Mul", b.inputs[0], b.const(np.ones((), src), as_dtype_of(x)))
+    graph = b.graph(*[b.op("Cast", v, dtype=d) for d in INTEGERS for v in (b.inputs[0], scaled)])
+    want = interpret(graph, [x])
+    for opts in (CompileOptions(), options()):
+        for k, (got, ref) in enumerate(zip(compile_graph(graph, opts, eager=True).run_arrays([x]), want)):
+            assert_close(got, ref, bitwise=True, err_msg=f"{INTEGERS[k // 2]} fused={opts.enable_graph_kernel}")
