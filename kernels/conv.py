@@ -16,7 +16,10 @@ many times slower than BLAS's blocked GEMM on the same product (see docs/kernels
 kh * kw copies of the input, memory-bound work BLAS then amortises over O output channels.
 
 float16 operands are widened to float32, computed in float32 and rounded once (MatMul's semantics). Each
-kernel writes its flat output buffer, as every numpy step of kernels/lower.py does.
+kernel writes its flat output buffer, as every numpy step of kernels/lower.py does. Its working arrays
+(the padded input, the columns, the GEMM result, the padded input gradient) are `scratch`: one buffer
+per role and thread, reused by every convolution step after it, rather than fresh arrays of megabytes
+whose pages are faulted in again on every call.
 
 A forward is a `Forward`: its products (the GEMM result, [O, N * P], or [N, O, P] from the pointwise path),
 then its output pass: the NCHW store, or the launch of an epilogue (`conv_epilogue`: a generated elementwise
@@ -24,15 +27,34 @@ kernel reading the GEMM result in its own axis order; graphkernel/passes/conv_ep
 """
 from __future__ import annotations
 
+import math
+import threading
+
 import numpy as np
 
 from ir.graph import Graph, Node, input_node
 from ir.ops.conv import out_hw, pads
-from kernels.matmul import matmul, matmul_into
+from kernels.matmul import matmul_into
 from kernels.pool import POOL_OPS, pool_kernel
 
 CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
 NCHW = (0, 1, 2, 3)
+
+_scratch = threading.local()
+
+
+def scratch(role: str, shape: tuple, dtype) -> np.ndarray:
+    """An uninitialized array of `shape` for `role` on this thread, in a buffer that every convolution
+    step after this one reuses for the same role (grown when a step needs more). A step's scratch is
+    dead when the step returns, and steps run one at a time on a thread (the executor's buffers are per
+    thread too). Fresh arrays cost their page faults on every call: a 3x3 forward on (2, 64, 56, 56)
+    spent about a third of its time there."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    buffer = getattr(_scratch, role, None)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = np.empty(max(nbytes, 64), np.uint8)
+        setattr(_scratch, role, buffer)
+    return buffer[:nbytes].view(dtype).reshape(shape)
 
 
 class Geometry:
@@ -69,14 +91,16 @@ class Geometry:
             return x
         t, b, l, r = self.pads
         hp, wp = self.padded_hw
-        out = np.zeros((self.n, self.c, hp, wp), x.dtype)
+        out = scratch("padded", (self.n, self.c, hp, wp), x.dtype)
+        out[:, :, :t], out[:, :, t + self.h:] = 0, 0
+        out[:, :, t:t + self.h, :l], out[:, :, t:t + self.h, l + self.w:] = 0, 0
         out[:, :, t:t + self.h, l:l + self.w] = x
         return out
 
     def columns(self, x: np.ndarray, group: int) -> np.ndarray:
         """cols [K, N * P] of one group's input channels."""
         xg = x[:, group * self.cg:(group + 1) * self.cg]
-        cols = np.empty((self.cg, self.kh, self.kw, self.n, self.oh, self.ow), x.dtype)
+        cols = scratch("columns", (self.cg, self.kh, self.kw, self.n, self.oh, self.ow), x.dtype)
         xt = xg.transpose(1, 0, 2, 3)    # [C, N, Hp, Wp], a view
         for i in range(self.kh):
             for j in range(self.kw):
@@ -93,14 +117,17 @@ def _store(out: np.ndarray, value: np.ndarray) -> None:
 
 
 def _products(geo: Geometry, x_shape, w_shape):
-    """fn(x, w) -> the forward's GEMM result, float32 for half operands, in `geo.result_order`."""
-    def products(x, w):
+    """fn(x, w, into=None) -> the forward's GEMM result, float32 for half operands, in
+    `geo.result_order`: in `into` when given (an array of the result's shape and dtype), else in scratch."""
+    def products(x, w, into=None):
         x, w = _wide(x).reshape(x_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            return matmul(w2, x.reshape(geo.n, geo.c, geo.p))     # [N, O, P]
+            result = scratch("result", (geo.n, geo.o, geo.p), x.dtype) if into is None else into   # [N, O, P]
+            matmul_into(w2, x.reshape(geo.n, geo.c, geo.p), result)
+            return result
         xp = geo.padded(x)
-        result = np.empty((geo.o, geo.n * geo.p), x.dtype)         # [O, N, P]
+        result = scratch("result", (geo.o, geo.n * geo.p), x.dtype) if into is None else into  # [O, N, P]
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
             matmul_into(w2[rows], geo.columns(xp, k), result[rows])
@@ -123,12 +150,22 @@ class Forward:
             self.output_pass(self.products(arrays[self.ix], arrays[self.iw]), *arrays)
 
 
-def _forward(geo: Geometry, x_shape, w_shape) -> Forward:
-    def store(result, x, w, out):
-        if geo.result_order != NCHW:
-            result = result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2)
-        _store(out, result)
-    return Forward(_products(geo, x_shape, w_shape), store)
+def _forward(geo: Geometry, x_shape, w_shape):
+    """The step of a Conv2D alone: its GEMMs write the output itself when their result is in NCHW order
+    and of the output's dtype, else the result is stored (transposed, rounded)."""
+    products = _products(geo, x_shape, w_shape)
+    shape = (geo.n, geo.o, geo.p) if geo.pointwise and geo.g == 1 else (geo.o, geo.n * geo.p)
+
+    def conv2d(x, w, out):
+        with np.errstate(over="ignore", invalid="ignore"):   # inf and NaN propagate, as in every kernel
+            if geo.result_order == NCHW and out.dtype == (np.float32 if x.dtype == np.float16 else x.dtype):
+                products(x, w, out.reshape(shape))
+                return
+            result = products(x, w)
+            if geo.result_order != NCHW:
+                result = result.reshape(geo.o, geo.n, geo.p).transpose(1, 0, 2)
+            _store(out, result)
+    return conv2d
 
 
 def conv_epilogue(node: Node, conv: Node, inputs: tuple[int, int], reads: tuple[int, ...], launch, extra: tuple,
@@ -150,6 +187,17 @@ def conv_epilogue(node: Node, conv: Node, inputs: tuple[int, int], reads: tuple[
     return Forward(_products(Geometry(a, b, conv.attr_dict), a, b), epilogue, *inputs)
 
 
+def _product_into(out: np.ndarray, x: np.ndarray, y: np.ndarray, shape: tuple) -> None:
+    """out (flat, `shape` as a matrix or a batch of them) = x @ y: written in place when out has the
+    product's dtype, else through scratch and one rounding."""
+    if out.dtype == np.result_type(x, y):
+        matmul_into(x, y, out.reshape(shape))
+    else:
+        result = scratch("result", shape, np.result_type(x, y))
+        matmul_into(x, y, result)
+        _store(out, result)
+
+
 def _input_grad(geo: Geometry, d_shape, w_shape):
     t, _, l, _ = geo.pads
 
@@ -157,14 +205,17 @@ def _input_grad(geo: Geometry, d_shape, w_shape):
         d, w = _wide(dout).reshape(d_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
         if geo.pointwise and geo.g == 1:
-            _store(out, matmul(w2.T, d.reshape(geo.n, geo.o, geo.p)))
+            _product_into(out, w2.T, d.reshape(geo.n, geo.o, geo.p), (geo.n, geo.c, geo.p))
             return
         dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
         hp, wp = geo.padded_hw
-        grad = np.zeros((geo.c, geo.n, hp, wp), d.dtype)
+        grad = scratch("padded", (geo.c, geo.n, hp, wp), d.dtype)
+        grad[...] = 0
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
-            dcols = matmul(w2[rows].T, dt[rows]).reshape(geo.cg, geo.kh, geo.kw, geo.n, geo.oh, geo.ow)
+            dcols = scratch("columns", (geo.k, geo.n * geo.p), d.dtype)
+            matmul_into(w2[rows].T, dt[rows], dcols)
+            dcols = dcols.reshape(geo.cg, geo.kh, geo.kw, geo.n, geo.oh, geo.ow)
             gk = grad[k * geo.cg:(k + 1) * geo.cg]
             for i in range(geo.kh):
                 for j in range(geo.kw):
@@ -179,10 +230,10 @@ def _filter_grad(geo: Geometry, d_shape, x_shape):
         dt = d.reshape(geo.n, geo.o, geo.p).transpose(1, 0, 2).reshape(geo.o, geo.n * geo.p)
         if geo.pointwise and geo.g == 1:
             xt = x.reshape(geo.n, geo.c, geo.p).transpose(1, 0, 2).reshape(geo.c, geo.n * geo.p)
-            _store(out, matmul(dt, xt.T))
+            _product_into(out, dt, xt.T, (geo.o, geo.c))
             return
         xp = geo.padded(x)
-        result = np.empty((geo.o, geo.k), d.dtype)
+        result = scratch("result", (geo.o, geo.k), d.dtype)
         for k in range(geo.g):
             rows = slice(k * geo.og, (k + 1) * geo.og)
             matmul_into(dt[rows], geo.columns(xp, k).T, result[rows])

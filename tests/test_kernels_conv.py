@@ -54,6 +54,34 @@ def test_convolution_kernels_equal_the_reference(x_shape, w_shape, kw, dtype):
     assert_close(dw, want, rtol_scale=4 if dtype == np.float16 else 1)   # sums of N * oh * ow products
 
 
+def test_scratch_buffers_carry_nothing_from_one_convolution_to_the_next():
+    """The working arrays (padded input, columns, GEMM result) are one buffer per role and thread, reused
+    by every convolution after (kernels/conv.py `scratch`): each geometry's three kernels, in float64
+    (written in place) and float16 (stored through scratch), run after the others in one order and then
+    in the reverse, give the reference's values and the same bits both times."""
+    from kernels import conv
+    rng = np.random.default_rng(3)
+    runs = {}
+    for order in (GEOMETRIES, GEOMETRIES[::-1]):
+        for x_shape, w_shape, kw in order:
+            for dtype in (np.float64, np.float16):
+                x, w = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape))
+                key = (x_shape, w_shape, str(kw), dtype)
+                x, w = runs.get(key, {}).get("inputs", (x, w))
+                attrs = dict(out_channel=w_shape[0], kernel_size=w_shape[2:], **kw)
+                y, want = _device_and_reference("Conv2D", [x, w], attrs)
+                assert_close(y, want)
+                d = np.cos(np.arange(y.size)).reshape(y.shape).astype(dtype)
+                dx, want_dx = _device_and_reference("Conv2DBackpropInput", [d, w], dict(attrs, input_size=x_shape))
+                assert_close(dx, want_dx)
+                got = (y, dx)
+                if key in runs:
+                    for a, b in zip(got, runs[key]["outputs"]):
+                        assert_close(a, b, bitwise=True)
+                runs[key] = {"inputs": (x, w), "outputs": got}
+    assert conv._scratch.columns.nbytes >= 4 * 2 * 9 * 8 * 9 * 8   # kept for the next convolution
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("shape, attrs", POOLS, ids=[str(i) for i in range(len(POOLS))])
 def test_pooling_kernels_equal_the_reference(shape, attrs, dtype):
