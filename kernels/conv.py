@@ -19,7 +19,7 @@ float16 operands are widened to float32, computed in float32 and rounded once (M
 kernel writes its flat output buffer, as every numpy step of kernels/lower.py does. Its working arrays
 (the padded input, the columns, the GEMM result, the padded input gradient) are `scratch`: one buffer
 per role and thread, reused by every convolution step after it, rather than fresh arrays of megabytes
-whose pages are faulted in again on every call.
+on every call; a GEMM whose result is already the output's layout and dtype writes the output itself.
 
 A forward is a `Forward`: its products (the GEMM result, [O, N * P], or [N, O, P] from the pointwise path),
 then its output pass: the NCHW store, or the launch of an epilogue (`conv_epilogue`: a generated elementwise
@@ -47,8 +47,7 @@ def scratch(role: str, shape: tuple, dtype) -> np.ndarray:
     """An uninitialized array of `shape` for `role` on this thread, in a buffer that every convolution
     step after this one reuses for the same role (grown when a step needs more). A step's scratch is
     dead when the step returns, and steps run one at a time on a thread (the executor's buffers are per
-    thread too). Fresh arrays cost their page faults on every call: a 3x3 forward on (2, 64, 56, 56)
-    spent about a third of its time there."""
+    thread too)."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     buffer = getattr(_scratch, role, None)
     if buffer is None or buffer.nbytes < nbytes:
