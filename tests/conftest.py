@@ -12,11 +12,11 @@ auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow 
 runs without --runslow, and --runslow, which runs the slow test itself, deselects it.
 `grid`: one case of a parametrized grid; a run takes the share of each test's cases that a hash of
 (seed, node id) picks, 1 in --grid-share (3 with --runslow, as CI samples it; 8 without; 1 takes every
-case), and at least one case of each test. `sweep`: one case of the systematic sweep (tests/test_sweep.py); a run takes
-the share a hash of (seed, node id) picks, 1 in --sweep-share (10 with --runslow, as CI samples it;
-160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every one. A test named on the command
-line by its node id always runs. `--runslow --sweep=all --grid-share=1` runs everything but the twins. tests/test_conftest.py
-checks all of this.
+case), and at least one case of each test. `sweep`: one case of the systematic sweep
+(tests/test_sweep.py); a run takes the share a hash of (seed, node id) picks, 1 in --sweep-share (10
+with --runslow, as CI samples it; 160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every
+one. A test named on the command line by its node id always runs. `--runslow --sweep=all
+--grid-share=1` runs everything but the twins. tests/test_conftest.py checks all of this.
 
 Warnings. A kernel that fails to build (KernelBuildWarning) or a kernel cache that cannot be used as
 asked (CacheWarning: a corrupt or stale entry, a refused directory) fails the test: setup.cfg turns
