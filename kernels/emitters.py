@@ -221,12 +221,9 @@ def _cast(o: Operands) -> str:
         return o.args[0]
     if dst == DType.bool:
         return f"({o.args[0]} != 0)"
-    if dst in STORED:   # wraps; a float truncated through int32 (out of its range, NaN, inf: 0), as the reference
-        x = o.args[0]
-        low, high = INT32_RANGE
-        integer = (f"(np.int64({x}) if ({x} >= {low!r} and {x} <= {high!r}) else np.int64(0))" if src.is_float
-                   else f"np.int64({x})")
-        return wrap_bits(integer, dst)
+    if dst in STORED:   # wraps; a float cast to int32 first, as the reference
+        x = _float_to_integer(o.args[0], DType.int32) if src.is_float else o.args[0]
+        return wrap_bits(f"np.int64({x})", dst)
     if dst == DType.float4_e2m1fn:   # rounded to one, through float32 (a float64 rounded to it first)
         return f"{FLOAT4[0]}({FLOAT4[1]}(np.float32({o.args[0]})))"
     if src.is_float and dst.is_int:

@@ -9,7 +9,7 @@ import pytest
 import graphkernel as ms
 from graphkernel import GraphKernelError, Parameter, Tensor, nn, ops
 from ir import GraphBuilder
-from ir.dtypes import DType
+from ir.dtypes import DType, as_dtype
 from ir.graph import TensorType
 from graphkernel.compiler import compile_graph
 from fusion_helpers import options
@@ -173,12 +173,8 @@ def test_out_of_range_float_to_integer_casts_follow_one_rule():
 
 
 def interpret_cast(x, dtype):
-    b = GraphBuilder(TensorType(x.shape, as_dtype_of(x)))
+    b = GraphBuilder(TensorType(x.shape, as_dtype(x.dtype)))
     return interpret(b.graph(b.op("Cast", b.inputs[0], dtype=dtype)), [x])[0]
-
-
-def as_dtype_of(x):
-    return DType.float64 if x.dtype == np.float64 else DType.float32 if x.dtype == np.float32 else DType.float16
 
 
 @pytest.mark.parametrize("src", [np.float32, np.float64, np.float16], ids=lambda t: t.__name__)
@@ -189,8 +185,8 @@ def test_float_to_integer_casts_in_kernels_give_the_references_bits(src):
     with np.errstate(over="ignore"):
         x = np.resize(np.array(CAST_EDGES, np.float64), 4099).astype(src)
         x[::5] = (rng.standard_normal(820) * 10.0 ** rng.integers(0, 12, 820)).astype(src)
-    b = GraphBuilder(TensorType(x.shape, as_dtype_of(x)))
-    scaled = b.op("Mul", b.inputs[0], b.const(np.ones((), src), as_dtype_of(x)))
+    b = GraphBuilder(TensorType(x.shape, as_dtype(x.dtype)))
+    scaled = b.op("Mul", b.inputs[0], b.const(np.ones((), src), as_dtype(x.dtype)))
     graph = b.graph(*[b.op("Cast", v, dtype=d) for d in INTEGERS for v in (b.inputs[0], scaled)])
     want = interpret(graph, [x])
     for opts in (CompileOptions(), options()):

@@ -8,9 +8,9 @@ a kernel).
                                   for the integers; for float4 it reads them, which no writer sets)
     to int4, uint4, int2, uint2   an integer or bool wraps to the type's bits (two's complement for the
                                   signed ones, as a cast between integers does: 200 to int4 is -8); a
-                                  float within int32's range (INT32_RANGE, not truncated first) is
-                                  truncated toward zero and then wraps, any other (NaN, the infinities,
-                                  beyond) gives 0
+                                  float is cast to int32 first (below), then wraps: NaN, the infinities
+                                  and floats beyond int32's range give 0 (int32's lowest value has no
+                                  low bits set)
     to float4_e2m1fn              the value as float32 (a float64 rounded to it first), rounded to the
                                   nearest of +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}, ties to the even mantissa;
                                   beyond +-6, the infinities too, +-6; a NaN, which the type lacks, a zero
@@ -88,13 +88,7 @@ def to_integer(x: np.ndarray, dtype: DType) -> np.ndarray:
 
 def to_stored(x: np.ndarray, dtype: DType) -> np.ndarray:
     """`x` cast to a sub-byte integer dtype (the module's rule)."""
-    if is_float_array(x):
-        w = widened(x).astype(np.float64)
-        inside = (w >= INT32_RANGE[0]) & (w <= INT32_RANGE[1])
-        v = np.where(inside, np.trunc(w), 0.0).astype(np.int64)
-    else:
-        v = x.astype(np.int64)
-    v = v & ((1 << dtype.bits) - 1)
+    v = (to_integer(x, DType.int32) if is_float_array(x) else x).astype(np.int64) & ((1 << dtype.bits) - 1)
     if not dtype.is_unsigned:
         v = v - ((v >> (dtype.bits - 1)) << dtype.bits)   # the top bit set: the negative value
     return v.astype(np.int8).astype(dtype.np)
