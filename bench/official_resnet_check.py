@@ -13,16 +13,17 @@ none of its files is in this repository). bench/resnet_sources.py copies `src/re
 Momentum 0.9 with weight decay 1e-4 on the conv and dense weights only (init_group_params), loss scale
 1024 through FixedLossScaleManager(drop_overflow_update=False), i.e. TrainOneStepCell(sens=1024) with
 the optimizer dividing it out. Every trainable Parameter starts from the same value, chosen by its name;
-one synthetic batch from a fixed seed (64x64 images, batch 4, 10 classes) is trained `--steps` times
+one synthetic batch from a fixed seed (64x64 images unless --image says, batch 4, 10 classes) is trained `--steps` times
 with a constant learning rate; GRAPH_MODE.
 
 graphkernel trains it fused and unfused (the emulated AI Core), with `--reference` also on its numpy
 reference, MindSpore on its CPU. graphkernel builds every kernel before the first step (compile mode
 wait): in the default background mode the first steps run on stand-ins, which sum in another order than
-the kernels, and how many steps do is a matter of timing. Printed per network: the losses side by side, the largest relative
-differences, and BatchNorm's moving statistics after the run against MindSpore's. The exit status is 1
-when a target is missed: fused/unfused within 1e-5 relative at every step, within 1e-4 of MindSpore's
-losses, moving statistics within 1e-4 (relative to each tensor's largest magnitude), the loss falling.
+the kernels, and how many steps do is a matter of timing. Printed per network: the losses side by side,
+the largest relative differences, and BatchNorm's moving statistics after the run against MindSpore's.
+The exit status is 1 when a target is missed: fused/unfused within 1e-5 relative at every step, within
+1e-4 of MindSpore's losses, moving statistics within 1e-4 (relative to each tensor's largest magnitude),
+the loss falling.
 
 The learning rate (LR below) is small enough that the comparison means something: `--nudge` trains each
 network in MindSpore twice, the second time with every initial weight w moved to w * (1 + 1e-6 * u), u
@@ -51,12 +52,12 @@ from resnet_sources import batch, build_step, check_root, import_framework, init
 
 NETS = ("resnet18", "resnet50")
 IMAGE, BATCH, CLASSES = 64, 4, 10
-LR, WEIGHT_DECAY = 5e-4, 1e-4
+LR, WEIGHT_DECAY = 1e-4, 1e-4
 NUDGE = 1e-6
 
 
 def run(framework: str, net_name: str, steps: int, fused: bool, target: str, sources: str, nudge: float,
-        lr: float = LR) -> dict:
+        lr: float = LR, image: int = IMAGE) -> dict:
     """Train one network in this process (a worker): losses, Parameter names, moving statistics."""
     sys.path.insert(0, sources)
     ms = import_framework(framework, target=target, fused=fused)
@@ -65,7 +66,7 @@ def run(framework: str, net_name: str, steps: int, fused: bool, target: str, sou
         for p in net.trainable_params():
             jitter = np.random.default_rng(zlib.crc32(p.name.encode()) + 1).uniform(-1, 1, tuple(p.shape))
             p.set_data(ms.Tensor((initial_value(p.name, p.shape) * (1 + nudge * jitter)).astype(np.float32)))
-    x, y = batch(BATCH, IMAGE, CLASSES)
+    x, y = batch(BATCH, image, CLASSES)
     data = [ms.Tensor(x), ms.Tensor(y)]
     losses = [float(np.asarray(train(*data).asnumpy()).reshape(-1)[0]) for _ in range(steps)]
     moving = {p.name: p.asnumpy().astype(float).tolist() for p in net.get_parameters()
@@ -74,9 +75,10 @@ def run(framework: str, net_name: str, steps: int, fused: bool, target: str, sou
 
 
 def launch(python: str, sources: str, framework: str, net: str, steps: int, fused: bool = False,
-           target: str = "Ascend", nudge: float = 0.0, lr: float = LR) -> dict:
+           target: str = "Ascend", nudge: float = 0.0, lr: float = LR, image: int = IMAGE) -> dict:
     cmd = [python, os.path.abspath(__file__), "--worker", framework, "--sources", sources, "--net", net,
-           "--steps", str(steps), "--target", target, "--nudge-by", str(nudge), "--lr", str(lr)] + (
+           "--steps", str(steps), "--target", target, "--nudge-by", str(nudge), "--lr", str(lr),
+           "--image", str(image)] + (
                ["--fused"] if fused else [])
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "bench") + ("" if framework == "mindspore"
                                                                        else os.pathsep + REPO),
@@ -133,20 +135,18 @@ def report(net: str, runs: dict) -> bool:
 
 def compare(args) -> int:
     work = tempfile.mkdtemp(prefix="official_resnet_")
-    failed = False
+    failed, opts = False, dict(lr=args.lr, image=args.image)
     try:
         for net in args.nets.split(","):
             ours, theirs = os.path.join(work, net, "graphkernel"), os.path.join(work, net, "mindspore")
             prepare(args.root, ours, "graphkernel", net)
             prepare(args.root, theirs, "mindspore", net)
-            runs = {"fused": launch(sys.executable, ours, "graphkernel", net, args.steps, fused=True,
-                                    lr=args.lr),
-                    "unfused": launch(sys.executable, ours, "graphkernel", net, args.steps, lr=args.lr)}
+            runs = {"fused": launch(sys.executable, ours, "graphkernel", net, args.steps, fused=True, **opts),
+                    "unfused": launch(sys.executable, ours, "graphkernel", net, args.steps, **opts)}
             if args.reference:
-                runs["reference"] = launch(sys.executable, ours, "graphkernel", net, args.steps, target="CPU",
-                                           lr=args.lr)
+                runs["reference"] = launch(sys.executable, ours, "graphkernel", net, args.steps, target="CPU", **opts)
             if args.mindspore_python:
-                runs["MindSpore"] = launch(args.mindspore_python, theirs, "mindspore", net, args.steps, lr=args.lr)
+                runs["MindSpore"] = launch(args.mindspore_python, theirs, "mindspore", net, args.steps, **opts)
             failed |= report(net, runs)
             sys.stdout.flush()
     finally:
@@ -157,15 +157,17 @@ def compare(args) -> int:
 def nudge(args) -> int:
     """How far MindSpore's own losses move when every initial weight moves by one part in a million."""
     work = tempfile.mkdtemp(prefix="official_resnet_")
+    opts = dict(lr=args.lr, image=args.image)
     try:
         for net in args.nets.split(","):
             theirs = os.path.join(work, net)
             prepare(args.root, theirs, "mindspore", net)
-            base = launch(args.mindspore_python, theirs, "mindspore", net, args.steps, lr=args.lr)["losses"]
+            base = launch(args.mindspore_python, theirs, "mindspore", net, args.steps, **opts)["losses"]
             moved = launch(args.mindspore_python, theirs, "mindspore", net, args.steps, nudge=NUDGE,
-                           lr=args.lr)["losses"]
-            print(f"{net}: lr {args.lr}, every weight x (1 + {NUDGE:g} u): losses move by at most "
-                  f"{relative(moved, base):.2e} relative over {args.steps} steps "
+                           **opts)["losses"]
+            print(f"{net} at {args.image}x{args.image}: lr {args.lr}, every weight x (1 + {NUDGE:g} u): losses "
+                  f"move by at most {relative(moved, base):.2e} relative over {args.steps} steps, by "
+                  f"{relative(moved[:1], base[:1]):.2e} at step 1, before any update "
                   f"({base[0]:.6f} -> {base[-1]:.6f})")
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -178,6 +180,7 @@ def main(argv=None) -> int:
     parser.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, of {', '.join(NETS)}")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=LR, help=f"the constant learning rate (default {LR})")
+    parser.add_argument("--image", type=int, default=IMAGE, help=f"the images' height and width (default {IMAGE})")
     parser.add_argument("--mindspore-python", help="a Python with mindspore 2.10 installed")
     parser.add_argument("--reference", action="store_true", help="also train on graphkernel's numpy reference")
     parser.add_argument("--nudge", action="store_true", help="measure the learning rate's sensitivity instead")
@@ -190,7 +193,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         result = run(args.worker, args.net, args.steps, args.fused, args.target, args.sources, args.nudge_by,
-                     args.lr)
+                     args.lr, args.image)
         print("RESULT " + json.dumps(result))
         return 0
     problem = check_root(args.root or ".")
