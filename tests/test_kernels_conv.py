@@ -82,6 +82,26 @@ def test_scratch_buffers_carry_nothing_from_one_convolution_to_the_next():
     assert conv._scratch.columns.nbytes >= 4 * 2 * 9 * 8 * 9 * 8   # kept for the next convolution
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16], ids=["f64", "f32", "f16"])
+@pytest.mark.parametrize("shape, attrs", POOLS, ids=[str(i) for i in range(len(POOLS))])
+def test_max_pool_gradient_picks_the_references_maximum_among_ties_infinities_and_nans(shape, attrs, dtype):
+    """MaxPoolGrad sends each window's dout to the reference's pixel (np.argmax's: the first maximum in
+    row-major order, a NaN counting as the maximum, the first NaN winning) when windows hold ties,
+    -inf, +inf and NaNs, and carries inf and NaN in dout only to that pixel: bitwise the reference's."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(-2, 3, shape).astype(dtype)            # small integers: ties in most windows
+    flat = x.reshape(-1)
+    picks = rng.permutation(flat.size)
+    flat[picks[:flat.size // 6]] = np.nan
+    flat[picks[flat.size // 6:flat.size // 4]] = -np.inf
+    flat[picks[flat.size // 4:flat.size // 3]] = np.inf
+    y, want = _device_and_reference("MaxPool", [x], attrs)
+    d = rng.standard_normal(y.shape).astype(dtype)
+    d.reshape(-1)[::5], d.reshape(-1)[1::7] = np.inf, np.nan
+    g, want = _device_and_reference("MaxPoolGrad", [x, y, d], attrs)
+    assert_close(g, want, bitwise=True)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("shape, attrs", POOLS, ids=[str(i) for i in range(len(POOLS))])
 def test_pooling_kernels_equal_the_reference(shape, attrs, dtype):
