@@ -54,6 +54,34 @@ def test_convolution_kernels_equal_the_reference(x_shape, w_shape, kw, dtype):
     assert_close(dw, want, rtol_scale=4 if dtype == np.float16 else 1)   # sums of N * oh * ow products
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_a_stride_1_input_gradient_runs_as_a_forward_convolution_with_the_flipped_kernel(dtype):
+    """Conv2DBackpropInput of a stride-1 convolution of one group is a forward convolution over dout with
+    the kernel flipped and transposed (kernels/conv.py `flipped`): for odd and even kernels, dilated,
+    padded "same", "valid" and by hand on one side only, it gives the reference's values; a forward
+    padded by more than its kernel's extent, or with few output pixels beside its output channels,
+    keeps the col2im path, and gives them too."""
+    from kernels.conv import Geometry, flipped
+    cases = [((2, 3, 9, 8), (4, 3, 3, 3), dict(pad_mode="same"), True),
+             ((1, 3, 9, 8), (5, 3, 2, 4), dict(pad_mode="same"), True),               # even: uneven pads
+             ((1, 2, 7, 6), (3, 2, 3, 2), dict(pad_mode="pad", pad=(1, 3, 0, 1), dilation=(2, 1)), True),
+             ((2, 3, 6, 7), (2, 3, 3, 3), {}, True),                                   # valid
+             ((1, 2, 5, 5), (2, 2, 2, 2), dict(pad_mode="pad", pad=(3, 0, 0, 0)), False),
+             ((1, 2, 3, 3), (16, 2, 3, 3), dict(pad_mode="same"), False)]                # few pixels, many O
+    rng = np.random.default_rng(4)
+    for x_shape, w_shape, kw, as_forward in cases:
+        attrs = dict(out_channel=w_shape[0], kernel_size=w_shape[2:], group=1, stride=(1, 1), **kw)
+        attrs.setdefault("dilation", (1, 1))
+        attrs.setdefault("pad_mode", "valid")
+        attrs.setdefault("pad", (0, 0, 0, 0))
+        geo = Geometry(x_shape, w_shape, attrs)
+        assert (flipped(geo) is not None) == as_forward, (x_shape, w_shape, kw)
+        w = rng.standard_normal(w_shape).astype(dtype)
+        d = rng.standard_normal((geo.n, geo.o, geo.oh, geo.ow)).astype(dtype)
+        dx, want = _device_and_reference("Conv2DBackpropInput", [d, w], dict(attrs, input_size=x_shape))
+        assert_close(dx, want)
+
+
 def test_scratch_buffers_carry_nothing_from_one_convolution_to_the_next():
     """The working arrays (padded input, columns, GEMM result) are one buffer per role and thread, reused
     by every convolution after (kernels/conv.py `scratch`): each geometry's three kernels, in float64
