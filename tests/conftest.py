@@ -11,7 +11,7 @@ auto`) and CI's (`.ci/run` adds --runslow). `slow`: deselected unless --runslow 
 `twin`: the smaller twin of a slow test (the same check at a smaller size or with fewer examples):
 runs without --runslow, and --runslow, which runs the slow test itself, deselects it.
 `grid`: one case of a parametrized grid; a run takes the share of each test's cases that a hash of
-(seed, node id) picks, 1 in --grid-share (3 with --runslow, as CI samples it; 8 without; 1 takes every
+(seed, node id) picks, 1 in --grid-share (3 with --runslow, as CI samples it; 12 without; 1 takes every
 case), and at least one case of each test. `sweep`: one case of the systematic sweep
 (tests/test_sweep.py); a run takes the share a hash of (seed, node id) picks, 1 in --sweep-share (10
 with --runslow, as CI samples it; 160 without), and --sweep=all (or GRAPHKERNEL_SWEEP=all) takes every
@@ -72,7 +72,7 @@ SWEEP_ENV = "GRAPHKERNEL_SWEEP"
 SWEEP_SHARE_CI = 10   # CI's share of the sweep (--runslow)
 SWEEP_SHARE = 160     # the README command's
 GRID_SHARE_CI = 3     # CI's share of each grid test's cases (--runslow)
-GRID_SHARE = 8        # the README command's
+GRID_SHARE = 12       # the README command's
 EXAMPLE_SHARE_ENV = "GRAPHKERNEL_EXAMPLE_SHARE"   # read by tests/fuzz_helpers.py: the property tests' share
 _MODE = pytest.StashKey[str]()      # "share" or "all"
 _COUNTS = pytest.StashKey[dict]()   # what the selection kept and dropped, for the header
