@@ -203,7 +203,9 @@ def flipped(geo: Geometry) -> Geometry | None:
     """The input gradient of a stride-1 convolution of one group as a forward convolution over dout, or
     None: dx = Conv2D(dout, W') with W'[c, o, i, j] = W[o, c, kh-1-i, kw-1-j], stride 1, the same
     dilation, each side padded by the kernel's dilated extent less the forward's padding there (none
-    may be negative: a forward padded by more than its kernel's extent keeps the col2im path).
+    may be negative: a forward padded by more than its kernel's extent keeps the col2im path). A call
+    whose weights are not all finite takes the col2im path too: the forward would multiply an inf weight
+    by dout's zero padding (NaN) where the reference never reads that weight.
 
     Taken where it measured faster: W' is a copy of the weights on every call, the col2im path's dcols
     are C * kh * kw * N * P numbers, so it pays when N * P is large beside O (ResNet-50, batch 2, 3x3
@@ -229,8 +231,8 @@ def _input_grad(geo: Geometry, d_shape, w_shape):
     as_forward = _forward(flip, d_shape, (geo.c, geo.o, geo.kh, geo.kw)) if flip is not None else None
 
     def conv2d_backprop_input(dout, w, out):
-        if as_forward is not None:
-            as_forward(dout, w.reshape(w_shape).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], out)
+        if as_forward is not None and np.isfinite(w).all():   # an inf weight times the forward's zero padding
+            as_forward(dout, w.reshape(w_shape).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], out)   # would be NaN
             return
         d, w = _wide(dout).reshape(d_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)

@@ -60,7 +60,8 @@ def test_a_stride_1_input_gradient_runs_as_a_forward_convolution_with_the_flippe
     the kernel flipped and transposed (kernels/conv.py `flipped`): for odd and even kernels, dilated,
     padded "same", "valid" and by hand on one side only, it gives the reference's values; a forward
     padded by more than its kernel's extent, or with few output pixels beside its output channels,
-    keeps the col2im path, and gives them too."""
+    keeps the col2im path, and gives them too; so do weights holding inf or NaN (the forward would
+    multiply them by dout's zero padding)."""
     from kernels.conv import Geometry, flipped
     cases = [((2, 3, 9, 8), (4, 3, 3, 3), dict(pad_mode="same"), True),
              ((1, 3, 9, 8), (5, 3, 2, 4), dict(pad_mode="same"), True),               # even: uneven pads
@@ -80,6 +81,10 @@ def test_a_stride_1_input_gradient_runs_as_a_forward_convolution_with_the_flippe
         d = rng.standard_normal((geo.n, geo.o, geo.oh, geo.ow)).astype(dtype)
         dx, want = _device_and_reference("Conv2DBackpropInput", [d, w], dict(attrs, input_size=x_shape))
         assert_close(dx, want)
+        for bad in (np.inf, -np.inf, np.nan):   # a non-finite weight reaches only the pixels it reads
+            w.reshape(-1)[0] = bad
+            dx, want = _device_and_reference("Conv2DBackpropInput", [d, w], dict(attrs, input_size=x_shape))
+            assert_close(dx, want)
 
 
 def test_scratch_buffers_carry_nothing_from_one_convolution_to_the_next():
