@@ -231,8 +231,8 @@ def cast_graph(src: DType, n: int):
     return b.graph(*outs)
 
 
-# float32, float16, int8 and int4 sources always, fused and unfused; the others one in --grid-share (CI:
-# every one), fused: their single-op kernels are the same emitters' code, one Cast each
+# float32, float16, int8 and int4 sources always, fused and unfused; the others one in --grid-share (CI: one
+# in 3), fused: their single-op kernels are the same emitters' code, one Cast each
 CORE_SOURCES = (DType.float32, DType.float16, DType.int8, DType.int4)
 KERNEL_SOURCES = [src if src in CORE_SOURCES else pytest.param(src, marks=pytest.mark.grid)
                   for src in OTHERS + STORAGE]
