@@ -13,8 +13,8 @@ none of its files is in this repository). bench/resnet_sources.py copies `src/re
 Momentum 0.9 with weight decay 1e-4 on the conv and dense weights only (init_group_params), loss scale
 1024 through FixedLossScaleManager(drop_overflow_update=False), i.e. TrainOneStepCell(sens=1024) with
 the optimizer dividing it out. Every trainable Parameter starts from the same value, chosen by its name;
-one synthetic batch from a fixed seed (64x64 images unless --image says, batch 4, 10 classes) is trained `--steps` times
-with a constant learning rate; GRAPH_MODE.
+one synthetic batch from a fixed seed (64x64 images unless --image says, batch 4, 10 classes) is
+trained `--steps` times with a constant learning rate; GRAPH_MODE.
 
 graphkernel trains it fused and unfused (the emulated AI Core), with `--reference` also on its numpy
 reference, MindSpore on its CPU. graphkernel builds every kernel before the first step (compile mode
@@ -78,8 +78,7 @@ def launch(python: str, sources: str, framework: str, net: str, steps: int, fuse
            target: str = "Ascend", nudge: float = 0.0, lr: float = LR, image: int = IMAGE) -> dict:
     cmd = [python, os.path.abspath(__file__), "--worker", framework, "--sources", sources, "--net", net,
            "--steps", str(steps), "--target", target, "--nudge-by", str(nudge), "--lr", str(lr),
-           "--image", str(image)] + (
-               ["--fused"] if fused else [])
+           "--image", str(image)] + (["--fused"] if fused else [])
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "bench") + ("" if framework == "mindspore"
                                                                        else os.pathsep + REPO),
                GRAPHKERNEL_COMPILE_MODE="wait")
