@@ -231,8 +231,9 @@ def _input_grad(geo: Geometry, d_shape, w_shape):
     as_forward = _forward(flip, d_shape, (geo.c, geo.o, geo.kh, geo.kw)) if flip is not None else None
 
     def conv2d_backprop_input(dout, w, out):
-        if as_forward is not None and np.isfinite(w).all():   # an inf weight times the forward's zero padding
-            as_forward(dout, w.reshape(w_shape).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], out)   # would be NaN
+        # (an inf weight times the flipped forward's zero padding would be NaN: such weights take col2im)
+        if as_forward is not None and np.isfinite(w).all():
+            as_forward(dout, w.reshape(w_shape).transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], out)
             return
         d, w = _wide(dout).reshape(d_shape), _wide(w).reshape(w_shape)
         w2 = w.reshape(geo.o, geo.k)
